@@ -1,0 +1,147 @@
+//===- FP8Dialect.cpp - The fp8 dialect and its attributes ----------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Dialect/FP8/IR/FP8Dialect.h"
+#include "infir2/Dialect/FP8/IR/FP8Attrs.h"
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace infir2::fp8;
+
+#include "infir2/Dialect/FP8/IR/FP8Dialect.cpp.inc"
+#include "infir2/Dialect/FP8/IR/FP8Enums.cpp.inc"
+#include "infir2/Dialect/FP8/IR/FP8AttrInterfaces.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "infir2/Dialect/FP8/IR/FP8Attrs.cpp.inc"
+
+void FP8Dialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "infir2/Dialect/FP8/IR/FP8Ops.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+void FP8Dialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "infir2/Dialect/FP8/IR/FP8Attrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Formats
+//===----------------------------------------------------------------------===//
+
+FloatType infir2::fp8::getElementType(MLIRContext *ctx, Format format) {
+  switch (format) {
+  case Format::e4m3:
+    return Float8E4M3FNType::get(ctx);
+  case Format::e5m2:
+    return Float8E5M2Type::get(ctx);
+  }
+  llvm_unreachable("unknown FP8 format");
+}
+
+double infir2::fp8::getMaxFinite(Format format) {
+  switch (format) {
+  case Format::e4m3:
+    return 448.0;
+  case Format::e5m2:
+    return 57344.0;
+  }
+  llvm_unreachable("unknown FP8 format");
+}
+
+//===----------------------------------------------------------------------===//
+// Granularities
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>>
+TensorwiseAttr::getBlockShape(ArrayRef<int64_t> shape,
+                              function_ref<InFlightDiagnostic()>) const {
+  return SmallVector<int64_t>(shape);
+}
+
+LogicalResult GroupsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t size, int64_t dim) {
+  if (size <= 0)
+    return emitError() << "group size must be positive, got " << size;
+  if (dim < 0)
+    return emitError() << "group dimension must be non-negative, got " << dim;
+  return success();
+}
+
+FailureOr<SmallVector<int64_t>>
+GroupsAttr::getBlockShape(ArrayRef<int64_t> shape,
+                          function_ref<InFlightDiagnostic()> emitError) const {
+  if (getDim() >= static_cast<int64_t>(shape.size())) {
+    emitError() << "group dimension " << getDim()
+                << " is out of range for a tensor of shape " << "[" << shape << "]";
+    return failure();
+  }
+  SmallVector<int64_t> block(shape.size(), 1);
+  block[getDim()] = getSize();
+  return block;
+}
+
+LogicalResult BlocksAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0)
+    return emitError() << "block sizes must be positive, got " << rows << "x"
+                       << cols;
+  return success();
+}
+
+FailureOr<SmallVector<int64_t>>
+BlocksAttr::getBlockShape(ArrayRef<int64_t> shape,
+                          function_ref<InFlightDiagnostic()> emitError) const {
+  if (shape.size() < 2) {
+    emitError() << "2-D blocks need a tensor of rank at least 2, got shape "
+                << "[" << shape << "]";
+    return failure();
+  }
+  SmallVector<int64_t> block(shape.size(), 1);
+  block[shape.size() - 2] = getRows();
+  block[shape.size() - 1] = getCols();
+  return block;
+}
+
+FailureOr<SmallVector<int64_t>>
+infir2::fp8::getScaleShape(GranularityAttrInterface granularity,
+                           ArrayRef<int64_t> shape,
+                           function_ref<InFlightDiagnostic()> emitError) {
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (d <= 0) {
+      emitError() << "cannot scale a tensor with an empty dimension: dimension "
+                  << i << " of shape " << "[" << shape << "]" << " has size " << d;
+      return failure();
+    }
+  }
+  FailureOr<SmallVector<int64_t>> block =
+      granularity.getBlockShape(shape, emitError);
+  if (failed(block))
+    return failure();
+  SmallVector<int64_t> scaleShape;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    int64_t b = (*block)[i];
+    if (d % b != 0) {
+      emitError() << granularity << " does not tile shape " << "[" << shape << "]"
+                  << ": block size " << b << " does not divide dimension " << i
+                  << " (size " << d << ")";
+      return failure();
+    }
+    scaleShape.push_back(d / b);
+  }
+  return scaleShape;
+}

@@ -1,0 +1,49 @@
+//===- Infir2Dialect.td - The infir2 model-level dialect ---*- tablegen -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_DIALECT_INFIR2_IR_INFIR2DIALECT_TD
+#define INFIR2_DIALECT_INFIR2_IR_INFIR2DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Infir2_Dialect : Dialect {
+  let name = "infir2";
+  let cppNamespace = "::infir2";
+  let summary = "Model-level operations for describing transformer training graphs.";
+  let description = [{
+    The `infir2` dialect describes a model as a forward function on ranked,
+    statically shaped tensors that returns a scalar loss: embedding lookups,
+    (batched) matrix multiplications, RMS normalization, rotary position
+    embeddings, grouped-query attention, SwiGLU, elementwise arithmetic and
+    cross-entropy. It says nothing about precision: the FP8 recipe passes decide
+    later which GEMMs run in FP8 and record that decision in the IR.
+
+    Trainable parameters are function arguments that carry an `infir2.param`
+    attribute naming the checkpoint tensor and its initialization rule:
+
+    ```mlir
+    func.func @forward(
+        %w: tensor<64x64xbf16> {infir2.param = #infir2.param<"model.layers.0.self_attn.o_proj.weight", normal(std = 0.02)>},
+        %ids: tensor<2x32xi32>) -> tensor<f32>
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The name of the function-argument attribute that marks a trainable
+    /// parameter.
+    static constexpr ::llvm::StringLiteral getParamAttrName() {
+      return ::llvm::StringLiteral("infir2.param");
+    }
+
+    void registerAttributes();
+  }];
+}
+
+class Infir2_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Infir2_Dialect, mnemonic, traits>;
+
+#endif // INFIR2_DIALECT_INFIR2_IR_INFIR2DIALECT_TD

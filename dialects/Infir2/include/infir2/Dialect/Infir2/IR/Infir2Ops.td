@@ -1,0 +1,287 @@
+//===- Infir2Ops.td - Operations of the infir2 dialect -----*- tablegen -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_DIALECT_INFIR2_IR_INFIR2OPS_TD
+#define INFIR2_DIALECT_INFIR2_IR_INFIR2OPS_TD
+
+include "infir2/Dialect/Infir2/IR/Infir2Dialect.td"
+include "infir2/Dialect/Infir2/IR/Infir2Attrs.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Model tensors hold high-precision floats; FP8 appears only where the recipe
+// inserts `fp8` ops.
+def Infir2_FloatTensor : StaticShapeTensorOf<[BF16, F16, F32, F64]>;
+def Infir2_IdTensor : StaticShapeTensorOf<[I32, I64]>;
+def Infir2_MaskTensor : StaticShapeTensorOf<[I1, BF16, F16, F32, F64]>;
+def Infir2_Scalar : 0DTensorOf<[F32]>;
+
+def Infir2_FloatPositive : AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0.0">,
+    "whose value is positive">;
+def PositiveF64Attr : ConfinedAttr<F64Attr, [Infir2_FloatPositive]>;
+
+//===----------------------------------------------------------------------===//
+// Lookups and GEMMs
+//===----------------------------------------------------------------------===//
+
+def Infir2_EmbeddingOp : Infir2_Op<"embedding", [Pure]> {
+  let summary = "Gathers the rows of an embedding table selected by token ids.";
+  let description = [{
+    `result[i..., :] = table[ids[i...], :]` for a table of shape `[V, D]` and
+    ids of any shape. The result has the ids' shape followed by `D` and the
+    table's element type. Ids outside `[0, V)` are a runtime error.
+
+    ```mlir
+    %h = infir2.embedding %table[%ids] : tensor<256x64xbf16>[tensor<2x32xi32>] -> tensor<2x32x64xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$table, Infir2_IdTensor:$ids);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` type($table) `[` type($ids) `]` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Infir2_MatmulOp : Infir2_Op<"matmul", [Pure]> {
+  let summary = "Multiplies two (batched) matrices, optionally transposing either.";
+  let description = [{
+    `lhs` has shape `[b..., M, K]` (`[b..., K, M]` with `transpose_lhs`) and
+    `rhs` has shape `[b..., K, N]` (`[b..., N, K]` with `transpose_rhs`), or is
+    a rank-2 matrix shared by every batch element, as a linear layer's weight
+    is. The result has shape `[b..., M, N]`. Operands share one element type;
+    the result has that type or `f32` (the product accumulates in FP32 either
+    way).
+
+    A linear layer `y = x·Wᵀ` on activations `[B, S, D]` and a weight `[N, D]`:
+
+    ```mlir
+    %y = infir2.matmul %x, %w {transpose_rhs} : tensor<2x32x64xbf16>, tensor<128x64xbf16> -> tensor<2x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$lhs, Infir2_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, position embedding, attention
+//===----------------------------------------------------------------------===//
+
+def Infir2_RMSNormOp : Infir2_Op<"rms_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Normalizes the last dimension by its root mean square and scales it.";
+  let description = [{
+    `result = input / sqrt(mean(input², last dim) + epsilon) * weight`, where
+    `weight` is a vector as long as the last dimension of `input`.
+
+    ```mlir
+    %n = infir2.rms_norm %h, %w {epsilon = 1.0e-06 : f64} : tensor<2x32x64xbf16>, tensor<64xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$input, Infir2_FloatTensor:$weight,
+                       PositiveF64Attr:$epsilon);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Infir2_RopeOp : Infir2_Op<"rope",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Applies rotary position embeddings to every head of a projection.";
+  let description = [{
+    `input` has shape `[..., S, H * head_dim]`: the heads of one projection laid
+    side by side, as a linear layer produces them. Each head is rotated in the
+    half-split (GPT-NeoX / Hugging Face Llama and Qwen2) convention: for
+    `i < head_dim / 2`, the pair `(x[i], x[i + head_dim / 2])` is rotated by the
+    angle `pos * theta^(-2i / head_dim)`. `positions` has shape `[S]` (shared by
+    the batch) or the input's shape without its last dimension.
+
+    ```mlir
+    %q2 = infir2.rope %q, %pos {head_dim = 16 : i64, theta = 1.0e+06 : f64} : tensor<2x32x64xbf16>, tensor<32xi32>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$input, Infir2_IdTensor:$positions,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$head_dim,
+                       PositiveF64Attr:$theta);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions attr-dict `:` type($input) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def Infir2_AttentionOp : Infir2_Op<"attention", [Pure]> {
+  let summary = "Computes (grouped-query) scaled dot-product attention over packed heads.";
+  let description = [{
+    `query` has shape `[B, S, num_heads * head_dim]`, `key` and `value` have
+    shape `[B, S_kv, num_kv_heads * head_dim]`; `num_heads` must be a multiple
+    of `num_kv_heads`, and query head `h` attends with key/value head
+    `h / (num_heads / num_kv_heads)`. The result, shaped like `query`, is
+    `softmax(scale · Q·Kᵀ + mask)·V` per head, with a causal mask when `causal`
+    is set (which requires `S == S_kv`). `scale` defaults to
+    `1 / sqrt(head_dim)`. This is the attention core the FP8 recipe always
+    keeps in high precision.
+
+    ```mlir
+    %o = infir2.attention %q, %k, %v {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
+        : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$query, Infir2_FloatTensor:$key,
+                       Infir2_FloatTensor:$value,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_kv_heads,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$head_dim,
+                       OptionalAttr<PositiveF64Attr>:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The softmax scale: the `scale` attribute, or 1/sqrt(head_dim).
+    double getEffectiveScale();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Activations and elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+def Infir2_SiluOp : Infir2_Op<"silu",
+    [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Applies the SiLU activation x·sigmoid(x) elementwise.";
+  let description = [{
+    ```mlir
+    %y = infir2.silu %x : tensor<2x32x176xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$input);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Infir2_SwigluOp : Infir2_Op<"swiglu",
+    [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Computes the SwiGLU gate silu(gate)·up elementwise.";
+  let description = [{
+    The gated activation of Llama/Qwen MLPs, `silu(gate) * up`, kept as one op
+    so that the FP8 recipe can fuse the quantization of its output into it.
+
+    ```mlir
+    %a = infir2.swiglu %gate, %up : tensor<2x32x176xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$gate, Infir2_FloatTensor:$up);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+class Infir2_BroadcastBinaryOp<string mnemonic, string what>
+    : Infir2_Op<mnemonic, [Pure, AllTypesMatch<["lhs", "result"]>]> {
+  let summary = "Computes the elementwise " # what # " of two tensors, broadcasting the right one.";
+  let description = [{
+    `rhs` has the shape of `lhs` or of a suffix of it (a bias or a scale vector
+    broadcast over the leading dimensions); both share one element type. The
+    result has the type of `lhs`.
+
+    ```mlir
+    %r = infir2.}] # mnemonic # [{ %x, %y : tensor<2x32x64xbf16>, tensor<2x32x64xbf16>
+    %b = infir2.}] # mnemonic # [{ %x, %bias : tensor<2x32x64xbf16>, tensor<64xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$lhs, Infir2_FloatTensor:$rhs);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
+}
+
+def Infir2_AddOp : Infir2_BroadcastBinaryOp<"add", "sum">;
+def Infir2_MulOp : Infir2_BroadcastBinaryOp<"mul", "product">;
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def Infir2_CrossEntropyOp : Infir2_Op<"cross_entropy", [Pure]> {
+  let summary = "Computes the mean softmax cross-entropy of logits against target ids.";
+  let description = [{
+    `logits` has shape `[..., V]` and `targets` the same shape without `V`.
+    Token `t` contributes `w_t · (logsumexp(logits[t]) - logits[t, targets[t]])`
+    where `w_t` is the optional `loss_mask` (same shape as `targets`; `i1` or
+    float), and 0 when `targets[t] == ignore_index` (default -100, as in
+    PyTorch). The result is the sum of contributions divided by the sum of the
+    weights of counted tokens (the mean over counted tokens), or 0 when no token
+    counts. SFT masks prompt tokens with `loss_mask`.
+
+    ```mlir
+    %loss = infir2.cross_entropy %logits, %targets mask %m : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<2x32xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$logits, Infir2_IdTensor:$targets,
+                       Optional<Infir2_MaskTensor>:$loss_mask,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Infir2_Scalar:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets (`mask` $loss_mask^)? attr-dict `:` type($logits) `,`
+    type($targets) (`,` type($loss_mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Infir2_ReshapeOp : Infir2_Op<"reshape", [Pure]> {
+  let summary = "Reinterprets a tensor with a new shape of the same number of elements.";
+  let description = [{
+    Row-major order is preserved. Reshaping to the same type folds away, and a
+    reshape of a reshape folds to one reshape.
+
+    ```mlir
+    %r = infir2.reshape %x : tensor<2x32x64xbf16> -> tensor<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$input);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Infir2_TransposeOp : Infir2_Op<"transpose", [Pure]> {
+  let summary = "Permutes the dimensions of a tensor.";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]`. The identity permutation
+    folds away and a transpose of a transpose folds to one transpose.
+
+    ```mlir
+    %t = infir2.transpose %x [1, 0] : tensor<64x128xbf16> -> tensor<128x64xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$input,
+                       DenseI64ArrayAttr:$permutation);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+#endif // INFIR2_DIALECT_INFIR2_IR_INFIR2OPS_TD

@@ -1,0 +1,145 @@
+//===- Infir2Dialect.cpp - The infir2 dialect and its attributes ----------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace infir2;
+
+#include "infir2/Dialect/Infir2/IR/Infir2Dialect.cpp.inc"
+#include "infir2/Dialect/Infir2/IR/Infir2Enums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.cpp.inc"
+
+void Infir2Dialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+void Infir2Dialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamAttr
+//===----------------------------------------------------------------------===//
+
+// Syntax: `<"name", zeros | ones | normal(std = S)>`.
+Attribute ParamAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (parser.parseLess() || parser.parseString(&name) || parser.parseComma())
+    return {};
+  SMLoc ruleLoc = parser.getCurrentLocation();
+  StringRef rule;
+  if (parser.parseKeyword(&rule))
+    return {};
+  std::optional<InitKind> init = symbolizeInitKind(rule);
+  if (!init) {
+    parser.emitError(ruleLoc, "unknown initialization rule '")
+        << rule << "' (expected zeros, ones or normal)";
+    return {};
+  }
+  double stddev = 0.0;
+  if (*init == InitKind::normal) {
+    if (parser.parseLParen() || parser.parseKeyword("std") ||
+        parser.parseEqual() || parser.parseFloat(stddev) ||
+        parser.parseRParen())
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<ParamAttr>(loc, parser.getContext(), name, *init,
+                                      llvm::APFloat(stddev));
+}
+
+void ParamAttr::print(AsmPrinter &printer) const {
+  printer << "<\"" << getName() << "\", " << stringifyInitKind(getInit());
+  if (getInit() == InitKind::normal) {
+    printer << "(std = ";
+    printer.printFloat(getStd());
+    printer << ")";
+  }
+  printer << ">";
+}
+
+LogicalResult
+ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef name,
+                  InitKind init, llvm::APFloat stddev) {
+  if (name.empty())
+    return emitError() << "parameter name must not be empty";
+  double s = stddev.convertToDouble();
+  if (init == InitKind::normal && !(s > 0.0 && std::isfinite(s)))
+    return emitError() << "normal initialization of '" << name
+                       << "' needs a positive, finite std, got " << s;
+  if (init != InitKind::normal && s != 0.0)
+    return emitError() << "initialization rule '" << stringifyInitKind(init)
+                       << "' of '" << name << "' takes no std";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Function-argument attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
+                                                      unsigned regionIndex,
+                                                      unsigned argIndex,
+                                                      NamedAttribute attr) {
+  if (attr.getName() != getParamAttrName())
+    return op->emitError() << "unknown argument attribute '"
+                           << attr.getName().getValue() << "' on argument #"
+                           << argIndex;
+  auto param = dyn_cast<ParamAttr>(attr.getValue());
+  if (!param)
+    return op->emitError() << "'" << getParamAttrName() << "' on argument #"
+                           << argIndex << " must be a #infir2.param, got "
+                           << attr.getValue();
+
+  // Function declarations have no region arguments, so read the signature.
+  Type type;
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (fn && argIndex < fn.getNumArguments())
+    type = fn.getArgumentTypes()[argIndex];
+  else if (regionIndex < op->getNumRegions() &&
+           !op->getRegion(regionIndex).empty())
+    type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !isa<BFloat16Type, Float16Type, Float32Type, Float64Type>(
+          tensor.getElementType()))
+    return op->emitError() << "parameter '" << param.getName()
+                           << "' (argument #" << argIndex
+                           << ") must be a statically shaped tensor of bf16, "
+                              "f16, f32 or f64, got "
+                           << type;
+
+  if (fn) {
+    for (unsigned i = 0; i < argIndex; ++i) {
+      auto other = fn.getArgAttrOfType<ParamAttr>(i, getParamAttrName());
+      if (other && other.getName() == param.getName())
+        return op->emitError()
+               << "parameter name '" << param.getName()
+               << "' of argument #" << argIndex
+               << " is already used by argument #" << i;
+    }
+  }
+  return success();
+}

@@ -1,0 +1,328 @@
+//===- Infir2Ops.cpp - Verifiers and folders of infir2 ops ----------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace infir2;
+
+namespace {
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+Type elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+
+/// Checks that `actual` has shape `expected`; `why` explains where the
+/// expected shape comes from.
+LogicalResult checkShape(Operation *op, StringRef name, Value actual,
+                         ArrayRef<int64_t> expected, StringRef why) {
+  if (shapeOf(actual) == expected)
+    return success();
+  return op->emitOpError() << "expects '" << name << "' of shape "
+                           << "[" << expected << "]" << " (" << why << "), got "
+                           << "[" << shapeOf(actual) << "]";
+}
+
+LogicalResult checkSameElementType(Operation *op, StringRef name, Value v,
+                                   StringRef refName, Value ref) {
+  if (elementTypeOf(v) == elementTypeOf(ref))
+    return success();
+  return op->emitOpError() << "expects '" << name << "' to have the element type of '"
+                           << refName << "' (" << elementTypeOf(ref) << "), got "
+                           << elementTypeOf(v);
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  if (rankOf(getTable()) != 2)
+    return emitOpError() << "expects 'table' of rank 2 ([vocab, dim]), got shape "
+                         << "[" << shapeOf(getTable()) << "]";
+  SmallVector<int64_t> expected(shapeOf(getIds()));
+  expected.push_back(shapeOf(getTable())[1]);
+  if (failed(checkShape(*this, "result", getResult(), expected,
+                        "the ids' shape followed by the table's row size")))
+    return failure();
+  return checkSameElementType(*this, "result", getResult(), "table", getTable());
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>>
+infir2::inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
+                         bool transposeLhs, bool transposeRhs,
+                         function_ref<InFlightDiagnostic()> emitError) {
+  if (lhs.size() < 2) {
+    emitError() << "expects 'lhs' of rank at least 2, got shape " << "[" << lhs << "]";
+    return failure();
+  }
+  if (rhs.size() != 2 && rhs.size() != lhs.size()) {
+    emitError() << "expects 'rhs' of rank 2 or of the rank of 'lhs' ("
+                << lhs.size() << "), got shape " << "[" << rhs << "]";
+    return failure();
+  }
+  size_t batchRank = lhs.size() - 2;
+  if (rhs.size() == lhs.size() &&
+      lhs.take_front(batchRank) != rhs.take_front(batchRank)) {
+    emitError() << "expects equal batch dimensions, got 'lhs' "
+                << "[" << lhs << "]" << " and 'rhs' " << "[" << rhs << "]";
+    return failure();
+  }
+  int64_t m = lhs[lhs.size() - (transposeLhs ? 1 : 2)];
+  int64_t kl = lhs[lhs.size() - (transposeLhs ? 2 : 1)];
+  int64_t kr = rhs[rhs.size() - (transposeRhs ? 1 : 2)];
+  int64_t n = rhs[rhs.size() - (transposeRhs ? 2 : 1)];
+  if (kl != kr) {
+    emitError() << "expects the contraction dimensions to match, got " << kl
+                << " in 'lhs' " << "[" << lhs << "]" << " and " << kr << " in 'rhs' "
+                << "[" << rhs << "]";
+    return failure();
+  }
+  SmallVector<int64_t> result(lhs.take_front(batchRank));
+  result.push_back(m);
+  result.push_back(n);
+  return result;
+}
+
+LogicalResult MatmulOp::verify() {
+  FailureOr<SmallVector<int64_t>> expected =
+      inferMatmulShape(shapeOf(getLhs()), shapeOf(getRhs()),
+                       getTransposeLhs(), getTransposeRhs(),
+                       [&] { return emitOpError(); });
+  if (failed(expected))
+    return failure();
+  if (failed(checkShape(*this, "result", getResult(), *expected,
+                        "batch dimensions followed by M and N")))
+    return failure();
+  if (failed(checkSameElementType(*this, "rhs", getRhs(), "lhs", getLhs())))
+    return failure();
+  Type resultElt = elementTypeOf(getResult());
+  if (resultElt != elementTypeOf(getLhs()) && !resultElt.isF32())
+    return emitOpError() << "expects the result element type to be the "
+                            "operands' ("
+                         << elementTypeOf(getLhs()) << ") or f32, got "
+                         << resultElt;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RMSNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RMSNormOp::verify() {
+  if (rankOf(getInput()) < 1)
+    return emitOpError() << "expects 'input' of rank at least 1";
+  int64_t dim = shapeOf(getInput()).back();
+  if (failed(checkShape(*this, "weight", getWeight(), {dim},
+                        "the last dimension of 'input'")))
+    return failure();
+  return checkSameElementType(*this, "weight", getWeight(), "input", getInput());
+}
+
+//===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  if (in.size() < 2)
+    return emitOpError() << "expects 'input' of rank at least 2 ([..., seq, "
+                            "heads * head_dim]), got shape "
+                         << "[" << in << "]";
+  int64_t headDim = getHeadDim();
+  if (headDim % 2 != 0)
+    return emitOpError() << "expects an even head_dim (dimensions rotate in "
+                            "pairs), got "
+                         << headDim;
+  if (in.back() % headDim != 0)
+    return emitOpError() << "expects the last dimension of 'input' ("
+                         << in.back() << ") to be a multiple of head_dim ("
+                         << headDim << ")";
+  ArrayRef<int64_t> pos = shapeOf(getPositions());
+  ArrayRef<int64_t> lead = in.drop_back();
+  if (pos != lead && pos != lead.take_back(1))
+    return emitOpError() << "expects 'positions' of shape "
+                         << "[" << lead.take_back(1) << "]" << " or "
+                         << "[" << lead << "]" << " (the input's shape without its "
+                                              "last dimension), got "
+                         << "[" << pos << "]";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+double AttentionOp::getEffectiveScale() {
+  if (std::optional<llvm::APFloat> s = getScale())
+    return s->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(getHeadDim()));
+}
+
+LogicalResult AttentionOp::verify() {
+  for (auto [name, v] : {std::pair<StringRef, Value>{"query", getQuery()},
+                         {"key", getKey()},
+                         {"value", getValue()}}) {
+    if (rankOf(v) != 3)
+      return emitOpError() << "expects '" << name
+                           << "' of rank 3 ([batch, seq, heads * head_dim]), "
+                              "got shape "
+                           << "[" << shapeOf(v) << "]";
+    if (failed(checkSameElementType(*this, name, v, "query", getQuery())))
+      return failure();
+  }
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), hd = getHeadDim();
+  if (heads % kvHeads != 0)
+    return emitOpError() << "expects num_heads (" << heads
+                         << ") to be a multiple of num_kv_heads (" << kvHeads
+                         << ")";
+  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
+  if (q.back() != heads * hd)
+    return emitOpError() << "expects the last dimension of 'query' (" << q.back()
+                         << ") to be num_heads * head_dim (" << heads * hd << ")";
+  if (k.back() != kvHeads * hd)
+    return emitOpError() << "expects the last dimension of 'key' (" << k.back()
+                         << ") to be num_kv_heads * head_dim (" << kvHeads * hd
+                         << ")";
+  if (k[0] != q[0])
+    return emitOpError() << "expects 'key' to have the batch size of 'query' ("
+                         << q[0] << "), got " << k[0];
+  if (failed(checkShape(*this, "value", getValue(), k, "the shape of 'key'")))
+    return failure();
+  if (getCausal() && k[1] != q[1])
+    return emitOpError() << "expects equal query and key lengths with a causal "
+                            "mask, got "
+                         << q[1] << " and " << k[1];
+  if (getResult().getType() != getQuery().getType())
+    return emitOpError() << "expects the result type to be the type of 'query' ("
+                         << getQuery().getType() << "), got "
+                         << getResult().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AddOp / MulOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBroadcastBinary(Operation *op, Value lhs, Value rhs) {
+  ArrayRef<int64_t> l = shapeOf(lhs), r = shapeOf(rhs);
+  if (r.size() > l.size() || l.take_back(r.size()) != r)
+    return op->emitOpError() << "expects the shape of 'rhs' " << "[" << r << "]"
+                             << " to equal the shape of 'lhs' " << "[" << l << "]"
+                             << " or a suffix of it";
+  return checkSameElementType(op, "rhs", rhs, "lhs", lhs);
+}
+
+LogicalResult AddOp::verify() {
+  return verifyBroadcastBinary(*this, getLhs(), getRhs());
+}
+LogicalResult MulOp::verify() {
+  return verifyBroadcastBinary(*this, getLhs(), getRhs());
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::verify() {
+  ArrayRef<int64_t> logits = shapeOf(getLogits());
+  if (logits.size() < 2)
+    return emitOpError() << "expects 'logits' of rank at least 2 ([..., "
+                            "vocab]), got shape "
+                         << "[" << logits << "]";
+  if (failed(checkShape(*this, "targets", getTargets(), logits.drop_back(),
+                        "the shape of 'logits' without the vocabulary")))
+    return failure();
+  if (getLossMask() &&
+      failed(checkShape(*this, "loss_mask", getLossMask(), logits.drop_back(),
+                        "the shape of 'targets'")))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError() << "expects the result to have as many elements as "
+                            "'input' ("
+                         << in.getNumElements() << "), got "
+                         << out.getNumElements();
+  return checkSameElementType(*this, "result", getResult(), "input", getInput());
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// TransposeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> perm = getPermutation();
+  if (perm.size() != in.size())
+    return emitOpError() << "expects a permutation of " << in.size()
+                         << " dimensions, got " << perm.size();
+  SmallVector<bool> seen(in.size(), false);
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(in.size()) || seen[p])
+      return emitOpError() << "expects 'permutation' to be a permutation of [0, "
+                           << in.size() << "), got " << "[" << perm << "]";
+    seen[p] = true;
+    expected.push_back(in[p]);
+  }
+  if (failed(checkShape(*this, "result", getResult(), expected,
+                        "the input's shape permuted")))
+    return failure();
+  return checkSameElementType(*this, "result", getResult(), "input", getInput());
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPermutation();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    // result[i] = inner.input[innerPerm[perm[i]]].
+    ArrayRef<int64_t> innerPerm = inner.getPermutation();
+    SmallVector<int64_t> composed;
+    for (int64_t p : perm)
+      composed.push_back(innerPerm[p]);
+    getInputMutable().assign(inner.getInput());
+    setPermutation(composed);
+    return getResult();
+  }
+  return {};
+}
+
+#define GET_OP_CLASSES
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.cpp.inc"

@@ -1,0 +1,33 @@
+//===- InitAll.h - Register InfiR2's dialects and passes --------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The one place that lists what InfiR2 registers. Tools, the C API and tests
+// all call these, so they agree on what a pipeline may contain. Only the
+// upstream dialects InfiR2 uses are registered: mlir/InitAllDialects.h costs a
+// minute and gigabytes to compile.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_INITALL_H
+#define INFIR2_INITALL_H
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace infir2 {
+
+/// Adds InfiR2's dialects (infir2, fp8) and the upstream dialects its
+/// pipelines read or produce (func, arith, tensor, linalg, bufferization).
+void registerAllDialects(mlir::DialectRegistry &registry);
+
+/// Registers InfiR2's passes and pipelines and the generic upstream
+/// transforms (canonicalize, cse, ...) for use on the command line.
+void registerAllPasses();
+
+} // namespace infir2
+
+#endif // INFIR2_INITALL_H

@@ -1,0 +1,31 @@
+//===- InitAll.cpp - Register InfiR2's dialects and passes ----------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/InitAll.h"
+
+#include "infir2/Dialect/FP8/IR/FP8Dialect.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<infir2::Infir2Dialect, infir2::fp8::FP8Dialect>();
+  registry.insert<mlir::arith::ArithDialect,
+                  mlir::bufferization::BufferizationDialect,
+                  mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
+                  mlir::tensor::TensorDialect>();
+}
+
+void infir2::registerAllPasses() {
+  // InfiR2's own passes and pipelines are added here as they land.
+  mlir::registerTransformsPasses();
+}

@@ -1,0 +1,117 @@
+// RUN: infir2-opt %s --split-input-file | FileCheck %s
+// RUN: infir2-opt %s --split-input-file --mlir-print-op-generic | infir2-opt --split-input-file | FileCheck %s
+
+// Tests that the embedding lookup round-trips.
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[T:.+]]: tensor<256x64xbf16>, %[[IDS:.+]]: tensor<2x32xi32>)
+// CHECK: infir2.embedding %[[T]][%[[IDS]]] : tensor<256x64xbf16>[tensor<2x32xi32>] -> tensor<2x32x64xbf16>
+func.func @embedding(%t: tensor<256x64xbf16>, %ids: tensor<2x32xi32>) -> tensor<2x32x64xbf16> {
+  %0 = infir2.embedding %t[%ids] : tensor<256x64xbf16>[tensor<2x32xi32>] -> tensor<2x32x64xbf16>
+  return %0 : tensor<2x32x64xbf16>
+}
+
+// -----
+
+// Tests a linear layer (shared weight, transposed), a batched product, a
+// weight-gradient product with transposed lhs, and an f32 result.
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[X:.+]]: tensor<2x32x64xbf16>, %[[W:.+]]: tensor<176x64xbf16>, %[[A:.+]]: tensor<4x8x16xf32>, %[[B:.+]]: tensor<4x16x8xf32>)
+// CHECK: infir2.matmul %[[X]], %[[W]] {transpose_rhs} : tensor<2x32x64xbf16>, tensor<176x64xbf16> -> tensor<2x32x176xbf16>
+// CHECK: infir2.matmul %[[A]], %[[B]] : tensor<4x8x16xf32>, tensor<4x16x8xf32> -> tensor<4x8x8xf32>
+// CHECK: infir2.matmul %[[A]], %[[A]] {transpose_lhs} : tensor<4x8x16xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
+// CHECK: infir2.matmul %[[X]], %[[W]] {transpose_rhs} : tensor<2x32x64xbf16>, tensor<176x64xbf16> -> tensor<2x32x176xf32>
+func.func @matmul(%x: tensor<2x32x64xbf16>, %w: tensor<176x64xbf16>, %a: tensor<4x8x16xf32>, %b: tensor<4x16x8xf32>) {
+  %0 = infir2.matmul %x, %w {transpose_rhs} : tensor<2x32x64xbf16>, tensor<176x64xbf16> -> tensor<2x32x176xbf16>
+  %1 = infir2.matmul %a, %b : tensor<4x8x16xf32>, tensor<4x16x8xf32> -> tensor<4x8x8xf32>
+  %2 = infir2.matmul %a, %a {transpose_lhs} : tensor<4x8x16xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
+  %3 = infir2.matmul %x, %w {transpose_rhs} : tensor<2x32x64xbf16>, tensor<176x64xbf16> -> tensor<2x32x176xf32>
+  return
+}
+
+// -----
+
+// Tests rms_norm, rope with shared and per-batch positions, and attention
+// with grouped-query heads, a causal mask and an explicit scale.
+// CHECK-LABEL: func.func @decoder_pieces
+// CHECK: %[[N:.+]] = infir2.rms_norm %{{.+}}, %{{.+}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x32x64xbf16>, tensor<64xbf16>
+// CHECK: %[[Q:.+]] = infir2.rope %[[N]], %{{.+}} {head_dim = 16 : i64, theta = 1.000000e+06 : f64} : tensor<2x32x64xbf16>, tensor<32xi32>
+// CHECK: %[[K:.+]] = infir2.rope %{{.+}}, %{{.+}} {head_dim = 16 : i64, theta = 1.000000e+04 : f64} : tensor<2x32x32xbf16>, tensor<2x32xi64>
+// CHECK: infir2.attention %[[Q]], %[[K]], %{{.+}} {causal, head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
+// CHECK: infir2.attention %[[Q]], %[[K]], %{{.+}} {head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 1.250000e-01 : f64}
+func.func @decoder_pieces(%h: tensor<2x32x64xbf16>, %w: tensor<64xbf16>, %pos: tensor<32xi32>,
+                          %k: tensor<2x32x32xbf16>, %bpos: tensor<2x32xi64>, %v: tensor<2x32x32xbf16>) {
+  %n = infir2.rms_norm %h, %w {epsilon = 1.0e-6 : f64} : tensor<2x32x64xbf16>, tensor<64xbf16>
+  %q = infir2.rope %n, %pos {head_dim = 16 : i64, theta = 1.0e6 : f64} : tensor<2x32x64xbf16>, tensor<32xi32>
+  %kr = infir2.rope %k, %bpos {head_dim = 16 : i64, theta = 1.0e4 : f64} : tensor<2x32x32xbf16>, tensor<2x32xi64>
+  %o = infir2.attention %q, %kr, %v {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
+      : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
+  %o2 = infir2.attention %q, %kr, %v {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 0.125 : f64}
+      : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
+  return
+}
+
+// -----
+
+// Tests the activations and the broadcasting elementwise ops.
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: (%[[G:.+]]: tensor<2x32x176xbf16>, %[[U:.+]]: tensor<2x32x176xbf16>, %[[B:.+]]: tensor<176xbf16>)
+// CHECK: infir2.silu %[[G]] : tensor<2x32x176xbf16>
+// CHECK: infir2.swiglu %[[G]], %[[U]] : tensor<2x32x176xbf16>
+// CHECK: infir2.add %[[G]], %[[U]] : tensor<2x32x176xbf16>, tensor<2x32x176xbf16>
+// CHECK: infir2.add %[[G]], %[[B]] : tensor<2x32x176xbf16>, tensor<176xbf16>
+// CHECK: infir2.mul %[[U]], %[[B]] : tensor<2x32x176xbf16>, tensor<176xbf16>
+func.func @elementwise(%g: tensor<2x32x176xbf16>, %u: tensor<2x32x176xbf16>, %b: tensor<176xbf16>) {
+  %0 = infir2.silu %g : tensor<2x32x176xbf16>
+  %1 = infir2.swiglu %g, %u : tensor<2x32x176xbf16>
+  %2 = infir2.add %g, %u : tensor<2x32x176xbf16>, tensor<2x32x176xbf16>
+  %3 = infir2.add %g, %b : tensor<2x32x176xbf16>, tensor<176xbf16>
+  %4 = infir2.mul %u, %b : tensor<2x32x176xbf16>, tensor<176xbf16>
+  return
+}
+
+// -----
+
+// Tests cross_entropy without a mask, with a float mask and with an i1 mask
+// and a custom ignore index.
+// CHECK-LABEL: func.func @loss
+// CHECK-SAME: (%[[L:.+]]: tensor<2x32x256xf32>, %[[T:.+]]: tensor<2x32xi32>, %[[M:.+]]: tensor<2x32xf32>, %[[MB:.+]]: tensor<2x32xi1>)
+// CHECK: infir2.cross_entropy %[[L]], %[[T]] : tensor<2x32x256xf32>, tensor<2x32xi32> -> tensor<f32>
+// CHECK: infir2.cross_entropy %[[L]], %[[T]] mask %[[M]] : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<2x32xf32> -> tensor<f32>
+// CHECK: infir2.cross_entropy %[[L]], %[[T]] mask %[[MB]] {ignore_index = 0 : i64} : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<2x32xi1> -> tensor<f32>
+func.func @loss(%l: tensor<2x32x256xf32>, %t: tensor<2x32xi32>, %m: tensor<2x32xf32>, %mb: tensor<2x32xi1>) {
+  %0 = infir2.cross_entropy %l, %t : tensor<2x32x256xf32>, tensor<2x32xi32> -> tensor<f32>
+  %1 = infir2.cross_entropy %l, %t mask %m : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<2x32xf32> -> tensor<f32>
+  %2 = infir2.cross_entropy %l, %t mask %mb {ignore_index = 0 : i64} : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<2x32xi1> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests reshape and transpose.
+// CHECK-LABEL: func.func @shapes
+// CHECK: infir2.reshape %{{.+}} : tensor<2x32x64xbf16> -> tensor<64x64xbf16>
+// CHECK: infir2.transpose %{{.+}} [1, 0] : tensor<64x128xbf16> -> tensor<128x64xbf16>
+func.func @shapes(%x: tensor<2x32x64xbf16>, %y: tensor<64x128xbf16>) {
+  %0 = infir2.reshape %x : tensor<2x32x64xbf16> -> tensor<64x64xbf16>
+  %1 = infir2.transpose %y [1, 0] : tensor<64x128xbf16> -> tensor<128x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that parameter declarations round-trip, on a definition and on a
+// declaration.
+// CHECK-LABEL: func.func @params
+// CHECK-SAME: {infir2.param = #infir2.param<"model.embed_tokens.weight", normal(std = 2.000000e-02)>}
+// CHECK-SAME: {infir2.param = #infir2.param<"model.norm.weight", ones>}
+// CHECK-SAME: {infir2.param = #infir2.param<"model.layers.0.self_attn.q_proj.bias", zeros>}
+// CHECK-SAME: %{{.+}}: tensor<2x32xi32>)
+func.func @params(%e: tensor<256x64xbf16> {infir2.param = #infir2.param<"model.embed_tokens.weight", normal(std = 0.02)>},
+                  %n: tensor<64xf32> {infir2.param = #infir2.param<"model.norm.weight", ones>},
+                  %b: tensor<64xbf16> {infir2.param = #infir2.param<"model.layers.0.self_attn.q_proj.bias", zeros>},
+                  %ids: tensor<2x32xi32>) {
+  return
+}
+// CHECK-LABEL: func.func private @external
+// CHECK-SAME: {infir2.param = #infir2.param<"w", ones>}
+func.func private @external(tensor<8xf32> {infir2.param = #infir2.param<"w", ones>})

@@ -1,0 +1,22 @@
+# -*- Python -*-
+# The InfiR2 lit suite: FileCheck tests of infir2-opt and, later, the other tools.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "InfiR2"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.infir2_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%examples", os.path.join(config.infir2_src_root, "examples")))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    ["infir2-opt"], [config.infir2_tools_dir, config.llvm_tools_dir])
