@@ -8,6 +8,7 @@
 
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
+#include "infir2/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -26,6 +27,6 @@ void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
 }
 
 void infir2::registerAllPasses() {
-  // InfiR2's own passes and pipelines are added here as they land.
+  infir2::registerInfiR2Passes();
   mlir::registerTransformsPasses();
 }

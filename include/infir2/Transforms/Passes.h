@@ -1,0 +1,23 @@
+//===- Passes.h - InfiR2's passes -------------------------------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_TRANSFORMS_PASSES_H
+#define INFIR2_TRANSFORMS_PASSES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace infir2 {
+
+#define GEN_PASS_DECL
+#include "infir2/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "infir2/Transforms/Passes.h.inc"
+
+} // namespace infir2
+
+#endif // INFIR2_TRANSFORMS_PASSES_H
