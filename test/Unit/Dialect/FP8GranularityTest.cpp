@@ -41,6 +41,19 @@ protected:
     });
   }
 
+  void expectScaleShape(GranularityAttrInterface g, ArrayRef<int64_t> shape,
+                        ArrayRef<int64_t> expected) {
+    FailureOr<SmallVector<int64_t>> actual = scaleShape(g, shape);
+    ASSERT_TRUE(succeeded(actual)) << lastError;
+    EXPECT_EQ(ArrayRef<int64_t>(*actual), expected);
+  }
+
+  void expectRejected(GranularityAttrInterface g, ArrayRef<int64_t> shape,
+                      StringRef message) {
+    EXPECT_TRUE(failed(scaleShape(g, shape)));
+    EXPECT_NE(lastError.find(message.str()), std::string::npos) << lastError;
+  }
+
   MLIRContext ctx;
   std::string lastError;
 };
@@ -48,83 +61,54 @@ protected:
 TEST_F(GranularityTest, ActivationGroupsAlongContraction) {
   // A [tokens=4096, K=2048] activation in 1x128 groups along K: 2048/128 = 16
   // scales per token.
-  auto g = GroupsAttr::get(&ctx, 128, 1);
-  auto shape = scaleShape(g, {4096, 2048});
-  ASSERT_TRUE(succeeded(shape)) << lastError;
-  EXPECT_EQ(*shape, (SmallVector<int64_t>{4096, 16}));
+  expectScaleShape(GroupsAttr::get(&ctx, 128, 1), {4096, 2048}, {4096, 16});
 }
 
 TEST_F(GranularityTest, ColumnWiseGroupsAlongTokens) {
   // The weight-gradient GEMM's copy is grouped along tokens (dim 0):
   // 4096/128 = 32 groups per column.
-  auto g = GroupsAttr::get(&ctx, 128, 0);
-  auto shape = scaleShape(g, {4096, 2048});
-  ASSERT_TRUE(succeeded(shape)) << lastError;
-  EXPECT_EQ(*shape, (SmallVector<int64_t>{32, 2048}));
+  expectScaleShape(GroupsAttr::get(&ctx, 128, 0), {4096, 2048}, {32, 2048});
 }
 
 TEST_F(GranularityTest, WeightBlocks) {
   // Qwen2.5-7B's MLP up-projection [18944, 3584] in 128x128 blocks:
   // 18944/128 = 148, 3584/128 = 28.
-  auto g = BlocksAttr::get(&ctx, 128, 128);
-  auto shape = scaleShape(g, {18944, 3584});
-  ASSERT_TRUE(succeeded(shape)) << lastError;
-  EXPECT_EQ(*shape, (SmallVector<int64_t>{148, 28}));
+  expectScaleShape(BlocksAttr::get(&ctx, 128, 128), {18944, 3584}, {148, 28});
 }
 
 TEST_F(GranularityTest, BlocksKeepBatchDimensions) {
-  auto g = BlocksAttr::get(&ctx, 128, 64);
-  auto shape = scaleShape(g, {3, 256, 192});
-  ASSERT_TRUE(succeeded(shape)) << lastError;
-  EXPECT_EQ(*shape, (SmallVector<int64_t>{3, 2, 3}));
+  expectScaleShape(BlocksAttr::get(&ctx, 128, 64), {3, 256, 192}, {3, 2, 3});
 }
 
 TEST_F(GranularityTest, TensorwiseIsAllOnes) {
-  auto g = TensorwiseAttr::get(&ctx);
-  auto shape = scaleShape(g, {7, 5, 3});
-  ASSERT_TRUE(succeeded(shape)) << lastError;
-  EXPECT_EQ(*shape, (SmallVector<int64_t>{1, 1, 1}));
+  expectScaleShape(TensorwiseAttr::get(&ctx), {7, 5, 3}, {1, 1, 1});
 }
 
 TEST_F(GranularityTest, RowwiseIsAGroupSpanningTheRow) {
-  auto g = GroupsAttr::get(&ctx, 896, 1);
-  auto shape = scaleShape(g, {64, 896});
-  ASSERT_TRUE(succeeded(shape)) << lastError;
-  EXPECT_EQ(*shape, (SmallVector<int64_t>{64, 1}));
+  expectScaleShape(GroupsAttr::get(&ctx, 896, 1), {64, 896}, {64, 1});
 }
 
 TEST_F(GranularityTest, GroupThatDoesNotDivideIsRejected) {
-  auto g = GroupsAttr::get(&ctx, 128, 1);
-  EXPECT_TRUE(failed(scaleShape(g, {64, 200})));
-  EXPECT_NE(lastError.find("block size 128 does not divide dimension 1 (size 200)"),
-            std::string::npos)
-      << lastError;
+  expectRejected(GroupsAttr::get(&ctx, 128, 1), {64, 200},
+                 "block size 128 does not divide dimension 1 (size 200)");
 }
 
 TEST_F(GranularityTest, BlockThatDoesNotDivideIsRejected) {
-  auto g = BlocksAttr::get(&ctx, 128, 128);
-  EXPECT_TRUE(failed(scaleShape(g, {384, 4864 + 64})));
-  EXPECT_NE(lastError.find("does not divide dimension 1"), std::string::npos)
-      << lastError;
+  expectRejected(BlocksAttr::get(&ctx, 128, 128), {384, 4928},
+                 "block size 128 does not divide dimension 1 (size 4928)");
 }
 
 TEST_F(GranularityTest, GroupDimensionOutOfRangeIsRejected) {
-  auto g = GroupsAttr::get(&ctx, 128, 2);
-  EXPECT_TRUE(failed(scaleShape(g, {128, 128})));
-  EXPECT_NE(lastError.find("group dimension 2 is out of range"), std::string::npos)
-      << lastError;
+  expectRejected(GroupsAttr::get(&ctx, 128, 2), {128, 128},
+                 "group dimension 2 is out of range");
 }
 
 TEST_F(GranularityTest, BlocksNeedRankTwo) {
-  auto g = BlocksAttr::get(&ctx, 128, 128);
-  EXPECT_TRUE(failed(scaleShape(g, {16384})));
-  EXPECT_NE(lastError.find("rank at least 2"), std::string::npos) << lastError;
+  expectRejected(BlocksAttr::get(&ctx, 128, 128), {16384}, "rank at least 2");
 }
 
 TEST_F(GranularityTest, EmptyTensorIsRejected) {
-  auto g = TensorwiseAttr::get(&ctx);
-  EXPECT_TRUE(failed(scaleShape(g, {0, 128})));
-  EXPECT_NE(lastError.find("empty dimension"), std::string::npos) << lastError;
+  expectRejected(TensorwiseAttr::get(&ctx), {0, 128}, "empty dimension");
 }
 
 TEST_F(GranularityTest, FormatElementTypesAndRanges) {

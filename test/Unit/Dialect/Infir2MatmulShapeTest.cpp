@@ -29,58 +29,57 @@ protected:
         lhs, rhs, tl, tr, [&] { return emitError(UnknownLoc::get(&ctx)); });
   }
 
+  void expectShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs, bool tl,
+                   bool tr, ArrayRef<int64_t> expected) {
+    FailureOr<SmallVector<int64_t>> actual = infer(lhs, rhs, tl, tr);
+    ASSERT_TRUE(succeeded(actual)) << lastError;
+    EXPECT_EQ(ArrayRef<int64_t>(*actual), expected);
+  }
+
+  void expectRejected(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs, bool tl,
+                      bool tr, StringRef message) {
+    EXPECT_TRUE(failed(infer(lhs, rhs, tl, tr)));
+    EXPECT_NE(lastError.find(message.str()), std::string::npos) << lastError;
+  }
+
   MLIRContext ctx;
   std::string lastError;
 };
 
 TEST_F(MatmulShapeTest, LinearLayerWithSharedWeight) {
   // y[B, S, N] = x[B, S, K] · W[N, K]ᵀ
-  auto s = infer({2, 32, 64}, {176, 64}, false, true);
-  ASSERT_TRUE(succeeded(s)) << lastError;
-  EXPECT_EQ(*s, (SmallVector<int64_t>{2, 32, 176}));
+  expectShape({2, 32, 64}, {176, 64}, false, true, {2, 32, 176});
 }
 
 TEST_F(MatmulShapeTest, PlainMatrixProduct) {
-  auto s = infer({5, 7}, {7, 3}, false, false);
-  ASSERT_TRUE(succeeded(s)) << lastError;
-  EXPECT_EQ(*s, (SmallVector<int64_t>{5, 3}));
+  expectShape({5, 7}, {7, 3}, false, false, {5, 3});
 }
 
 TEST_F(MatmulShapeTest, WeightGradientTransposesLhs) {
   // dW[N, K] = dYᵀ · X with dY [T, N], X [T, K].
-  auto s = infer({4096, 896}, {4096, 4864}, true, false);
-  ASSERT_TRUE(succeeded(s)) << lastError;
-  EXPECT_EQ(*s, (SmallVector<int64_t>{896, 4864}));
+  expectShape({4096, 896}, {4096, 4864}, true, false, {896, 4864});
 }
 
 TEST_F(MatmulShapeTest, BatchedBothTransposed) {
-  auto s = infer({3, 8, 5}, {3, 9, 8}, true, true);
-  ASSERT_TRUE(succeeded(s)) << lastError;
-  EXPECT_EQ(*s, (SmallVector<int64_t>{3, 5, 9}));
+  expectShape({3, 8, 5}, {3, 9, 8}, true, true, {3, 5, 9});
 }
 
 TEST_F(MatmulShapeTest, ContractionMismatch) {
-  EXPECT_TRUE(failed(infer({2, 32, 64}, {176, 63}, false, true)));
-  EXPECT_NE(lastError.find("contraction dimensions to match, got 64"),
-            std::string::npos)
-      << lastError;
+  expectRejected({2, 32, 64}, {176, 63}, false, true,
+                 "contraction dimensions to match, got 64");
 }
 
 TEST_F(MatmulShapeTest, BatchMismatch) {
-  EXPECT_TRUE(failed(infer({2, 4, 8}, {3, 8, 4}, false, false)));
-  EXPECT_NE(lastError.find("equal batch dimensions"), std::string::npos)
-      << lastError;
+  expectRejected({2, 4, 8}, {3, 8, 4}, false, false, "equal batch dimensions");
 }
 
 TEST_F(MatmulShapeTest, RankOneIsRejected) {
-  EXPECT_TRUE(failed(infer({8}, {8, 4}, false, false)));
-  EXPECT_NE(lastError.find("rank at least 2"), std::string::npos) << lastError;
+  expectRejected({8}, {8, 4}, false, false, "rank at least 2");
 }
 
 TEST_F(MatmulShapeTest, RhsOfOtherRankIsRejected) {
-  EXPECT_TRUE(failed(infer({2, 3, 4, 8}, {2, 8, 4}, false, false)));
-  EXPECT_NE(lastError.find("rank 2 or of the rank of 'lhs'"), std::string::npos)
-      << lastError;
+  expectRejected({2, 3, 4, 8}, {2, 8, 4}, false, false,
+                 "rank 2 or of the rank of 'lhs'");
 }
 
 } // namespace
