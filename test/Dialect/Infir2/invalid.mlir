@@ -99,6 +99,52 @@ func.func @matmul_result_type(%x: tensor<4x8xf32>, %w: tensor<8x4xf32>) {
 
 // -----
 
+// Tests that silu keeps its operand's type (generic form: the custom form
+// cannot even spell a mismatch).
+func.func @silu_type(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "infir2.silu"(%x) : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that swiglu's gate and up projections have one type.
+func.func @swiglu_type(%g: tensor<4x8xf32>, %u: tensor<4x16xf32>) {
+  // expected-error @+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "infir2.swiglu"(%g, %u) : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that rms_norm returns the input's type.
+func.func @rms_norm_result_type(%x: tensor<2x64xbf16>, %w: tensor<64xbf16>) {
+  // expected-error @+1 {{failed to verify that all of {input, result} have same type}}
+  %0 = "infir2.rms_norm"(%x, %w) {epsilon = 1.0e-6 : f64} : (tensor<2x64xbf16>, tensor<64xbf16>) -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+// Tests that rope returns the input's type.
+func.func @rope_result_type(%x: tensor<2x32x64xbf16>, %p: tensor<32xi32>) {
+  // expected-error @+1 {{failed to verify that all of {input, result} have same type}}
+  %0 = "infir2.rope"(%x, %p) {head_dim = 16 : i64, theta = 1.0e4 : f64} : (tensor<2x32x64xbf16>, tensor<32xi32>) -> tensor<2x32x32xbf16>
+  return
+}
+
+// -----
+
+// Tests that add returns the type of lhs.
+func.func @add_result_type(%x: tensor<2x64xbf16>, %b: tensor<64xbf16>) {
+  // expected-error @+1 {{failed to verify that all of {lhs, result} have same type}}
+  %0 = "infir2.add"(%x, %b) : (tensor<2x64xbf16>, tensor<64xbf16>) -> tensor<64xbf16>
+  return
+}
+
+// -----
+
 // Tests that rms_norm needs a dimension to normalize.
 func.func @rms_norm_rank(%x: tensor<bf16>, %w: tensor<1xbf16>) {
   // expected-error @+1 {{expects 'input' of rank at least 1}}
@@ -449,5 +495,20 @@ func.func @param_empty_name(%w: tensor<8xf32> {infir2.param = #infir2.param<"", 
 // Tests that the initialization rule is one of the known ones.
 // expected-error @+1 {{unknown initialization rule 'xavier' (expected zeros, ones or normal)}}
 func.func @param_rule(%w: tensor<8xf32> {infir2.param = #infir2.param<"w", xavier>}) {
+  return
+}
+
+// -----
+
+// Tests that infir2 attributes are not allowed on function results.
+// expected-error @+1 {{'infir2.param' is not allowed on result #0 (parameters are function arguments)}}
+func.func private @param_on_result() -> (tensor<8xf32> {infir2.param = #infir2.param<"w", ones>})
+
+// -----
+
+// Tests that unknown infir2 attributes on operations are reported.
+func.func @unknown_op_attr(%x: tensor<8xf32>) {
+  // expected-error @+1 {{unknown attribute 'infir2.fp8' on 'infir2.silu'}}
+  %0 = infir2.silu %x {infir2.fp8} : tensor<8xf32>
   return
 }

@@ -143,3 +143,18 @@ LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
   }
   return success();
 }
+
+LogicalResult Infir2Dialect::verifyRegionResultAttribute(Operation *op,
+                                                         unsigned regionIndex,
+                                                         unsigned resultIndex,
+                                                         NamedAttribute attr) {
+  return op->emitError() << "'" << attr.getName().getValue()
+                         << "' is not allowed on result #" << resultIndex
+                         << " (parameters are function arguments)";
+}
+
+LogicalResult Infir2Dialect::verifyOperationAttribute(Operation *op,
+                                                      NamedAttribute attr) {
+  return op->emitError() << "unknown attribute '" << attr.getName().getValue()
+                         << "' on '" << op->getName() << "'";
+}

@@ -32,6 +32,8 @@ def Infir2_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// The name of the function-argument attribute that marks a trainable
     /// parameter.
