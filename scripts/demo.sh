@@ -24,5 +24,17 @@ echo "== trainable parameters"
 "$build/bin/infir2-opt" "$model" --infir2-param-summary=to-stdout -o /dev/null
 
 echo
+echo "== infir2-import: the same model from its config.json"
+"$build/bin/infir2-import" --hf-config "$root/examples/tiny-qwen/config.json" \
+  --seq-len 128 --micro-batch 4 -o "$out/imported.mlir"
+"$build/bin/infir2-opt" "$out/imported.mlir" -o "$out/imported2.mlir"
+cmp -s "$out/imported2.mlir" "$out/roundtrip.mlir" ||
+  { echo "demo: the imported model differs from the hand-written one" >&2; exit 1; }
+echo "identical to the hand-written examples/tiny-qwen/model.mlir"
+echo
+echo "== infir2-import --summary on the public Qwen2.5-7B config"
+"$build/bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen2.5-7b.json" --summary
+
+echo
 echo "== operations"
 "$build/bin/infir2-opt" "$model" --print-op-stats -o /dev/null

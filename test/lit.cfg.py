@@ -8,10 +8,10 @@ from lit.llvm import llvm_config
 
 config.name = "InfiR2"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.infir2_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "Inputs"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%examples", os.path.join(config.infir2_src_root, "examples")))
@@ -19,4 +19,4 @@ config.substitutions.append(("%examples", os.path.join(config.infir2_src_root, "
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["infir2-opt"], [config.infir2_tools_dir, config.llvm_tools_dir])
+    ["infir2-opt", "infir2-import"], [config.infir2_tools_dir, config.llvm_tools_dir])

@@ -8,6 +8,7 @@
 
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
+#include "infir2/Support/Format.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -23,17 +24,6 @@ using namespace mlir;
 
 namespace {
 
-/// Formats 1640704 as "1,640,704", as model cards do.
-std::string withThousands(uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 struct Row {
   std::string name, shape, type, init;
 };
@@ -47,11 +37,7 @@ struct ParamSummaryPass
     getOperation()->walk([&](FunctionOpInterface fn) {
       SmallVector<Row> rows;
       uint64_t elements = 0;
-      for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-        auto param = fn.getArgAttrOfType<infir2::ParamAttr>(
-            i, infir2::Infir2Dialect::getParamAttrName());
-        if (!param)
-          continue;
+      for (auto [i, param] : infir2::getParams(fn)) {
         // The dialect's argument verifier guarantees a static tensor.
         auto type = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
         elements += type.getNumElements();
@@ -75,7 +61,7 @@ struct ParamSummaryPass
         typeW = std::max(typeW, r.type.size());
       }
       os << "@" << fn.getName() << ": " << rows.size()
-         << " parameter tensors, " << withThousands(elements)
+         << " parameter tensors, " << infir2::formatWithThousands(elements)
          << " parameters\n";
       for (const Row &r : rows)
         os << "  " << llvm::left_justify(r.name, nameW) << "  "

@@ -95,6 +95,16 @@ ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef name,
   return success();
 }
 
+SmallVector<std::pair<unsigned, ParamAttr>>
+infir2::getParams(FunctionOpInterface fn) {
+  SmallVector<std::pair<unsigned, ParamAttr>> params;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    if (auto p = fn.getArgAttrOfType<ParamAttr>(
+            i, Infir2Dialect::getParamAttrName()))
+      params.emplace_back(i, p);
+  return params;
+}
+
 //===----------------------------------------------------------------------===//
 // Function-argument attributes
 //===----------------------------------------------------------------------===//

@@ -10,10 +10,20 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "infir2/Dialect/Infir2/IR/Infir2Enums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h.inc"
+
+namespace infir2 {
+
+/// The trainable parameters of `fn` (arguments carrying `infir2.param`), as
+/// (argument index, declaration) pairs in argument order.
+llvm::SmallVector<std::pair<unsigned, ParamAttr>>
+getParams(mlir::FunctionOpInterface fn);
+
+} // namespace infir2
 
 #endif // INFIR2_DIALECT_INFIR2_IR_INFIR2ATTRS_H

@@ -1,0 +1,126 @@
+//===- infir2-import.cpp - Import Hugging Face configs --------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+//   infir2-import --hf-config config.json [--seq-len N] [--micro-batch B]
+//                 [--dtype bf16|f32] [--summary] [-o model.mlir]
+//
+// Writes the model's forward pass and loss in the infir2 dialect. The output
+// file is written only when the import succeeded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Import/HFConfig.h"
+#include "infir2/InitAll.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Support/Format.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> configPath("hf-config", cl::Required,
+                                       cl::desc("Hugging Face config.json"),
+                                       cl::value_desc("file"));
+static cl::opt<std::string> outputPath("o", cl::desc("Output MLIR file"),
+                                       cl::value_desc("file"), cl::init("-"));
+static cl::opt<int64_t> seqLen("seq-len", cl::init(4096),
+                               cl::desc("Tokens per sequence"));
+static cl::opt<int64_t> microBatch("micro-batch", cl::init(1),
+                                   cl::desc("Sequences per micro-batch"));
+static cl::opt<std::string> dtype(
+    "dtype", cl::init("bf16"),
+    cl::desc("Element type of parameters and activations (bf16 or f32)"));
+static cl::opt<bool> summary(
+    "summary",
+    cl::desc("Print the architecture and parameter count; the IR is then "
+             "written only with an explicit -o"));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "infir2-import") << message << "\n";
+  return 1;
+}
+
+static void printSummary(const infir2::DecoderConfig &c,
+                         func::FuncOp forward) {
+  uint64_t elements = 0;
+  auto params = infir2::getParams(forward);
+  for (auto [index, param] : params)
+    elements += cast<RankedTensorType>(forward.getArgumentTypes()[index])
+                    .getNumElements();
+  llvm::outs() << "architecture  " << c.architecture << "\n"
+               << "layers        " << c.numLayers << "\n"
+               << "hidden        " << c.hiddenSize << " (" << c.numHeads
+               << " heads x " << c.headDim << ", " << c.numKvHeads
+               << " kv heads)\n"
+               << "mlp           " << c.intermediateSize << "\n"
+               << "vocab         " << c.vocabSize
+               << (c.tieWordEmbeddings ? " (tied embeddings)" : "") << "\n"
+               << "micro-batch   " << microBatch << " x " << seqLen
+               << " tokens\n"
+               << "parameters    " << infir2::formatWithThousands(elements)
+               << " in " << params.size() << " tensors\n";
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  // --mlir-print-debuginfo shows the module path each op implements.
+  registerAsmPrinterCLOptions();
+  cl::ParseCommandLineOptions(
+      argc, argv, "InfiR2 importer: Hugging Face config.json -> infir2 IR\n");
+
+  auto buffer = llvm::MemoryBuffer::getFile(configPath);
+  if (!buffer)
+    return fail("cannot read '" + configPath +
+                "': " + buffer.getError().message());
+  llvm::Expected<infir2::DecoderConfig> config =
+      infir2::parseHFConfig((*buffer)->getBuffer());
+  if (!config)
+    return fail(configPath + ": " + llvm::toString(config.takeError()));
+
+  DialectRegistry registry;
+  infir2::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  infir2::ImportOptions options;
+  options.seqLen = seqLen;
+  options.microBatch = microBatch;
+  options.dtype = dtype;
+  OwningOpRef<ModuleOp> module =
+      infir2::buildDecoderForward(&ctx, *config, options);
+  if (!module)
+    return 1; // The diagnostic has been printed.
+  if (failed(verify(*module)))
+    return fail("the imported module does not verify (a bug in the importer)");
+
+  if (summary)
+    printSummary(*config, module->lookupSymbol<func::FuncOp>("forward"));
+  if (summary && outputPath.getNumOccurrences() == 0)
+    return 0;
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputPath, &errorMessage);
+  if (!output)
+    return fail(errorMessage);
+  module->print(output->os(), OpPrintingFlags());
+  output->os() << "\n";
+  output->os().flush();
+  if (output->os().has_error())
+    return fail("cannot write '" + outputPath + "'");
+  output->keep();
+  return 0;
+}
