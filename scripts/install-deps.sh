@@ -9,8 +9,9 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   # Build tools: lld links ~5x faster than GNU ld; ccache makes rebuilds cheap.
   cmake ninja-build g++ lld ccache
-  # Unit tests.
-  libgtest-dev
+  # Unit tests, and PyTorch as an independent numerical oracle (run with
+  # Debian's /usr/bin/python3, which sees Debian's Python packages).
+  libgtest-dev python3-torch python3-numpy
 )
 
 missing=()

@@ -11,12 +11,16 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.infir2_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "Inputs"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "Inputs", "python"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
+# Debian's interpreter, which sees Debian's python3-torch (a pyenv python3 on
+# PATH may not).
+config.substitutions.append(("%torch-python", "/usr/bin/python3"))
+config.substitutions.append(("%test-python", os.path.join(config.test_source_root, "python")))
 config.substitutions.append(("%examples", os.path.join(config.infir2_src_root, "examples")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["infir2-opt", "infir2-import"], [config.infir2_tools_dir, config.llvm_tools_dir])
+    ["infir2-opt", "infir2-import", "infir2-run"], [config.infir2_tools_dir, config.llvm_tools_dir])

@@ -1,0 +1,68 @@
+//===- Interpreter.h - FP64 reference interpreter ---------------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Executes infir2 and fp8 ops straight from the IR in plain FP64 loops: slow
+// and obviously correct, it is the oracle the compiled trainer, the gradient
+// rules and the FP8 passes are tested against.
+//
+// Numerics: every infir2 op computes in FP64, whatever the declared element
+// type (bf16 tensors are not rounded): the interpreter gives the exact
+// function, not one precision's approximation of it. The fp8 ops follow the
+// numerics contract bit for bit instead, because their rounding *is* their
+// meaning: scales and `x / scale` are computed in FP32 as the runtimes compute
+// them, and the quotient is converted to FP8 with round-to-nearest-even,
+// saturating to the format's largest finite value (CUDA's __NV_SATFINITE).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_INTERPRETER_INTERPRETER_H
+#define INFIR2_INTERPRETER_INTERPRETER_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <vector>
+
+namespace infir2::interp {
+
+/// A dense row-major tensor of FP64 values. Integer and i1 tensors hold their
+/// values exactly as doubles.
+struct Tensor {
+  llvm::SmallVector<int64_t> shape;
+  std::vector<double> data;
+
+  Tensor() = default;
+  explicit Tensor(llvm::ArrayRef<int64_t> shape, double fill = 0.0);
+  int64_t getNumElements() const { return data.size(); }
+};
+
+/// The amax floor of the scale rule: a block whose largest magnitude is
+/// below this is scaled as if its amax were this value, so its scale never
+/// underflows to zero (it then quantizes to zeros).
+constexpr float kAmaxFloor = 1e-12f;
+
+/// Runs `fn` on `inputs` (one per argument, shapes as in the signature) and
+/// returns its results. Errors (a shape mismatch, a token id out of range, a
+/// non-finite amax, an op without a rule) are reported as diagnostics at the
+/// offending op's location.
+llvm::FailureOr<llvm::SmallVector<Tensor>>
+run(mlir::FunctionOpInterface fn, llvm::ArrayRef<Tensor> inputs);
+
+/// Rounds `value` to FP8 (f8E4M3FN when `e5m2` is false, f8E5M2 otherwise)
+/// with round-to-nearest-even, saturating finite values to the format's
+/// largest magnitude; NaN stays NaN. Uses LLVM's APFloat, independently of
+/// the runtime's conversion code.
+double roundToFP8(float value, bool e5m2);
+
+/// The scale rule of the numerics contract: amax 0 gives 1; otherwise
+/// max(amax, kAmaxFloor) / fmtMax in FP32, rounded up to a power of two when
+/// `pow2` is set. `amax` must be finite.
+float computeScale(float amax, float fmtMax, bool pow2);
+
+} // namespace infir2::interp
+
+#endif // INFIR2_INTERPRETER_INTERPRETER_H

@@ -1,0 +1,540 @@
+//===- Interpreter.cpp - FP64 reference interpreter -----------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Interpreter/Interpreter.h"
+
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace infir2;
+using namespace infir2::interp;
+
+Tensor::Tensor(ArrayRef<int64_t> shape, double fill) : shape(shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  data.assign(n, fill);
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 numerics
+//===----------------------------------------------------------------------===//
+
+double infir2::interp::roundToFP8(float value, bool e5m2) {
+  if (std::isnan(value))
+    return value;
+  const llvm::fltSemantics &sem =
+      e5m2 ? llvm::APFloat::Float8E5M2() : llvm::APFloat::Float8E4M3FN();
+  double maxFinite = e5m2 ? 57344.0 : 448.0;
+  // Saturate first: the conversion below would otherwise give inf or NaN.
+  double clamped = std::clamp<double>(value, -maxFinite, maxFinite);
+  llvm::APFloat f(clamped);
+  bool losesInfo = false;
+  f.convert(sem, llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+            &losesInfo);
+  return f.convertToDouble();
+}
+
+float infir2::interp::computeScale(float amax, float fmtMax, bool pow2) {
+  if (amax == 0.0f)
+    return 1.0f;
+  float s = std::max(amax, kAmaxFloor) / fmtMax;
+  if (!pow2)
+    return s;
+  int e = 0;
+  float m = std::frexp(s, &e); // s = m * 2^e, m in [0.5, 1)
+  return m == 0.5f ? s : std::ldexp(1.0f, e);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// For every element of a tensor of `shape`, the row-major index of the
+/// scale block (of `block`) it belongs to.
+std::vector<int64_t> blockIndexMap(ArrayRef<int64_t> shape,
+                                   ArrayRef<int64_t> block) {
+  SmallVector<int64_t> scaleShape;
+  for (auto [d, b] : llvm::zip_equal(shape, block))
+    scaleShape.push_back(d / b);
+  SmallVector<int64_t> scaleStrides = stridesOf(scaleShape);
+  std::vector<int64_t> map(product(shape));
+  SmallVector<int64_t> idx(shape.size(), 0);
+  for (int64_t flat = 0, n = map.size(); flat < n; ++flat) {
+    int64_t s = 0;
+    for (size_t i = 0; i < shape.size(); ++i)
+      s += (idx[i] / block[i]) * scaleStrides[i];
+    map[flat] = s;
+    for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+      if (++idx[i] < shape[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+  return map;
+}
+
+std::vector<int64_t> blockIndexMap(Value data,
+                                   fp8::GranularityAttrInterface granularity) {
+  ArrayRef<int64_t> shape = shapeOf(data);
+  // The op verifier has checked that the granularity tiles the shape.
+  SmallVector<int64_t> block =
+      *granularity.getBlockShape(shape, [] { return InFlightDiagnostic(); });
+  return blockIndexMap(shape, block);
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+class Interpreter {
+public:
+  LogicalResult run(Operation *op);
+  llvm::DenseMap<Value, Tensor> env;
+
+private:
+  const Tensor &get(Value v) { return env.find(v)->second; }
+  void set(Value v, Tensor t) { env[v] = std::move(t); }
+
+  LogicalResult embedding(EmbeddingOp op);
+  LogicalResult matmul(MatmulOp op);
+  LogicalResult rmsNorm(RMSNormOp op);
+  LogicalResult rope(RopeOp op);
+  LogicalResult attention(AttentionOp op);
+  LogicalResult crossEntropy(CrossEntropyOp op);
+  LogicalResult transpose(TransposeOp op);
+  template <typename Fn>
+  LogicalResult broadcastBinary(Operation *op, Fn fn);
+  LogicalResult quantize(fp8::QuantizeOp op);
+  LogicalResult dequantize(fp8::DequantizeOp op);
+  LogicalResult scaledMatmul(fp8::ScaledMatmulOp op);
+  LogicalResult amax(fp8::AmaxOp op);
+  LogicalResult constant(arith::ConstantOp op);
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// infir2 ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult Interpreter::embedding(EmbeddingOp op) {
+  const Tensor &table = get(op.getTable()), &ids = get(op.getIds());
+  int64_t vocab = table.shape[0], dim = table.shape[1];
+  Tensor out(shapeOf(op.getResult()));
+  for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
+    double id = ids.data[t];
+    if (!(id >= 0 && id < vocab))
+      return op.emitOpError() << "token id " << static_cast<int64_t>(id)
+                              << " at position " << t << " is out of range [0, "
+                              << vocab << ")";
+    std::copy_n(table.data.begin() + static_cast<int64_t>(id) * dim, dim,
+                out.data.begin() + t * dim);
+  }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::matmul(MatmulOp op) {
+  const Tensor &a = get(op.getLhs()), &b = get(op.getRhs());
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  ArrayRef<int64_t> as = a.shape, bs = b.shape;
+  int64_t m = as[as.size() - (ta ? 1 : 2)], k = as[as.size() - (ta ? 2 : 1)];
+  int64_t n = bs[bs.size() - (tb ? 2 : 1)];
+  int64_t batch = product(as.drop_back(2));
+  bool sharedRhs = bs.size() == 2;
+  Tensor out(shapeOf(op.getResult()));
+  for (int64_t p = 0; p < batch; ++p) {
+    const double *A = a.data.data() + p * m * k;
+    const double *B = b.data.data() + (sharedRhs ? 0 : p * k * n);
+    double *C = out.data.data() + p * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        for (int64_t l = 0; l < k; ++l)
+          acc += (ta ? A[l * m + i] : A[i * k + l]) *
+                 (tb ? B[j * k + l] : B[l * n + j]);
+        C[i * n + j] = acc;
+      }
+  }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::rmsNorm(RMSNormOp op) {
+  const Tensor &x = get(op.getInput()), &w = get(op.getWeight());
+  int64_t d = x.shape.back(), rows = x.getNumElements() / d;
+  double eps = op.getEpsilon().convertToDouble();
+  Tensor out(x.shape);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *row = x.data.data() + r * d;
+    double ss = 0.0;
+    for (int64_t i = 0; i < d; ++i)
+      ss += row[i] * row[i];
+    double inv = 1.0 / std::sqrt(ss / d + eps);
+    for (int64_t i = 0; i < d; ++i)
+      out.data[r * d + i] = row[i] * inv * w.data[i];
+  }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::rope(RopeOp op) {
+  const Tensor &x = get(op.getInput()), &pos = get(op.getPositions());
+  int64_t width = x.shape.back(), seq = x.shape[x.shape.size() - 2];
+  int64_t hd = op.getHeadDim(), half = hd / 2, heads = width / hd;
+  int64_t tokens = x.getNumElements() / width;
+  bool shared = pos.shape.size() == 1;
+  double theta = op.getTheta().convertToDouble();
+  Tensor out(x.shape);
+  for (int64_t t = 0; t < tokens; ++t) {
+    double p = pos.data[shared ? t % seq : t];
+    for (int64_t h = 0; h < heads; ++h) {
+      const double *in = x.data.data() + t * width + h * hd;
+      double *o = out.data.data() + t * width + h * hd;
+      for (int64_t i = 0; i < half; ++i) {
+        double angle = p * std::pow(theta, -2.0 * i / hd);
+        double c = std::cos(angle), s = std::sin(angle);
+        o[i] = in[i] * c - in[i + half] * s;
+        o[i + half] = in[i + half] * c + in[i] * s;
+      }
+    }
+  }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::attention(AttentionOp op) {
+  const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
+               &v = get(op.getValue());
+  int64_t batch = q.shape[0], sq = q.shape[1], skv = k.shape[1];
+  int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(),
+          hd = op.getHeadDim(), group = heads / kvHeads;
+  int64_t qw = heads * hd, kw = kvHeads * hd;
+  double scale = op.getEffectiveScale();
+  bool causal = op.getCausal();
+  Tensor out(q.shape);
+  std::vector<double> p(skv);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t kh = h / group;
+      for (int64_t s = 0; s < sq; ++s) {
+        const double *qv = q.data.data() + (b * sq + s) * qw + h * hd;
+        int64_t visible = causal ? s + 1 : skv;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t t = 0; t < visible; ++t) {
+          const double *kv = k.data.data() + (b * skv + t) * kw + kh * hd;
+          double dot = 0.0;
+          for (int64_t i = 0; i < hd; ++i)
+            dot += qv[i] * kv[i];
+          p[t] = scale * dot;
+          mx = std::max(mx, p[t]);
+        }
+        double sum = 0.0;
+        for (int64_t t = 0; t < visible; ++t)
+          sum += (p[t] = std::exp(p[t] - mx));
+        double *o = out.data.data() + (b * sq + s) * qw + h * hd;
+        for (int64_t t = 0; t < visible; ++t) {
+          const double *vv = v.data.data() + (b * skv + t) * kw + kh * hd;
+          for (int64_t i = 0; i < hd; ++i)
+            o[i] += p[t] / sum * vv[i];
+        }
+      }
+    }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::crossEntropy(CrossEntropyOp op) {
+  const Tensor &logits = get(op.getLogits()), &targets = get(op.getTargets());
+  const Tensor *mask = op.getLossMask() ? &get(op.getLossMask()) : nullptr;
+  int64_t vocab = logits.shape.back(), tokens = targets.getNumElements();
+  // I64Attr getters return uint64_t; the ignore index is signed (-100).
+  double ignore = static_cast<double>(op.getIgnoreIndexAttr().getInt());
+  double total = 0.0, weight = 0.0;
+  for (int64_t t = 0; t < tokens; ++t) {
+    double target = targets.data[t];
+    double w = mask ? mask->data[t] : 1.0;
+    if (target == ignore || w == 0.0)
+      continue;
+    if (!(target >= 0 && target < vocab))
+      return op.emitOpError() << "target " << static_cast<int64_t>(target)
+                              << " at position " << t << " is out of range [0, "
+                              << vocab << ")";
+    const double *row = logits.data.data() + t * vocab;
+    double mx = *std::max_element(row, row + vocab), sum = 0.0;
+    for (int64_t i = 0; i < vocab; ++i)
+      sum += std::exp(row[i] - mx);
+    total += w * (mx + std::log(sum) - row[static_cast<int64_t>(target)]);
+    weight += w;
+  }
+  Tensor out({}, weight == 0.0 ? 0.0 : total / weight);
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::transpose(TransposeOp op) {
+  const Tensor &x = get(op.getInput());
+  ArrayRef<int64_t> perm = op.getPermutation();
+  Tensor out(shapeOf(op.getResult()));
+  SmallVector<int64_t> inStrides = stridesOf(x.shape);
+  SmallVector<int64_t> idx(out.shape.size(), 0);
+  for (int64_t flat = 0, n = out.getNumElements(); flat < n; ++flat) {
+    int64_t src = 0;
+    for (size_t i = 0; i < idx.size(); ++i)
+      src += idx[i] * inStrides[perm[i]];
+    out.data[flat] = x.data[src];
+    for (int i = static_cast<int>(idx.size()) - 1; i >= 0; --i) {
+      if (++idx[i] < out.shape[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+template <typename Fn>
+LogicalResult Interpreter::broadcastBinary(Operation *op, Fn fn) {
+  const Tensor &a = get(op->getOperand(0)), &b = get(op->getOperand(1));
+  Tensor out(a.shape);
+  int64_t nb = b.getNumElements();
+  for (int64_t i = 0, n = a.getNumElements(); i < n; ++i)
+    out.data[i] = fn(a.data[i], b.data[i % nb]);
+  set(op->getResult(0), std::move(out));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// fp8 ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
+  const Tensor &x = get(op.getInput());
+  std::vector<int64_t> map = blockIndexMap(op.getInput(), op.getGranularity());
+  Tensor amax(shapeOf(op.getScale()));
+  for (int64_t i = 0, n = x.getNumElements(); i < n; ++i) {
+    float v = static_cast<float>(x.data[i]);
+    double &a = amax.data[map[i]];
+    if (std::isnan(v) || std::isnan(a))
+      a = std::numeric_limits<double>::quiet_NaN();
+    else
+      a = std::max<double>(a, std::fabs(v));
+  }
+  bool e5m2 = op.getFormat() == fp8::Format::e5m2;
+  bool pow2 = op.getScaleRule() == fp8::ScaleRule::pow2;
+  float fmtMax = static_cast<float>(fp8::getMaxFinite(op.getFormat()));
+  Tensor scale(amax.shape);
+  for (int64_t b = 0, n = amax.getNumElements(); b < n; ++b) {
+    if (!std::isfinite(amax.data[b]))
+      return op.emitOpError() << "non-finite amax ("
+                              << (std::isnan(amax.data[b]) ? "nan" : "inf")
+                              << ") in scale block " << b
+                              << " of 'input': refusing to quantize it";
+    scale.data[b] = computeScale(static_cast<float>(amax.data[b]), fmtMax, pow2);
+  }
+  Tensor data(x.shape);
+  for (int64_t i = 0, n = x.getNumElements(); i < n; ++i)
+    data.data[i] = roundToFP8(static_cast<float>(x.data[i]) /
+                                  static_cast<float>(scale.data[map[i]]),
+                              e5m2);
+  set(op.getData(), std::move(data));
+  set(op.getScale(), std::move(scale));
+  return success();
+}
+
+LogicalResult Interpreter::dequantize(fp8::DequantizeOp op) {
+  const Tensor &q = get(op.getData()), &s = get(op.getScale());
+  std::vector<int64_t> map = blockIndexMap(op.getData(), op.getGranularity());
+  Tensor out(q.shape);
+  for (int64_t i = 0, n = q.getNumElements(); i < n; ++i)
+    out.data[i] = q.data[i] * s.data[map[i]];
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::scaledMatmul(fp8::ScaledMatmulOp op) {
+  // The exact product of the dequantized operands: FP8 values times FP32
+  // scales are exact in FP64, so only the sum rounds.
+  auto dequant = [&](Value data, Value scale,
+                     fp8::GranularityAttrInterface g) {
+    const Tensor &q = get(data), &s = get(scale);
+    std::vector<int64_t> map = blockIndexMap(data, g);
+    Tensor out(q.shape);
+    for (int64_t i = 0, n = q.getNumElements(); i < n; ++i)
+      out.data[i] = q.data[i] * s.data[map[i]];
+    return out;
+  };
+  Tensor a = dequant(op.getLhs(), op.getLhsScale(), op.getLhsGranularity());
+  Tensor b = dequant(op.getRhs(), op.getRhsScale(), op.getRhsGranularity());
+  int64_t k = a.shape.back(), m = a.shape[a.shape.size() - 2];
+  int64_t n = b.shape[b.shape.size() - 2];
+  int64_t batch = product(ArrayRef<int64_t>(a.shape).drop_back(2));
+  bool sharedRhs = b.shape.size() == 2;
+  Tensor out(shapeOf(op.getResult()));
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double *A = a.data.data() + (p * m + i) * k;
+        const double *B = b.data.data() + ((sharedRhs ? 0 : p * n) + j) * k;
+        double acc = 0.0;
+        for (int64_t l = 0; l < k; ++l)
+          acc += A[l] * B[l];
+        out.data[(p * m + i) * n + j] = acc;
+      }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::amax(fp8::AmaxOp op) {
+  const Tensor &x = get(op.getInput());
+  std::vector<int64_t> map = blockIndexMap(op.getInput(), op.getGranularity());
+  Tensor out(shapeOf(op.getResult()));
+  for (int64_t i = 0, n = x.getNumElements(); i < n; ++i) {
+    double &a = out.data[map[i]];
+    if (std::isnan(x.data[i]) || std::isnan(a))
+      a = std::numeric_limits<double>::quiet_NaN();
+    else
+      a = std::max(a, std::fabs(x.data[i]));
+  }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::constant(arith::ConstantOp op) {
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  auto type = dyn_cast<RankedTensorType>(op.getType());
+  if (!dense || !type)
+    return op.emitOpError() << "the interpreter supports only dense tensor "
+                               "constants";
+  Tensor out(type.getShape());
+  if (isa<FloatType>(type.getElementType())) {
+    int64_t i = 0;
+    for (const llvm::APFloat &v : dense.getValues<llvm::APFloat>())
+      out.data[i++] = v.convertToDouble() ;
+  } else {
+    int64_t i = 0;
+    for (const llvm::APInt &v : dense.getValues<llvm::APInt>())
+      out.data[i++] = static_cast<double>(v.getSExtValue());
+  }
+  set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::run(Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](EmbeddingOp o) { return embedding(o); })
+      .Case([&](MatmulOp o) { return matmul(o); })
+      .Case([&](RMSNormOp o) { return rmsNorm(o); })
+      .Case([&](RopeOp o) { return rope(o); })
+      .Case([&](AttentionOp o) { return attention(o); })
+      .Case([&](SiluOp o) {
+        Tensor out = get(o.getInput());
+        for (double &x : out.data)
+          x = x * sigmoid(x);
+        set(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](SwigluOp o) {
+        return broadcastBinary(o, [](double g, double u) {
+          return g * sigmoid(g) * u;
+        });
+      })
+      .Case([&](AddOp o) {
+        return broadcastBinary(o, [](double a, double b) { return a + b; });
+      })
+      .Case([&](MulOp o) {
+        return broadcastBinary(o, [](double a, double b) { return a * b; });
+      })
+      .Case([&](CrossEntropyOp o) { return crossEntropy(o); })
+      .Case([&](ReshapeOp o) {
+        Tensor out = get(o.getInput());
+        out.shape.assign(shapeOf(o.getResult()).begin(),
+                         shapeOf(o.getResult()).end());
+        set(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](TransposeOp o) { return transpose(o); })
+      .Case([&](fp8::QuantizeOp o) { return quantize(o); })
+      .Case([&](fp8::DequantizeOp o) { return dequantize(o); })
+      .Case([&](fp8::ScaledMatmulOp o) { return scaledMatmul(o); })
+      .Case([&](fp8::AmaxOp o) { return amax(o); })
+      .Case([&](arith::ConstantOp o) { return constant(o); })
+      .Default([&](Operation *o) {
+        return o->emitOpError() << "has no rule in the reference interpreter";
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Entry point
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<Tensor>>
+infir2::interp::run(FunctionOpInterface fn, ArrayRef<Tensor> inputs) {
+  if (fn.isExternal())
+    return fn.emitError() << "cannot interpret a function without a body";
+  ArrayRef<Type> argTypes = fn.getArgumentTypes();
+  if (inputs.size() != argTypes.size())
+    return fn.emitError() << "expects " << argTypes.size() << " inputs, got "
+                          << inputs.size();
+  Interpreter interp;
+  Block &entry = fn.getFunctionBody().front();
+  for (auto [i, arg, input] : llvm::enumerate(entry.getArguments(), inputs)) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return fn.emitError() << "argument #" << i
+                            << " is not a statically shaped tensor";
+    if (type.getShape() != ArrayRef<int64_t>(input.shape) ||
+        static_cast<int64_t>(input.data.size()) != type.getNumElements())
+      return fn.emitError() << "input #" << i << " does not have shape "
+                            << type;
+    interp.env[arg] = input;
+  }
+  if (!llvm::hasSingleElement(fn.getFunctionBody()))
+    return fn.emitError() << "the interpreter runs single-block functions only";
+  for (Operation &op : entry) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      SmallVector<Tensor> results;
+      for (Value v : op.getOperands())
+        results.push_back(interp.env.find(v)->second);
+      return results;
+    }
+    if (failed(interp.run(&op)))
+      return failure();
+  }
+  return fn.emitError() << "function body has no terminator";
+}

@@ -1,0 +1,238 @@
+//===- infir2-run.cpp - Run IR through the reference interpreter ----------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+//   infir2-run model.mlir [--entry forward] [--seed N] [--dump out.safetensors]
+//
+// Draws the function's inputs from a seeded generator, runs the FP64 reference
+// interpreter and prints the results. Parameters follow their initialization
+// rule; token ids are drawn below the vocabulary they index; positions count
+// 0..S-1; a float loss mask keeps each token with probability 3/4;
+// --perturb-init adds noise to every parameter. With
+// --dump, inputs (under their parameter names, or argN) and results (resultN)
+// are written as FP64 tensors to a safetensors file for outside checks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/InitAll.h"
+#include "infir2/Interpreter/Interpreter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+#include <random>
+
+using namespace mlir;
+using infir2::interp::Tensor;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input.mlir>"),
+                                      cl::init("-"));
+static cl::opt<std::string> entry("entry", cl::init("forward"),
+                                  cl::desc("Function to run"));
+static cl::opt<uint64_t> seed("seed", cl::init(0),
+                              cl::desc("Seed of the input generator"));
+static cl::opt<double> perturbInit(
+    "perturb-init", cl::init(0.0),
+    cl::desc("Add N(0, sigma^2) noise to every parameter after its "
+             "initialization rule, so that zero biases and unit norms are "
+             "exercised too"),
+    cl::value_desc("sigma"));
+static cl::opt<std::string> dumpPath(
+    "dump", cl::desc("Write inputs and results to this safetensors file"),
+    cl::value_desc("file"));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "infir2-run") << message << "\n";
+  return 1;
+}
+
+/// The range an integer argument's values are drawn from, from how it is used.
+static int64_t integerBound(Value arg, bool &isPositions) {
+  isPositions = false;
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto e = dyn_cast<infir2::EmbeddingOp>(user))
+      return cast<RankedTensorType>(e.getTable().getType()).getShape()[0];
+    if (auto ce = dyn_cast<infir2::CrossEntropyOp>(user))
+      return cast<RankedTensorType>(ce.getLogits().getType()).getShape().back();
+    if (isa<infir2::RopeOp>(user)) {
+      isPositions = true;
+      return 0;
+    }
+  }
+  return 16;
+}
+
+static Tensor drawInput(BlockArgument arg, infir2::ParamAttr param,
+                        std::mt19937_64 &rng) {
+  auto type = cast<RankedTensorType>(arg.getType());
+  Tensor t(type.getShape());
+  if (param) {
+    std::normal_distribution<double> normal(
+        0.0, param.getStd().convertToDouble());
+    std::normal_distribution<double> noise(0.0, perturbInit);
+    for (double &x : t.data) {
+      x = param.getInit() == infir2::InitKind::normal ? normal(rng)
+          : param.getInit() == infir2::InitKind::ones ? 1.0
+                                                      : 0.0;
+      if (perturbInit > 0.0)
+        x += noise(rng);
+    }
+    return t;
+  }
+  if (isa<IntegerType>(type.getElementType())) {
+    bool isPositions = false;
+    int64_t bound = integerBound(arg, isPositions);
+    int64_t last = type.getRank() ? type.getShape().back() : 1;
+    std::uniform_int_distribution<int64_t> uniform(0, std::max<int64_t>(bound, 1) - 1);
+    for (int64_t i = 0, n = t.getNumElements(); i < n; ++i)
+      t.data[i] = isPositions ? static_cast<double>(i % last)
+                              : static_cast<double>(uniform(rng));
+    return t;
+  }
+  bool isMask = llvm::any_of(arg.getUses(), [](OpOperand &use) {
+    auto ce = dyn_cast<infir2::CrossEntropyOp>(use.getOwner());
+    return ce && ce.getLossMask() == use.get();
+  });
+  std::bernoulli_distribution keep(0.75);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (double &x : t.data)
+    x = isMask ? (keep(rng) ? 1.0 : 0.0) : normal(rng);
+  return t;
+}
+
+/// Writes FP64 tensors as a safetensors file: an 8-byte little-endian header
+/// length, a JSON header padded to 8 bytes, then the raw data.
+static LogicalResult
+writeSafetensors(StringRef path,
+                 ArrayRef<std::pair<std::string, const Tensor *>> tensors,
+                 std::string &error) {
+  llvm::json::Object header;
+  uint64_t offset = 0;
+  for (auto &[name, t] : tensors) {
+    uint64_t bytes = t->data.size() * sizeof(double);
+    header[name] = llvm::json::Object{
+        {"dtype", "F64"},
+        {"shape", llvm::json::Array(t->shape)},
+        {"data_offsets", llvm::json::Array{offset, offset + bytes}}};
+    offset += bytes;
+  }
+  header["__metadata__"] =
+      llvm::json::Object{{"seed", std::to_string(seed.getValue())}};
+  std::string text = llvm::formatv("{0}", llvm::json::Value(std::move(header)));
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(path, &error);
+  if (!out)
+    return failure();
+  uint64_t len = text.size();
+  for (int i = 0; i < 8; ++i)
+    out->os() << static_cast<char>((len >> (8 * i)) & 0xff);
+  out->os() << text;
+  for (auto &[name, t] : tensors)
+    out->os().write(reinterpret_cast<const char *>(t->data.data()),
+                    t->data.size() * sizeof(double));
+  out->os().flush();
+  if (out->os().has_error()) {
+    error = "cannot write '" + path.str() + "'";
+    return failure();
+  }
+  out->keep();
+  return success();
+}
+
+static void printTensor(llvm::raw_ostream &os, const Tensor &t) {
+  if (t.shape.empty()) {
+    os << llvm::format("%.17g", t.data[0]);
+    return;
+  }
+  double sum = 0.0, sumAbs = 0.0;
+  for (double x : t.data) {
+    sum += x;
+    sumAbs += std::fabs(x);
+  }
+  os << "shape [";
+  llvm::interleaveComma(t.shape, os);
+  os << "] sum " << llvm::format("%.17g", sum) << " mean|x| "
+     << llvm::format("%.17g", sumAbs / t.data.size()) << " first [";
+  for (size_t i = 0; i < std::min<size_t>(4, t.data.size()); ++i)
+    os << (i ? ", " : "") << llvm::format("%.9g", t.data[i]);
+  os << (t.data.size() > 4 ? ", ...]" : "]");
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv, "InfiR2 reference interpreter (FP64) on random inputs\n");
+
+  DialectRegistry registry;
+  infir2::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  llvm::SourceMgr sourceMgr;
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(inputPath, &error);
+  if (!buffer)
+    return fail(error);
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return 1; // The parser or verifier has printed the diagnostic.
+  auto fn = module->lookupSymbol<func::FuncOp>(entry);
+  if (!fn)
+    return fail("no function named '" + entry + "' in " + inputPath);
+  if (fn.isExternal())
+    return fail("function '" + entry + "' has no body");
+
+  llvm::outs() << "infir2-run: @" << entry << " with inputs drawn from seed "
+               << seed << "\n";
+  std::mt19937_64 rng(seed);
+  SmallVector<Tensor> inputs;
+  SmallVector<std::string> names;
+  Block &body = fn.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    if (!isa<RankedTensorType>(arg.getType()) ||
+        !cast<RankedTensorType>(arg.getType()).hasStaticShape())
+      return fail("argument #" + std::to_string(arg.getArgNumber()) +
+                  " is not a statically shaped tensor");
+    auto param = fn.getArgAttrOfType<infir2::ParamAttr>(
+        arg.getArgNumber(), infir2::Infir2Dialect::getParamAttrName());
+    inputs.push_back(drawInput(arg, param, rng));
+    names.push_back(param ? param.getName().str()
+                          : "arg" + std::to_string(arg.getArgNumber()));
+  }
+
+  FailureOr<SmallVector<Tensor>> results = infir2::interp::run(fn, inputs);
+  if (failed(results))
+    return 1; // Diagnosed at the op.
+  for (auto [i, r] : llvm::enumerate(*results)) {
+    llvm::outs() << "result #" << i << ": ";
+    printTensor(llvm::outs(), r);
+    llvm::outs() << "\n";
+  }
+
+  if (!dumpPath.empty()) {
+    SmallVector<std::pair<std::string, const Tensor *>> tensors;
+    for (auto [name, t] : llvm::zip_equal(names, inputs))
+      tensors.emplace_back(name, &t);
+    for (auto [i, r] : llvm::enumerate(*results))
+      tensors.emplace_back("result" + std::to_string(i), &r);
+    if (failed(writeSafetensors(dumpPath, tensors, error)))
+      return fail(error);
+  }
+  return 0;
+}
