@@ -139,6 +139,12 @@ private:
   LogicalResult transpose(TransposeOp op);
   template <typename Fn>
   LogicalResult broadcastBinary(Operation *op, Fn fn);
+  LogicalResult rmsNormGrad(RMSNormGradOp op);
+  LogicalResult ropeGrad(RopeGradOp op);
+  LogicalResult attentionGrad(AttentionGradOp op);
+  LogicalResult crossEntropyGrad(CrossEntropyGradOp op);
+  LogicalResult embeddingGrad(EmbeddingGradOp op);
+  LogicalResult reduceSum(ReduceSumOp op);
   LogicalResult quantize(fp8::QuantizeOp op);
   LogicalResult dequantize(fp8::DequantizeOp op);
   LogicalResult scaledMatmul(fp8::ScaledMatmulOp op);
@@ -213,13 +219,14 @@ LogicalResult Interpreter::rmsNorm(RMSNormOp op) {
   return success();
 }
 
-LogicalResult Interpreter::rope(RopeOp op) {
-  const Tensor &x = get(op.getInput()), &pos = get(op.getPositions());
+/// Rotates every (i, i + head_dim/2) pair of every head by `sign` times the
+/// RoPE angle: sign +1 is rope, -1 its inverse (and gradient).
+static Tensor rotate(const Tensor &x, const Tensor &pos, int64_t hd,
+                     double theta, double sign) {
   int64_t width = x.shape.back(), seq = x.shape[x.shape.size() - 2];
-  int64_t hd = op.getHeadDim(), half = hd / 2, heads = width / hd;
+  int64_t half = hd / 2, heads = width / hd;
   int64_t tokens = x.getNumElements() / width;
   bool shared = pos.shape.size() == 1;
-  double theta = op.getTheta().convertToDouble();
   Tensor out(x.shape);
   for (int64_t t = 0; t < tokens; ++t) {
     double p = pos.data[shared ? t % seq : t];
@@ -227,14 +234,27 @@ LogicalResult Interpreter::rope(RopeOp op) {
       const double *in = x.data.data() + t * width + h * hd;
       double *o = out.data.data() + t * width + h * hd;
       for (int64_t i = 0; i < half; ++i) {
-        double angle = p * std::pow(theta, -2.0 * i / hd);
+        double angle = sign * p * std::pow(theta, -2.0 * i / hd);
         double c = std::cos(angle), s = std::sin(angle);
         o[i] = in[i] * c - in[i + half] * s;
         o[i + half] = in[i + half] * c + in[i] * s;
       }
     }
   }
-  set(op.getResult(), std::move(out));
+  return out;
+}
+
+LogicalResult Interpreter::rope(RopeOp op) {
+  set(op.getResult(), rotate(get(op.getInput()), get(op.getPositions()),
+                             op.getHeadDim(),
+                             op.getTheta().convertToDouble(), 1.0));
+  return success();
+}
+
+LogicalResult Interpreter::ropeGrad(RopeGradOp op) {
+  set(op.getInputGrad(),
+      rotate(get(op.getResultGrad()), get(op.getPositions()), op.getHeadDim(),
+             op.getTheta().convertToDouble(), -1.0));
   return success();
 }
 
@@ -336,6 +356,162 @@ LogicalResult Interpreter::broadcastBinary(Operation *op, Fn fn) {
   for (int64_t i = 0, n = a.getNumElements(); i < n; ++i)
     out.data[i] = fn(a.data[i], b.data[i % nb]);
   set(op->getResult(0), std::move(out));
+  return success();
+}
+
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult Interpreter::rmsNormGrad(RMSNormGradOp op) {
+  const Tensor &x = get(op.getInput()), &w = get(op.getWeight()),
+               &dy = get(op.getResultGrad());
+  int64_t d = x.shape.back(), rows = x.getNumElements() / d;
+  double eps = op.getEpsilon().convertToDouble();
+  Tensor dx(x.shape), dw(w.shape);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *xr = x.data.data() + r * d, *gr = dy.data.data() + r * d;
+    double ss = 0.0, dot = 0.0;
+    for (int64_t i = 0; i < d; ++i) {
+      ss += xr[i] * xr[i];
+      dot += w.data[i] * gr[i] * xr[i];
+    }
+    double inv = 1.0 / std::sqrt(ss / d + eps);
+    for (int64_t i = 0; i < d; ++i) {
+      dw.data[i] += gr[i] * xr[i] * inv;
+      dx.data[r * d + i] =
+          inv * w.data[i] * gr[i] - inv * inv * inv / d * xr[i] * dot;
+    }
+  }
+  set(op.getInputGrad(), std::move(dx));
+  set(op.getWeightGrad(), std::move(dw));
+  return success();
+}
+
+LogicalResult Interpreter::attentionGrad(AttentionGradOp op) {
+  const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
+               &v = get(op.getValue()), &dout = get(op.getResultGrad());
+  int64_t batch = q.shape[0], sq = q.shape[1], skv = k.shape[1];
+  int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(),
+          hd = op.getHeadDim(), group = heads / kvHeads;
+  int64_t qw = heads * hd, kw = kvHeads * hd;
+  double scale = op.getEffectiveScale();
+  bool causal = op.getCausal();
+  Tensor dq(q.shape), dk(k.shape), dv(v.shape);
+  std::vector<double> p(skv), dp(skv);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t kh = h / group;
+      for (int64_t s = 0; s < sq; ++s) {
+        const double *qv = q.data.data() + (b * sq + s) * qw + h * hd;
+        const double *go = dout.data.data() + (b * sq + s) * qw + h * hd;
+        int64_t visible = causal ? s + 1 : skv;
+        // Recompute the probabilities of this query row.
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t t = 0; t < visible; ++t) {
+          const double *kv = k.data.data() + (b * skv + t) * kw + kh * hd;
+          double dot = 0.0;
+          for (int64_t i = 0; i < hd; ++i)
+            dot += qv[i] * kv[i];
+          p[t] = scale * dot;
+          mx = std::max(mx, p[t]);
+        }
+        double sum = 0.0;
+        for (int64_t t = 0; t < visible; ++t)
+          sum += (p[t] = std::exp(p[t] - mx));
+        // dP = dO · Vᵀ; dS = P ⊙ (dP − Σ P dP).
+        double pdp = 0.0;
+        for (int64_t t = 0; t < visible; ++t) {
+          p[t] /= sum;
+          const double *vv = v.data.data() + (b * skv + t) * kw + kh * hd;
+          double dot = 0.0;
+          for (int64_t i = 0; i < hd; ++i)
+            dot += go[i] * vv[i];
+          dp[t] = dot;
+          pdp += p[t] * dot;
+        }
+        double *dqv = dq.data.data() + (b * sq + s) * qw + h * hd;
+        for (int64_t t = 0; t < visible; ++t) {
+          double ds = p[t] * (dp[t] - pdp) * scale;
+          const double *kv = k.data.data() + (b * skv + t) * kw + kh * hd;
+          double *dkv = dk.data.data() + (b * skv + t) * kw + kh * hd;
+          double *dvv = dv.data.data() + (b * skv + t) * kw + kh * hd;
+          for (int64_t i = 0; i < hd; ++i) {
+            dqv[i] += ds * kv[i];
+            dkv[i] += ds * qv[i];
+            dvv[i] += p[t] * go[i];
+          }
+        }
+      }
+    }
+  set(op.getQueryGrad(), std::move(dq));
+  set(op.getKeyGrad(), std::move(dk));
+  set(op.getValueGrad(), std::move(dv));
+  return success();
+}
+
+LogicalResult Interpreter::crossEntropyGrad(CrossEntropyGradOp op) {
+  const Tensor &logits = get(op.getLogits()), &targets = get(op.getTargets());
+  const Tensor *mask = op.getLossMask() ? &get(op.getLossMask()) : nullptr;
+  double dloss = get(op.getLossGrad()).data[0];
+  int64_t vocab = logits.shape.back(), tokens = targets.getNumElements();
+  double ignore = static_cast<double>(op.getIgnoreIndexAttr().getInt());
+  auto weightOf = [&](int64_t t) {
+    double w = mask ? mask->data[t] : 1.0;
+    return targets.data[t] == ignore ? 0.0 : w;
+  };
+  double total = 0.0;
+  for (int64_t t = 0; t < tokens; ++t)
+    total += weightOf(t);
+  Tensor out(logits.shape);
+  for (int64_t t = 0; t < tokens && total != 0.0; ++t) {
+    double w = weightOf(t);
+    if (w == 0.0)
+      continue;
+    double target = targets.data[t];
+    if (!(target >= 0 && target < vocab))
+      return op.emitOpError() << "target " << static_cast<int64_t>(target)
+                              << " at position " << t << " is out of range [0, "
+                              << vocab << ")";
+    const double *row = logits.data.data() + t * vocab;
+    double mx = *std::max_element(row, row + vocab), sum = 0.0;
+    for (int64_t i = 0; i < vocab; ++i)
+      sum += std::exp(row[i] - mx);
+    double coeff = dloss * w / total;
+    for (int64_t i = 0; i < vocab; ++i)
+      out.data[t * vocab + i] =
+          coeff * (std::exp(row[i] - mx) / sum -
+                   (i == static_cast<int64_t>(target) ? 1.0 : 0.0));
+  }
+  set(op.getLogitsGrad(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::embeddingGrad(EmbeddingGradOp op) {
+  const Tensor &ids = get(op.getIds()), &dy = get(op.getResultGrad());
+  Tensor out(shapeOf(op.getTableGrad()));
+  int64_t vocab = out.shape[0], dim = out.shape[1];
+  for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
+    double id = ids.data[t];
+    if (!(id >= 0 && id < vocab))
+      return op.emitOpError() << "token id " << static_cast<int64_t>(id)
+                              << " at position " << t << " is out of range [0, "
+                              << vocab << ")";
+    for (int64_t i = 0; i < dim; ++i)
+      out.data[static_cast<int64_t>(id) * dim + i] += dy.data[t * dim + i];
+  }
+  set(op.getTableGrad(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::reduceSum(ReduceSumOp op) {
+  const Tensor &x = get(op.getInput());
+  Tensor out(shapeOf(op.getResult()));
+  int64_t n = out.getNumElements();
+  for (int64_t i = 0, e = x.getNumElements(); i < e; ++i)
+    out.data[i % n] += x.data[i];
+  set(op.getResult(), std::move(out));
   return success();
 }
 
@@ -489,6 +665,41 @@ LogicalResult Interpreter::run(Operation *op) {
         return success();
       })
       .Case([&](TransposeOp o) { return transpose(o); })
+      .Case([&](RMSNormGradOp o) { return rmsNormGrad(o); })
+      .Case([&](RopeGradOp o) { return ropeGrad(o); })
+      .Case([&](AttentionGradOp o) { return attentionGrad(o); })
+      .Case([&](CrossEntropyGradOp o) { return crossEntropyGrad(o); })
+      .Case([&](EmbeddingGradOp o) { return embeddingGrad(o); })
+      .Case([&](ReduceSumOp o) { return reduceSum(o); })
+      .Case([&](ConvertOp o) {
+        // FP64 throughout: a conversion changes the declared type only.
+        set(o.getResult(), get(o.getInput()));
+        return success();
+      })
+      .Case([&](SiluGradOp o) {
+        const Tensor &x = get(o.getInput()), &dy = get(o.getResultGrad());
+        Tensor out(x.shape);
+        for (int64_t i = 0, n = x.getNumElements(); i < n; ++i) {
+          double s = sigmoid(x.data[i]);
+          out.data[i] = dy.data[i] * (s + x.data[i] * s * (1.0 - s));
+        }
+        set(o.getInputGrad(), std::move(out));
+        return success();
+      })
+      .Case([&](SwigluGradOp o) {
+        const Tensor &g = get(o.getGate()), &u = get(o.getUp()),
+                     &dy = get(o.getResultGrad());
+        Tensor dg(g.shape), du(g.shape);
+        for (int64_t i = 0, n = g.getNumElements(); i < n; ++i) {
+          double s = sigmoid(g.data[i]);
+          du.data[i] = dy.data[i] * g.data[i] * s;
+          dg.data[i] =
+              dy.data[i] * u.data[i] * (s + g.data[i] * s * (1.0 - s));
+        }
+        set(o.getGateGrad(), std::move(dg));
+        set(o.getUpGrad(), std::move(du));
+        return success();
+      })
       .Case([&](fp8::QuantizeOp o) { return quantize(o); })
       .Case([&](fp8::DequantizeOp o) { return dequantize(o); })
       .Case([&](fp8::ScaledMatmulOp o) { return scaledMatmul(o); })

@@ -52,6 +52,21 @@ static cl::opt<double> perturbInit(
              "initialization rule, so that zero biases and unit norms are "
              "exercised too"),
     cl::value_desc("sigma"));
+static cl::opt<bool> gradcheck(
+    "gradcheck",
+    cl::desc("Check the gradients of --train-step against central finite "
+             "differences of --entry (the forward function)"));
+static cl::opt<std::string> trainStepName(
+    "train-step", cl::init("train_step"),
+    cl::desc("With --gradcheck: the function made by --infir2-autodiff"));
+static cl::opt<unsigned> gradcheckSamples(
+    "gradcheck-samples", cl::init(6),
+    cl::desc("With --gradcheck: coordinates checked per parameter (the "
+             "largest gradient plus random ones)"));
+static cl::opt<double> gradcheckRtol("gradcheck-rtol", cl::init(1e-5),
+                                     cl::desc("Relative tolerance"));
+static cl::opt<double> gradcheckAtol("gradcheck-atol", cl::init(1e-8),
+                                     cl::desc("Absolute tolerance"));
 static cl::opt<std::string> dumpPath(
     "dump", cl::desc("Write inputs and results to this safetensors file"),
     cl::value_desc("file"));
@@ -174,6 +189,90 @@ static void printTensor(llvm::raw_ostream &os, const Tensor &t) {
   os << (t.data.size() > 4 ? ", ...]" : "]");
 }
 
+/// Compares dL/dparam from `step` (made by --infir2-autodiff) with central
+/// differences of `forward`, both in FP64. The step sees zero accumulators,
+/// so its outputs are the gradients themselves.
+static int runGradcheck(func::FuncOp forward, func::FuncOp step,
+                        SmallVector<Tensor> inputs) {
+  auto params = infir2::getParams(forward);
+  SmallVector<Tensor> stepInputs(inputs);
+  for (auto [index, param] : params)
+    stepInputs.push_back(Tensor(inputs[index].shape));
+  FailureOr<SmallVector<Tensor>> stepOut =
+      infir2::interp::run(step, stepInputs);
+  if (failed(stepOut))
+    return 1;
+  if (stepOut->size() != params.size() + 1)
+    return fail("'" + trainStepName + "' does not return the loss and one "
+                "gradient per parameter");
+  auto lossAt = [&](SmallVector<Tensor> &in) -> std::optional<double> {
+    FailureOr<SmallVector<Tensor>> out = infir2::interp::run(forward, in);
+    if (failed(out))
+      return std::nullopt;
+    return (*out)[0].data[0];
+  };
+  std::optional<double> loss = lossAt(inputs);
+  if (!loss)
+    return 1;
+  double stepLoss = (*stepOut)[0].data[0];
+  if (std::fabs(stepLoss - *loss) > 1e-12 * std::max(1.0, std::fabs(*loss)))
+    return fail("the training step's loss " + std::to_string(stepLoss) +
+                " differs from the forward loss " + std::to_string(*loss));
+  llvm::outs() << "gradcheck: loss " << llvm::format("%.17g", *loss)
+               << "; tolerance |g - fd| <= " << gradcheckAtol << " + "
+               << gradcheckRtol << " * max(|g|, |fd|)\n";
+
+  std::mt19937_64 rng(seed + 1);
+  bool ok = true;
+  unsigned total = 0;
+  for (auto [p, entry] : llvm::enumerate(params)) {
+    auto [index, param] = entry;
+    const Tensor &g = (*stepOut)[p + 1];
+    int64_t n = g.getNumElements();
+    // The largest gradient, then random coordinates.
+    SmallVector<int64_t> coords{static_cast<int64_t>(
+        std::max_element(g.data.begin(), g.data.end(),
+                         [](double a, double b) {
+                           return std::fabs(a) < std::fabs(b);
+                         }) -
+        g.data.begin())};
+    std::uniform_int_distribution<int64_t> pick(0, n - 1);
+    while (coords.size() < std::min<int64_t>(gradcheckSamples, n))
+      coords.push_back(pick(rng));
+    double worst = 0.0;
+    for (int64_t c : coords) {
+      double &theta = inputs[index].data[c];
+      double saved = theta, h = 1e-5 * std::max(1.0, std::fabs(saved));
+      theta = saved + h;
+      std::optional<double> up = lossAt(inputs);
+      theta = saved - h;
+      std::optional<double> down = lossAt(inputs);
+      theta = saved;
+      if (!up || !down)
+        return 1;
+      double fd = (*up - *down) / (2 * h), an = g.data[c];
+      double err = std::fabs(an - fd);
+      double allowed =
+          gradcheckAtol + gradcheckRtol * std::max(std::fabs(an), std::fabs(fd));
+      worst = std::max(worst, err / allowed);
+      if (err > allowed) {
+        ok = false;
+        llvm::outs() << "  MISMATCH " << param.getName() << "[" << c
+                     << "]: gradient " << llvm::format("%.12g", an)
+                     << ", finite difference " << llvm::format("%.12g", fd)
+                     << "\n";
+      }
+      ++total;
+    }
+    llvm::outs() << "  " << param.getName() << ": " << coords.size()
+                 << " coordinates, worst error " << llvm::format("%.3g", worst)
+                 << " of tolerance\n";
+  }
+  llvm::outs() << "gradcheck: " << params.size() << " parameters, " << total
+               << " coordinates: " << (ok ? "PASS" : "FAIL") << "\n";
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   cl::ParseCommandLineOptions(
@@ -214,6 +313,14 @@ int main(int argc, char **argv) {
     inputs.push_back(drawInput(arg, param, rng));
     names.push_back(param ? param.getName().str()
                           : "arg" + std::to_string(arg.getArgNumber()));
+  }
+
+  if (gradcheck) {
+    auto step = module->lookupSymbol<func::FuncOp>(trainStepName);
+    if (!step)
+      return fail("no function named '" + trainStepName +
+                  "' in " + inputPath + " (run --infir2-autodiff first)");
+    return runGradcheck(fn, step, inputs);
   }
 
   FailureOr<SmallVector<Tensor>> results = infir2::interp::run(fn, inputs);

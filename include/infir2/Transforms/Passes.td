@@ -30,4 +30,40 @@ def ParamSummaryPass : Pass<"infir2-param-summary", "mlir::ModuleOp"> {
   ];
 }
 
+def AutodiffPass : Pass<"infir2-autodiff", "mlir::ModuleOp"> {
+  let summary = "Derives a training step (loss and parameter gradients) from a forward function.";
+  let description = [{
+    Reverse-mode automatic differentiation. Given `@forward(params..., batch...)
+    -> loss`, where parameters are the arguments carrying `infir2.param` and the
+    loss is a 0-d float tensor, it adds
+
+    ```mlir
+    func.func @train_step(params..., batch..., acc...) -> (tensor<f32>, acc'...)
+    ```
+
+    with one FP32 gradient accumulator per parameter (`infir2.grad_of =
+    "<parameter name>"`): `acc' = acc + dL/dparam`. A trainer zeroes the
+    accumulators, calls the step once per micro-batch, and hands the sums to
+    the optimizer: gradient accumulation over micro-batches in FP32 buffers.
+
+    The backward pass is built from each op's `GradientOpInterface` rule, in
+    reverse order, only through ops that depend on a parameter; gradients of
+    values used more than once are summed. Activation gradients keep their
+    values' types (BF16 activations have BF16 gradients, as on the GPU);
+    parameter gradients are converted to FP32 when accumulated.
+
+    A parameter that does not reach the loss gets a warning and a zero
+    gradient. An op between the parameters and the loss without a gradient
+    rule is an error naming the op.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "The forward function to differentiate">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "The name of the training-step function to create">
+  ];
+  let dependentDialects = ["infir2::Infir2Dialect", "mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect"];
+}
+
 #endif // INFIR2_TRANSFORMS_PASSES_TD

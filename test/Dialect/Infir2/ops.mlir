@@ -115,3 +115,42 @@ func.func @params(%e: tensor<256x64xbf16> {infir2.param = #infir2.param<"model.e
 // CHECK-LABEL: func.func private @external
 // CHECK-SAME: {infir2.param = #infir2.param<"w", ones>}
 func.func private @external(tensor<8xf32> {infir2.param = #infir2.param<"w", ones>})
+
+// -----
+
+// Tests the backward-pass ops: convert, reduce_sum and the gradient ops.
+// CHECK-LABEL: func.func @backward_ops
+// CHECK: infir2.convert %{{.+}} : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+// CHECK: infir2.reduce_sum %{{.+}} : tensor<2x4x8xf32> -> tensor<8xf32>
+// CHECK: infir2.reduce_sum %{{.+}} : tensor<2x4x8xf32> -> tensor<f32>
+// CHECK: infir2.silu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
+// CHECK: %{{.+}}, %{{.+}} = infir2.swiglu_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
+// CHECK: %{{.+}}, %{{.+}} = infir2.rms_norm_grad %{{.+}}, %{{.+}}, %{{.+}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x4x8xf32>, tensor<8xf32>
+// CHECK: infir2.rope_grad %{{.+}}, %{{.+}} {head_dim = 4 : i64, theta = 1.000000e+04 : f64} : tensor<2x4x8xf32>, tensor<4xi32>
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}} = infir2.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal, head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64} : tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>
+// CHECK: infir2.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>
+// CHECK: infir2.embedding_grad %{{.+}}, %{{.+}} : tensor<2x4xi32>, tensor<2x4x8xf32> -> tensor<16x8xf32>
+func.func @backward_ops(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x8xf32>, %w: tensor<8xf32>, %pos: tensor<4xi32>,
+                        %k: tensor<2x4x4xf32>, %ids: tensor<2x4xi32>, %m: tensor<2x4xf32>, %dl: tensor<f32>) {
+  %0 = infir2.convert %x : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  %1 = infir2.reduce_sum %x : tensor<2x4x8xf32> -> tensor<8xf32>
+  %2 = infir2.reduce_sum %x : tensor<2x4x8xf32> -> tensor<f32>
+  %3 = infir2.silu_grad %x, %dy : tensor<2x4x8xf32>
+  %4:2 = infir2.swiglu_grad %x, %x, %dy : tensor<2x4x8xf32>
+  %5:2 = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-6 : f64} : tensor<2x4x8xf32>, tensor<8xf32>
+  %6 = infir2.rope_grad %dy, %pos {head_dim = 4 : i64, theta = 1.0e4 : f64} : tensor<2x4x8xf32>, tensor<4xi32>
+  %7:3 = infir2.attention_grad %x, %k, %k, %dy {causal, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64}
+      : tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  %8 = infir2.cross_entropy_grad %x, %ids, %dl mask %m : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>
+  %9 = infir2.embedding_grad %ids, %dy : tensor<2x4xi32>, tensor<2x4x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+// Tests gradient accumulators on arguments and results.
+// CHECK-LABEL: func.func @accumulators
+// CHECK-SAME: (%{{.+}}: tensor<4xf32> {infir2.grad_of = "w"}) -> (tensor<4xf32> {infir2.grad_of = "w"})
+func.func @accumulators(%acc: tensor<4xf32> {infir2.grad_of = "w"}) -> (tensor<4xf32> {infir2.grad_of = "w"}) {
+  return %acc : tensor<4xf32>
+}

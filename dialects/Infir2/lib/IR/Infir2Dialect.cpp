@@ -18,6 +18,7 @@ using namespace infir2;
 
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.cpp.inc"
 #include "infir2/Dialect/Infir2/IR/Infir2Enums.cpp.inc"
+#include "infir2/Dialect/Infir2/IR/Infir2Interfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.cpp.inc"
@@ -109,10 +110,33 @@ infir2::getParams(FunctionOpInterface fn) {
 // Function-argument attributes
 //===----------------------------------------------------------------------===//
 
+/// Checks an `infir2.grad_of` accumulator: a name, on an FP32 tensor.
+static LogicalResult verifyGradOf(Operation *op, StringRef what, unsigned index,
+                                  Attribute value, Type type) {
+  auto name = dyn_cast<StringAttr>(value);
+  if (!name || name.getValue().empty())
+    return op->emitError() << "'" << Infir2Dialect::getGradOfAttrName()
+                           << "' on " << what << " #" << index
+                           << " must name a parameter";
+  auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+  if (!tensor || !tensor.getElementType().isF32())
+    return op->emitError() << "gradient accumulator of '" << name.getValue()
+                           << "' (" << what << " #" << index
+                           << ") must be an f32 tensor, got " << type;
+  return success();
+}
+
 LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
                                                       unsigned regionIndex,
                                                       unsigned argIndex,
                                                       NamedAttribute attr) {
+  if (attr.getName() == getGradOfAttrName()) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    Type type = fn && argIndex < fn.getNumArguments()
+                    ? fn.getArgumentTypes()[argIndex]
+                    : Type();
+    return verifyGradOf(op, "argument", argIndex, attr.getValue(), type);
+  }
   if (attr.getName() != getParamAttrName())
     return op->emitError() << "unknown argument attribute '"
                            << attr.getName().getValue() << "' on argument #"
@@ -158,6 +182,13 @@ LogicalResult Infir2Dialect::verifyRegionResultAttribute(Operation *op,
                                                          unsigned regionIndex,
                                                          unsigned resultIndex,
                                                          NamedAttribute attr) {
+  if (attr.getName() == getGradOfAttrName()) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    Type type = fn && resultIndex < fn.getNumResults()
+                    ? fn.getResultTypes()[resultIndex]
+                    : Type();
+    return verifyGradOf(op, "result", resultIndex, attr.getValue(), type);
+  }
   return op->emitError() << "'" << attr.getName().getValue()
                          << "' is not allowed on result #" << resultIndex
                          << " (parameters are function arguments)";

@@ -126,39 +126,47 @@ LogicalResult MatmulOp::verify() {
 // RMSNormOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult RMSNormOp::verify() {
-  if (rankOf(getInput()) < 1)
-    return emitOpError() << "expects 'input' of rank at least 1";
-  int64_t dim = shapeOf(getInput()).back();
-  if (failed(checkShape(*this, "weight", getWeight(), {dim},
+static LogicalResult verifyRMSNorm(Operation *op, Value input, Value weight) {
+  if (rankOf(input) < 1)
+    return op->emitOpError() << "expects 'input' of rank at least 1";
+  int64_t dim = shapeOf(input).back();
+  if (failed(checkShape(op, "weight", weight, {dim},
                         "the last dimension of 'input'")))
     return failure();
-  return checkSameElementType(*this, "weight", getWeight(), "input", getInput());
+  return checkSameElementType(op, "weight", weight, "input", input);
+}
+
+LogicalResult RMSNormOp::verify() {
+  return verifyRMSNorm(*this, getInput(), getWeight());
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  return verifyRMSNorm(*this, getInput(), getWeight());
 }
 
 //===----------------------------------------------------------------------===//
 // RopeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult RopeOp::verify() {
-  ArrayRef<int64_t> in = shapeOf(getInput());
+static LogicalResult verifyRope(Operation *op, Value input, StringRef inputName,
+                                Value positions, int64_t headDim) {
+  ArrayRef<int64_t> in = shapeOf(input);
   if (in.size() < 2)
-    return emitOpError() << "expects 'input' of rank at least 2 ([..., seq, "
+    return op->emitOpError() << "expects '" << inputName << "' of rank at least 2 ([..., seq, "
                             "heads * head_dim]), got shape "
                          << "[" << in << "]";
-  int64_t headDim = getHeadDim();
   if (headDim % 2 != 0)
-    return emitOpError() << "expects an even head_dim (dimensions rotate in "
+    return op->emitOpError() << "expects an even head_dim (dimensions rotate in "
                             "pairs), got "
                          << headDim;
   if (in.back() % headDim != 0)
-    return emitOpError() << "expects the last dimension of 'input' ("
+    return op->emitOpError() << "expects the last dimension of '" << inputName << "' ("
                          << in.back() << ") to be a multiple of head_dim ("
                          << headDim << ")";
-  ArrayRef<int64_t> pos = shapeOf(getPositions());
+  ArrayRef<int64_t> pos = shapeOf(positions);
   ArrayRef<int64_t> lead = in.drop_back();
   if (pos != lead && pos != lead.take_back(1))
-    return emitOpError() << "expects 'positions' of shape "
+    return op->emitOpError() << "expects 'positions' of shape "
                          << "[" << lead.take_back(1) << "]" << " or "
                          << "[" << lead << "]" << " (the input's shape without its "
                                               "last dimension), got "
@@ -166,55 +174,96 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+LogicalResult RopeOp::verify() {
+  return verifyRope(*this, getInput(), "input", getPositions(), getHeadDim());
+}
+
+LogicalResult RopeGradOp::verify() {
+  return verifyRope(*this, getResultGrad(), "result_grad", getPositions(),
+                    getHeadDim());
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
+static double effectiveScale(std::optional<llvm::APFloat> scale,
+                             int64_t headDim) {
+  if (scale)
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
 double AttentionOp::getEffectiveScale() {
-  if (std::optional<llvm::APFloat> s = getScale())
-    return s->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getHeadDim()));
+  return effectiveScale(getScale(), getHeadDim());
+}
+
+double AttentionGradOp::getEffectiveScale() {
+  return effectiveScale(getScale(), getHeadDim());
+}
+
+/// Checks query, key and value of `attention` and `attention_grad`.
+static LogicalResult verifyAttention(Operation *op, Value query, Value key,
+                                     Value value, int64_t heads,
+                                     int64_t kvHeads, int64_t hd, bool causal) {
+  for (auto [name, v] : {std::pair<StringRef, Value>{"query", query},
+                         {"key", key},
+                         {"value", value}}) {
+    if (rankOf(v) != 3)
+      return op->emitOpError()
+             << "expects '" << name
+             << "' of rank 3 ([batch, seq, heads * head_dim]), got shape ["
+             << shapeOf(v) << "]";
+    if (failed(checkSameElementType(op, name, v, "query", query)))
+      return failure();
+  }
+  if (heads % kvHeads != 0)
+    return op->emitOpError() << "expects num_heads (" << heads
+                             << ") to be a multiple of num_kv_heads ("
+                             << kvHeads << ")";
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
+  if (q.back() != heads * hd)
+    return op->emitOpError()
+           << "expects the last dimension of 'query' (" << q.back()
+           << ") to be num_heads * head_dim (" << heads * hd << ")";
+  if (k.back() != kvHeads * hd)
+    return op->emitOpError()
+           << "expects the last dimension of 'key' (" << k.back()
+           << ") to be num_kv_heads * head_dim (" << kvHeads * hd << ")";
+  if (k[0] != q[0])
+    return op->emitOpError()
+           << "expects 'key' to have the batch size of 'query' (" << q[0]
+           << "), got " << k[0];
+  if (failed(checkShape(op, "value", value, k, "the shape of 'key'")))
+    return failure();
+  if (causal && k[1] != q[1])
+    return op->emitOpError()
+           << "expects equal query and key lengths with a causal mask, got "
+           << q[1] << " and " << k[1];
+  return success();
+}
+
+static LogicalResult checkSameType(Operation *op, StringRef name, Value v,
+                                   StringRef refName, Value ref) {
+  if (v.getType() == ref.getType())
+    return success();
+  return op->emitOpError() << "expects the type of '" << name
+                           << "' to be the type of '" << refName << "' ("
+                           << ref.getType() << "), got " << v.getType();
 }
 
 LogicalResult AttentionOp::verify() {
-  for (auto [name, v] : {std::pair<StringRef, Value>{"query", getQuery()},
-                         {"key", getKey()},
-                         {"value", getValue()}}) {
-    if (rankOf(v) != 3)
-      return emitOpError() << "expects '" << name
-                           << "' of rank 3 ([batch, seq, heads * head_dim]), "
-                              "got shape "
-                           << "[" << shapeOf(v) << "]";
-    if (failed(checkSameElementType(*this, name, v, "query", getQuery())))
-      return failure();
-  }
-  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), hd = getHeadDim();
-  if (heads % kvHeads != 0)
-    return emitOpError() << "expects num_heads (" << heads
-                         << ") to be a multiple of num_kv_heads (" << kvHeads
-                         << ")";
-  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
-  if (q.back() != heads * hd)
-    return emitOpError() << "expects the last dimension of 'query' (" << q.back()
-                         << ") to be num_heads * head_dim (" << heads * hd << ")";
-  if (k.back() != kvHeads * hd)
-    return emitOpError() << "expects the last dimension of 'key' (" << k.back()
-                         << ") to be num_kv_heads * head_dim (" << kvHeads * hd
-                         << ")";
-  if (k[0] != q[0])
-    return emitOpError() << "expects 'key' to have the batch size of 'query' ("
-                         << q[0] << "), got " << k[0];
-  if (failed(checkShape(*this, "value", getValue(), k, "the shape of 'key'")))
+  if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
+                             getNumHeads(), getNumKvHeads(), getHeadDim(),
+                             getCausal())))
     return failure();
-  if (getCausal() && k[1] != q[1])
-    return emitOpError() << "expects equal query and key lengths with a causal "
-                            "mask, got "
-                         << q[1] << " and " << k[1];
-  if (getResult().getType() != getQuery().getType())
-    return emitOpError() << "expects the result type to be the type of 'query' ("
-                         << getQuery().getType() << "), got "
-                         << getResult().getType();
-  return success();
+  return checkSameType(*this, "result", getResult(), "query", getQuery());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return verifyAttention(*this, getQuery(), getKey(), getValue(),
+                         getNumHeads(), getNumKvHeads(), getHeadDim(),
+                         getCausal());
 }
 
 //===----------------------------------------------------------------------===//
@@ -241,20 +290,73 @@ LogicalResult MulOp::verify() {
 // CrossEntropyOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult CrossEntropyOp::verify() {
-  ArrayRef<int64_t> logits = shapeOf(getLogits());
+static LogicalResult verifyCrossEntropy(Operation *op, Value logitsV,
+                                        Value targets, Value mask) {
+  ArrayRef<int64_t> logits = shapeOf(logitsV);
   if (logits.size() < 2)
-    return emitOpError() << "expects 'logits' of rank at least 2 ([..., "
-                            "vocab]), got shape "
-                         << "[" << logits << "]";
-  if (failed(checkShape(*this, "targets", getTargets(), logits.drop_back(),
+    return op->emitOpError() << "expects 'logits' of rank at least 2 ([..., "
+                                "vocab]), got shape ["
+                             << logits << "]";
+  if (failed(checkShape(op, "targets", targets, logits.drop_back(),
                         "the shape of 'logits' without the vocabulary")))
     return failure();
-  if (getLossMask() &&
-      failed(checkShape(*this, "loss_mask", getLossMask(), logits.drop_back(),
-                        "the shape of 'targets'")))
+  if (mask && failed(checkShape(op, "loss_mask", mask, logits.drop_back(),
+                                "the shape of 'targets'")))
     return failure();
   return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyCrossEntropy(*this, getLogits(), getTargets(), getLossMask());
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  return verifyCrossEntropy(*this, getLogits(), getTargets(), getLossMask());
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingGradOp::verify() {
+  ArrayRef<int64_t> table = shapeOf(getTableGrad());
+  if (table.size() != 2)
+    return emitOpError() << "expects a table-shaped result of rank 2 ([vocab, "
+                            "dim]), got shape ["
+                         << table << "]";
+  SmallVector<int64_t> expected(shapeOf(getIds()));
+  expected.push_back(table[1]);
+  if (failed(checkShape(*this, "result_grad", getResultGrad(), expected,
+                        "the ids' shape followed by the table's row size")))
+    return failure();
+  return checkSameElementType(*this, "table_grad", getTableGrad(),
+                              "result_grad", getResultGrad());
+}
+
+//===----------------------------------------------------------------------===//
+// ConvertOp / ReduceSumOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConvertOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult ReduceSumOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  if (out.size() > in.size() || in.take_back(out.size()) != out)
+    return emitOpError() << "expects the result shape [" << out
+                         << "] to be a suffix of the input shape [" << in
+                         << "]";
+  return checkSameElementType(*this, "result", getResult(), "input",
+                              getInput());
+}
+
+OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
 }
 
 //===----------------------------------------------------------------------===//

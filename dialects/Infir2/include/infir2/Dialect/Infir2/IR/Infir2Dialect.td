@@ -41,6 +41,12 @@ def Infir2_Dialect : Dialect {
       return ::llvm::StringLiteral("infir2.param");
     }
 
+    /// The name of the argument/result attribute that marks an FP32 gradient
+    /// accumulator; its value is the parameter's name.
+    static constexpr ::llvm::StringLiteral getGradOfAttrName() {
+      return ::llvm::StringLiteral("infir2.grad_of");
+    }
+
     void registerAttributes();
   }];
 }

@@ -10,6 +10,7 @@
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
@@ -27,6 +28,8 @@ inferMatmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
                  llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 
 } // namespace infir2
+
+#include "infir2/Dialect/Infir2/IR/Infir2Interfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h.inc"
