@@ -10,8 +10,10 @@
 // interpreter and prints the results. Parameters follow their initialization
 // rule; token ids are drawn below the vocabulary they index; positions count
 // 0..S-1; a float loss mask keeps each token with probability 3/4;
-// --perturb-init adds noise to every parameter. With
-// --dump, inputs (under their parameter names, or argN) and results (resultN)
+// --perturb-init adds noise to every parameter; optimizer inputs get values
+// of their role (learning rate 1e-4..1e-2, step 1..100, grad_scale 1/K,
+// non-negative second moments). With --dump, inputs (under their parameter
+// names, ROLE.PARAM for optimizer state, or argN) and results (resultN)
 // are written as FP64 tensors to a safetensors file for outside checks.
 //
 //===----------------------------------------------------------------------===//
@@ -93,10 +95,45 @@ static int64_t integerBound(Value arg, bool &isPositions) {
   return 16;
 }
 
+/// The optimizer state or scalar role an argument carries, as
+/// ("moment2", "<param>") or ("input", "learning_rate"); empty if none.
+static std::pair<std::string, std::string> roleOf(func::FuncOp fn,
+                                                  unsigned index) {
+  static const std::pair<StringRef, StringRef> kinds[] = {
+      {"infir2.master_of", "master"},   {"infir2.grad_of", "grad"},
+      {"infir2.moment1_of", "moment1"}, {"infir2.moment2_of", "moment2"},
+      {"infir2.input", "input"}};
+  for (auto [attr, kind] : kinds)
+    if (auto value = fn.getArgAttrOfType<StringAttr>(index, attr))
+      return {kind.str(), value.getValue().str()};
+  return {};
+}
+
 static Tensor drawInput(BlockArgument arg, infir2::ParamAttr param,
+                        std::pair<std::string, std::string> role,
                         std::mt19937_64 &rng) {
   auto type = cast<RankedTensorType>(arg.getType());
   Tensor t(type.getShape());
+  // Optimizer inputs need values of their kind: a small positive learning
+  // rate, a 1-based step, 1/K for K micro-batches, non-negative second
+  // moments.
+  if (role.first == "input") {
+    std::uniform_real_distribution<double> logLr(-4.0, -2.0);
+    std::uniform_int_distribution<int> step(1, 100), k(0, 3);
+    double v = role.second == "learning_rate" ? std::pow(10.0, logLr(rng))
+               : role.second == "step"        ? step(rng)
+                                              : 1.0 / (1 << k(rng));
+    std::fill(t.data.begin(), t.data.end(), v);
+    return t;
+  }
+  if (role.first == "moment2") {
+    std::normal_distribution<double> normal(0.0, 0.1);
+    for (double &x : t.data)
+      x = normal(rng) * normal(rng);
+    for (double &x : t.data)
+      x = std::fabs(x);
+    return t;
+  }
   if (param) {
     std::normal_distribution<double> normal(
         0.0, param.getStd().convertToDouble());
@@ -310,9 +347,12 @@ int main(int argc, char **argv) {
                   " is not a statically shaped tensor");
     auto param = fn.getArgAttrOfType<infir2::ParamAttr>(
         arg.getArgNumber(), infir2::Infir2Dialect::getParamAttrName());
-    inputs.push_back(drawInput(arg, param, rng));
-    names.push_back(param ? param.getName().str()
-                          : "arg" + std::to_string(arg.getArgNumber()));
+    auto role = roleOf(fn, arg.getArgNumber());
+    inputs.push_back(drawInput(arg, param, role, rng));
+    names.push_back(param            ? param.getName().str()
+                    : role.first.empty()
+                        ? "arg" + std::to_string(arg.getArgNumber())
+                        : role.first + "." + role.second);
   }
 
   if (gradcheck) {

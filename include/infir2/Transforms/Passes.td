@@ -66,4 +66,48 @@ def AutodiffPass : Pass<"infir2-autodiff", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect"];
 }
 
+def OptimizerPass : Pass<"infir2-optimizer", "mlir::ModuleOp"> {
+  let summary = "Creates the optimizer step: AdamW (or SGD) on FP32 master weights and moments.";
+  let description = [{
+    For the parameters of the forward function, adds
+
+    ```mlir
+    func.func @optimizer_step(masters..., grads..., [moment1..., moment2...,]
+                              %lr, [%step,] %grad_scale)
+        -> (masters'..., [moment1'..., moment2'...,] working_copies..., %grad_norm)
+    ```
+
+    Master weights, moments and the accumulated gradients (from
+    `--infir2-autodiff`'s `train_step`) are FP32; the working copies are the
+    masters rounded to each parameter's own type (BF16 for a BF16 model), which
+    the next forward reads. `grad_scale` averages gradients accumulated over
+    micro-batches (1/K), the learning rate and the 1-based step are runtime
+    inputs (schedules need no recompilation), and the global gradient norm is
+    returned for logging. Every tensor names its parameter through
+    `infir2.master_of`, `infir2.grad_of`, `infir2.moment1_of`,
+    `infir2.moment2_of` or `infir2.working_copy_of`.
+
+    Weight decay skips 1-D parameters (biases, norm weights) unless
+    `decay-1d` is set, as Megatron-LM does.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "The forward function whose parameters are optimized">,
+    Option<"stepName", "step-name", "std::string", "\"optimizer_step\"",
+           "The name of the optimizer-step function to create">,
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "adamw or sgd">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW's first-moment decay">,
+    Option<"beta2", "beta2", "double", "0.95", "AdamW's second-moment decay">,
+    Option<"epsilon", "epsilon", "double", "1e-8", "AdamW's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.1",
+           "Decoupled weight decay">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
+           "Global-norm gradient clipping threshold (0 disables)">,
+    Option<"decay1D", "decay-1d", "bool", "false",
+           "Also apply weight decay to 1-D parameters (biases, norms)">
+  ];
+  let dependentDialects = ["infir2::Infir2Dialect", "mlir::func::FuncDialect"];
+}
+
 #endif // INFIR2_TRANSFORMS_PASSES_TD

@@ -617,3 +617,61 @@ func.func @grad_of_name(%acc: tensor<4xf32> {infir2.grad_of = 3 : i64}) {
 // Tests that gradient accumulators are FP32.
 // expected-error @+1 {{gradient accumulator of 'w' (result #0) must be an f32 tensor, got 'tensor<4xbf16>'}}
 func.func private @grad_of_type() -> (tensor<4xbf16> {infir2.grad_of = "w"})
+
+// -----
+
+// Tests that AdamW's betas lie in [0, 1).
+func.func @adamw_beta(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{expects beta2 in [0, 1), got 1.000000e+00}}
+  %0:3 = infir2.adamw %p, %p, %p, %p, %s, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 1.0 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that weight decay is non-negative.
+func.func @sgd_decay(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{expects a non-negative weight_decay, got -1.000000e-01}}
+  %0 = infir2.sgd %p, %p, %s, %s, %s {weight_decay = -0.1 : f64, max_grad_norm = 1.0 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the clipping threshold is non-negative.
+func.func @sgd_clip(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{expects a non-negative max_grad_norm (0 disables clipping), got -1.000000e+00}}
+  %0 = infir2.sgd %p, %p, %s, %s, %s {weight_decay = 0.0 : f64, max_grad_norm = -1.0 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that optimizer state is FP32.
+func.func @adamw_bf16(%p: tensor<4xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float values}}
+  %0:3 = "infir2.adamw"(%p, %p, %p, %p, %s, %s, %s, %s) {beta1 = 0.9 : f64, beta2 = 0.9 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64}
+      : (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>)
+  return
+}
+
+// -----
+
+// Tests that global_norm has something to measure.
+func.func @global_norm_empty(%s: tensor<f32>) {
+  // expected-error @+1 {{expects at least one gradient}}
+  %0 = "infir2.global_norm"(%s) {operandSegmentSizes = array<i32: 0, 1>} : (tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that master weights are FP32.
+// expected-error @+1 {{master weight of 'w' (argument #0) must be an f32 tensor, got 'tensor<4xbf16>'}}
+func.func private @master_bf16(tensor<4xbf16> {infir2.master_of = "w"})
+
+// -----
+
+// Tests that scalar inputs have a known role.
+// expected-error @+1 {{'infir2.input' on argument #0 must be "learning_rate", "step" or "grad_scale"}}
+func.func private @bad_role(tensor<f32> {infir2.input = "momentum"})

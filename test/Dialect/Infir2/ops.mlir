@@ -154,3 +154,26 @@ func.func @backward_ops(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x8xf32>, %w: tenso
 func.func @accumulators(%acc: tensor<4xf32> {infir2.grad_of = "w"}) -> (tensor<4xf32> {infir2.grad_of = "w"}) {
   return %acc : tensor<4xf32>
 }
+
+// -----
+
+// Tests the optimizer ops and the state attributes of an optimizer step.
+// CHECK-LABEL: func.func @optimizer_ops
+// CHECK-SAME: {infir2.master_of = "w"}
+// CHECK-SAME: {infir2.moment2_of = "w"}
+// CHECK-SAME: {infir2.input = "learning_rate"}
+// CHECK-SAME: {infir2.working_copy_of = "w"}
+// CHECK: %[[N:.+]] = infir2.global_norm %{{.+}}, %{{.+}} scale %{{.+}} : tensor<8x4xf32>, tensor<8x4xf32>
+// CHECK: infir2.adamw {{.*}}, %[[N]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, epsilon = 1.000000e-08 : f64, max_grad_norm = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64} : tensor<8x4xf32>
+// CHECK: infir2.sgd {{.*}}, %[[N]] {max_grad_norm = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} : tensor<8x4xf32>
+func.func @optimizer_ops(%p: tensor<8x4xf32> {infir2.master_of = "w"}, %g: tensor<8x4xf32> {infir2.grad_of = "w"},
+                         %m: tensor<8x4xf32> {infir2.moment1_of = "w"}, %v: tensor<8x4xf32> {infir2.moment2_of = "w"},
+                         %lr: tensor<f32> {infir2.input = "learning_rate"}, %t: tensor<f32> {infir2.input = "step"},
+                         %s: tensor<f32> {infir2.input = "grad_scale"}) -> (tensor<8x4xbf16> {infir2.working_copy_of = "w"}) {
+  %n = infir2.global_norm %g, %g scale %s : tensor<8x4xf32>, tensor<8x4xf32>
+  %p2, %m2, %v2 = infir2.adamw %p, %g, %m, %v, %lr, %t, %s, %n
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64} : tensor<8x4xf32>
+  %p3 = infir2.sgd %p2, %g, %lr, %s, %n {weight_decay = 0.0 : f64, max_grad_norm = 0.0 : f64} : tensor<8x4xf32>
+  %w = infir2.convert %p3 : tensor<8x4xf32> -> tensor<8x4xbf16>
+  return %w : tensor<8x4xbf16>
+}

@@ -110,17 +110,43 @@ infir2::getParams(FunctionOpInterface fn) {
 // Function-argument attributes
 //===----------------------------------------------------------------------===//
 
-/// Checks an `infir2.grad_of` accumulator: a name, on an FP32 tensor.
-static LogicalResult verifyGradOf(Operation *op, StringRef what, unsigned index,
-                                  Attribute value, Type type) {
-  auto name = dyn_cast<StringAttr>(value);
+/// Checks the training-state attributes that name the parameter a tensor
+/// belongs to (`infir2.grad_of`, `infir2.master_of`, ...) and the scalar
+/// `infir2.input` roles. Returns std::nullopt for other attribute names.
+static std::optional<LogicalResult>
+verifyStateAttr(Operation *op, StringRef what, unsigned index,
+                NamedAttribute attr, Type type) {
+  StringRef attrName = attr.getName().getValue();
+  if (attrName == Infir2Dialect::getInputAttrName()) {
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    if (!role || !llvm::is_contained({StringRef("learning_rate"),
+                                      StringRef("step"), StringRef("grad_scale")},
+                                     role.getValue()))
+      return op->emitError() << "'" << attrName << "' on " << what << " #"
+                             << index
+                             << " must be \"learning_rate\", \"step\" or "
+                                "\"grad_scale\"";
+    return success();
+  }
+  static const std::pair<StringRef, StringRef> kinds[] = {
+      {Infir2Dialect::getGradOfAttrName(), "gradient accumulator"},
+      {Infir2Dialect::getMasterOfAttrName(), "master weight"},
+      {Infir2Dialect::getMoment1OfAttrName(), "first moment"},
+      {Infir2Dialect::getMoment2OfAttrName(), "second moment"},
+      {Infir2Dialect::getWorkingCopyOfAttrName(), "working copy"}};
+  const auto *kind = llvm::find_if(
+      kinds, [&](const auto &k) { return k.first == attrName; });
+  if (kind == std::end(kinds))
+    return std::nullopt;
+  auto name = dyn_cast<StringAttr>(attr.getValue());
   if (!name || name.getValue().empty())
-    return op->emitError() << "'" << Infir2Dialect::getGradOfAttrName()
-                           << "' on " << what << " #" << index
-                           << " must name a parameter";
+    return op->emitError() << "'" << attrName << "' on " << what << " #"
+                           << index << " must name a parameter";
   auto tensor = dyn_cast_or_null<RankedTensorType>(type);
-  if (!tensor || !tensor.getElementType().isF32())
-    return op->emitError() << "gradient accumulator of '" << name.getValue()
+  // Working copies have the forward's precision; all other state is FP32.
+  bool isWorkingCopy = attrName == Infir2Dialect::getWorkingCopyOfAttrName();
+  if (!tensor || (!isWorkingCopy && !tensor.getElementType().isF32()))
+    return op->emitError() << kind->second << " of '" << name.getValue()
                            << "' (" << what << " #" << index
                            << ") must be an f32 tensor, got " << type;
   return success();
@@ -130,12 +156,14 @@ LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
                                                       unsigned regionIndex,
                                                       unsigned argIndex,
                                                       NamedAttribute attr) {
-  if (attr.getName() == getGradOfAttrName()) {
+  {
     auto fn = dyn_cast<FunctionOpInterface>(op);
     Type type = fn && argIndex < fn.getNumArguments()
                     ? fn.getArgumentTypes()[argIndex]
                     : Type();
-    return verifyGradOf(op, "argument", argIndex, attr.getValue(), type);
+    if (std::optional<LogicalResult> r =
+            verifyStateAttr(op, "argument", argIndex, attr, type))
+      return *r;
   }
   if (attr.getName() != getParamAttrName())
     return op->emitError() << "unknown argument attribute '"
@@ -182,12 +210,14 @@ LogicalResult Infir2Dialect::verifyRegionResultAttribute(Operation *op,
                                                          unsigned regionIndex,
                                                          unsigned resultIndex,
                                                          NamedAttribute attr) {
-  if (attr.getName() == getGradOfAttrName()) {
+  {
     auto fn = dyn_cast<FunctionOpInterface>(op);
     Type type = fn && resultIndex < fn.getNumResults()
                     ? fn.getResultTypes()[resultIndex]
                     : Type();
-    return verifyGradOf(op, "result", resultIndex, attr.getValue(), type);
+    if (std::optional<LogicalResult> r =
+            verifyStateAttr(op, "result", resultIndex, attr, type))
+      return *r;
   }
   return op->emitError() << "'" << attr.getName().getValue()
                          << "' is not allowed on result #" << resultIndex

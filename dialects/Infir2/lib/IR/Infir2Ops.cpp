@@ -426,5 +426,43 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   return {};
 }
 
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult GlobalNormOp::verify() {
+  if (getGrads().empty())
+    return emitOpError() << "expects at least one gradient";
+  return success();
+}
+
+/// Checks the hyperparameters shared by the update ops.
+static LogicalResult verifyUpdate(Operation *op, double weightDecay,
+                                  double maxGradNorm) {
+  if (weightDecay < 0.0)
+    return op->emitOpError() << "expects a non-negative weight_decay, got "
+                             << weightDecay;
+  if (maxGradNorm < 0.0)
+    return op->emitOpError()
+           << "expects a non-negative max_grad_norm (0 disables clipping), got "
+           << maxGradNorm;
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  for (auto [name, beta] : {std::pair<StringRef, double>{
+                                "beta1", getBeta1().convertToDouble()},
+                            {"beta2", getBeta2().convertToDouble()}})
+    if (!(beta >= 0.0 && beta < 1.0))
+      return emitOpError() << "expects " << name << " in [0, 1), got " << beta;
+  return verifyUpdate(*this, getWeightDecay().convertToDouble(),
+                      getMaxGradNorm().convertToDouble());
+}
+
+LogicalResult SGDOp::verify() {
+  return verifyUpdate(*this, getWeightDecay().convertToDouble(),
+                      getMaxGradNorm().convertToDouble());
+}
+
 #define GET_OP_CLASSES
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.cpp.inc"

@@ -47,6 +47,28 @@ def Infir2_Dialect : Dialect {
       return ::llvm::StringLiteral("infir2.grad_of");
     }
 
+    /// Argument/result attributes of the optimizer step, each naming the
+    /// parameter a tensor belongs to: FP32 master weight, first and second
+    /// moments, and the (BF16) working copy the next forward reads.
+    static constexpr ::llvm::StringLiteral getMasterOfAttrName() {
+      return ::llvm::StringLiteral("infir2.master_of");
+    }
+    static constexpr ::llvm::StringLiteral getMoment1OfAttrName() {
+      return ::llvm::StringLiteral("infir2.moment1_of");
+    }
+    static constexpr ::llvm::StringLiteral getMoment2OfAttrName() {
+      return ::llvm::StringLiteral("infir2.moment2_of");
+    }
+    static constexpr ::llvm::StringLiteral getWorkingCopyOfAttrName() {
+      return ::llvm::StringLiteral("infir2.working_copy_of");
+    }
+
+    /// Scalar runtime inputs of the optimizer step, by role
+    /// ("learning_rate", "step", "grad_scale").
+    static constexpr ::llvm::StringLiteral getInputAttrName() {
+      return ::llvm::StringLiteral("infir2.input");
+    }
+
     void registerAttributes();
   }];
 }

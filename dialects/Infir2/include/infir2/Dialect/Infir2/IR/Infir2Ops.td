@@ -19,7 +19,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def Infir2_FloatTensor : StaticShapeTensorOf<[BF16, F16, F32, F64]>;
 def Infir2_IdTensor : StaticShapeTensorOf<[I32, I64]>;
 def Infir2_MaskTensor : StaticShapeTensorOf<[I1, BF16, F16, F32, F64]>;
-def Infir2_Scalar : 0DTensorOf<[F32]>;
+// A 0-d f32 tensor: the loss, a learning rate, a norm.
+def Infir2_Scalar : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 
 def Infir2_FloatPositive : AttrConstraint<
     CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0.0">,
@@ -480,6 +482,95 @@ def Infir2_EmbeddingGradOp : Infir2_Op<"embedding_grad", [Pure]> {
   let results = (outs Infir2_FloatTensor:$table_grad);
   let assemblyFormat = [{
     $ids `,` $result_grad attr-dict `:` type($ids) `,` type($result_grad) `->` type($table_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+def Infir2_FP32Tensor : StaticShapeTensorOf<[F32]>;
+
+def Infir2_GlobalNormOp : Infir2_Op<"global_norm", [Pure]> {
+  let summary = "Computes the L2 norm of a list of tensors, each scaled by a common factor.";
+  let description = [{
+    `sqrt(Σ_i ||scale · grads_i||²)`: the norm of the averaged gradient that
+    global-norm clipping compares against `max_grad_norm`.
+
+    ```mlir
+    %n = infir2.global_norm %g0, %g1 scale %s : tensor<8x4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Infir2_FP32Tensor>:$grads, Infir2_Scalar:$scale);
+  let results = (outs Infir2_Scalar:$norm);
+  let assemblyFormat = "$grads `scale` $scale attr-dict `:` type($grads)";
+  let hasVerifier = 1;
+}
+
+class Infir2_UpdateOp<string mnemonic, list<Trait> traits = []>
+    : Infir2_Op<mnemonic, !listconcat([Pure], traits)> {
+  code clipDescription = [{
+    The gradient used is `g · grad_scale · clip` with
+    `clip = min(1, max_grad_norm / (grad_norm + 1e-6))` when `max_grad_norm`
+    is positive and 1 otherwise (global-norm clipping, as PyTorch's
+    `clip_grad_norm_`). `grad_scale` averages gradients accumulated over
+    micro-batches (1/K); `learning_rate` is a runtime input so schedules need
+    no recompilation.
+  }];
+}
+
+def Infir2_AdamWOp : Infir2_UpdateOp<"adamw",
+    [AllTypesMatch<["param", "grad", "moment1", "moment2", "new_param",
+                    "new_moment1", "new_moment2"]>]> {
+  let summary = "Applies one AdamW step to an FP32 master weight and its moments.";
+  let description = [{
+    With `g` the scaled, clipped gradient and `t = step` (1-based):
+    `m' = β1·m + (1 − β1)·g`, `v' = β2·v + (1 − β2)·g²`,
+    `p' = p − lr·(weight_decay·p + (m'/(1 − β1ᵗ)) / (sqrt(v'/(1 − β2ᵗ)) + ε))`
+    (decoupled weight decay, as `torch.optim.AdamW`).
+  }] # clipDescription # [{
+
+    ```mlir
+    %p2, %m2, %v2 = infir2.adamw %p, %g, %m, %v, %lr, %step, %scale, %norm
+        {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-08 : f64,
+         weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64} : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Infir2_FP32Tensor:$param, Infir2_FP32Tensor:$grad,
+                       Infir2_FP32Tensor:$moment1, Infir2_FP32Tensor:$moment2,
+                       Infir2_Scalar:$learning_rate, Infir2_Scalar:$step,
+                       Infir2_Scalar:$grad_scale, Infir2_Scalar:$grad_norm,
+                       F64Attr:$beta1, F64Attr:$beta2, PositiveF64Attr:$epsilon,
+                       F64Attr:$weight_decay, F64Attr:$max_grad_norm);
+  let results = (outs Infir2_FP32Tensor:$new_param, Infir2_FP32Tensor:$new_moment1,
+                      Infir2_FP32Tensor:$new_moment2);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $moment1 `,` $moment2 `,` $learning_rate `,` $step `,`
+    $grad_scale `,` $grad_norm attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Infir2_SGDOp : Infir2_UpdateOp<"sgd",
+    [AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "Applies one step of plain SGD with weight decay to an FP32 master weight.";
+  let description = [{
+    `p' = p − lr·(g + weight_decay·p)`, with `g` the scaled, clipped gradient.
+  }] # clipDescription # [{
+
+    ```mlir
+    %p2 = infir2.sgd %p, %g, %lr, %scale, %norm {weight_decay = 0.0 : f64, max_grad_norm = 0.0 : f64} : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Infir2_FP32Tensor:$param, Infir2_FP32Tensor:$grad,
+                       Infir2_Scalar:$learning_rate, Infir2_Scalar:$grad_scale,
+                       Infir2_Scalar:$grad_norm, F64Attr:$weight_decay,
+                       F64Attr:$max_grad_norm);
+  let results = (outs Infir2_FP32Tensor:$new_param);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $learning_rate `,` $grad_scale `,` $grad_norm attr-dict
+    `:` type($param)
   }];
   let hasVerifier = 1;
 }

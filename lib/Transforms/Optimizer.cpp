@@ -1,0 +1,154 @@
+//===- Optimizer.cpp - Build the optimizer step ---------------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Transforms/Passes.h"
+
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace infir2 {
+#define GEN_PASS_DEF_OPTIMIZERPASS
+#include "infir2/Transforms/Passes.h.inc"
+} // namespace infir2
+
+using namespace mlir;
+using namespace infir2;
+
+namespace {
+
+struct OptimizerPass : public infir2::impl::OptimizerPassBase<OptimizerPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(build(getOperation())))
+      signalPassFailure();
+  }
+
+  LogicalResult build(ModuleOp module);
+};
+
+LogicalResult OptimizerPass::build(ModuleOp module) {
+  bool adamw = optimizer == "adamw";
+  if (!adamw && optimizer != "sgd")
+    return module.emitError() << "unknown optimizer '" << optimizer
+                              << "' (expected adamw or sgd)";
+  auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
+  if (!forward)
+    return module.emitError() << "no function named '" << forwardName
+                              << "' whose parameters to optimize";
+  if (module.lookupSymbol(stepName))
+    return module.emitError() << "cannot create '" << stepName
+                              << "': a symbol of that name already exists";
+  SmallVector<std::pair<unsigned, ParamAttr>> params = getParams(forward);
+  if (params.empty())
+    return forward.emitError() << "has no trainable parameters (no argument "
+                                  "carries 'infir2.param')";
+
+  OpBuilder b(module.getContext());
+  Type f32 = b.getF32Type();
+  auto scalar = RankedTensorType::get({}, f32);
+  SmallVector<Type> argTypes, resultTypes;
+  SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+  auto tagged = [&](StringRef attrName, StringRef value) {
+    return b.getDictionaryAttr(
+        b.getNamedAttr(attrName, b.getStringAttr(value)));
+  };
+  // One group of tensors per kind of state, each in parameter order.
+  auto addGroup = [&](SmallVectorImpl<Type> &types,
+                      SmallVectorImpl<DictionaryAttr> &attrs,
+                      StringRef attrName, bool workingCopy) {
+    for (auto [index, param] : params) {
+      auto type = cast<RankedTensorType>(forward.getArgumentTypes()[index]);
+      types.push_back(workingCopy ? type : type.clone(f32));
+      attrs.push_back(tagged(attrName, param.getName()));
+    }
+  };
+  addGroup(argTypes, argAttrs, Infir2Dialect::getMasterOfAttrName(), false);
+  addGroup(argTypes, argAttrs, Infir2Dialect::getGradOfAttrName(), false);
+  if (adamw) {
+    addGroup(argTypes, argAttrs, Infir2Dialect::getMoment1OfAttrName(), false);
+    addGroup(argTypes, argAttrs, Infir2Dialect::getMoment2OfAttrName(), false);
+  }
+  SmallVector<StringRef> scalars{"learning_rate"};
+  if (adamw)
+    scalars.push_back("step");
+  scalars.push_back("grad_scale");
+  for (StringRef role : scalars) {
+    argTypes.push_back(scalar);
+    argAttrs.push_back(tagged(Infir2Dialect::getInputAttrName(), role));
+  }
+  addGroup(resultTypes, resultAttrs, Infir2Dialect::getMasterOfAttrName(),
+           false);
+  if (adamw) {
+    addGroup(resultTypes, resultAttrs, Infir2Dialect::getMoment1OfAttrName(),
+             false);
+    addGroup(resultTypes, resultAttrs, Infir2Dialect::getMoment2OfAttrName(),
+             false);
+  }
+  addGroup(resultTypes, resultAttrs, Infir2Dialect::getWorkingCopyOfAttrName(),
+           true);
+  resultTypes.push_back(scalar);
+  resultAttrs.push_back(b.getDictionaryAttr({}));
+
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = forward.getLoc();
+  auto step = func::FuncOp::create(b, loc, stepName,
+                                   b.getFunctionType(argTypes, resultTypes));
+  step.setAllArgAttrs(argAttrs);
+  step.setAllResultAttrs(resultAttrs);
+  Block *body = step.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  size_t n = params.size();
+  auto group = [&](unsigned g) { return body->getArguments().slice(g * n, n); };
+  ValueRange masters = group(0), grads = group(1);
+  unsigned s = (adamw ? 4 : 2) * n;
+  Value lr = body->getArgument(s);
+  Value stepIndex = adamw ? body->getArgument(s + 1) : Value();
+  Value gradScale = body->getArgument(s + (adamw ? 2 : 1));
+
+  Value norm = GlobalNormOp::create(b, loc, grads, gradScale);
+  SmallVector<Value> newMasters, newM1, newM2, working;
+  for (auto [i, entry] : llvm::enumerate(params)) {
+    auto [index, param] = entry;
+    auto type = cast<RankedTensorType>(forward.getArgumentTypes()[index]);
+    Location ploc = forward.getArgument(index).getLoc();
+    double decay = (type.getRank() >= 2 || decay1D) ? weightDecay.getValue()
+                                                    : 0.0;
+    Value updated;
+    if (adamw) {
+      auto op = AdamWOp::create(
+          b, ploc, masters[i], grads[i], group(2)[i], group(3)[i], lr,
+          stepIndex, gradScale, norm, b.getF64FloatAttr(beta1),
+          b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
+          b.getF64FloatAttr(decay), b.getF64FloatAttr(maxGradNorm));
+      updated = op.getNewParam();
+      newM1.push_back(op.getNewMoment1());
+      newM2.push_back(op.getNewMoment2());
+    } else {
+      updated = SGDOp::create(b, ploc, masters[i], grads[i], lr, gradScale,
+                              norm, b.getF64FloatAttr(decay),
+                              b.getF64FloatAttr(maxGradNorm));
+    }
+    newMasters.push_back(updated);
+    working.push_back(type.getElementType().isF32()
+                          ? updated
+                          : ConvertOp::create(b, ploc, type, updated));
+  }
+  SmallVector<Value> results(newMasters);
+  llvm::append_range(results, newM1);
+  llvm::append_range(results, newM2);
+  llvm::append_range(results, working);
+  results.push_back(norm);
+  func::ReturnOp::create(b, loc, results);
+  return success();
+}
+
+} // namespace

@@ -1,0 +1,32 @@
+// RUN: infir2-opt %s --split-input-file --infir2-optimizer --verify-diagnostics
+// RUN: not infir2-opt %s --split-input-file --infir2-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=LION
+// LION: error: unknown optimizer 'lion' (expected adamw or sgd)
+
+// Tests that the forward function must exist.
+// expected-error @below {{no function named 'forward' whose parameters to optimize}}
+module {
+  func.func @model() {
+    return
+  }
+}
+
+// -----
+
+// Tests that there must be parameters.
+// expected-error @+1 {{has no trainable parameters (no argument carries 'infir2.param')}}
+func.func @forward(%x: tensor<4xf32>) -> tensor<f32> {
+  %l = infir2.reduce_sum %x : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that an existing optimizer step is not overwritten.
+// expected-error @below {{cannot create 'optimizer_step': a symbol of that name already exists}}
+module {
+  func.func @forward(%w: tensor<4xf32> {infir2.param = #infir2.param<"w", ones>}) -> tensor<f32> {
+    %l = infir2.reduce_sum %w : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func private @optimizer_step()
+}
