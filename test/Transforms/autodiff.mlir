@@ -54,3 +54,30 @@ func.func @forward(%emb: tensor<16x8xf32> {infir2.param = #infir2.param<"emb", n
   return %l : tensor<f32>
 }
 
+
+// -----
+
+// Tests the rules of the remaining ops: attention (one attention_grad for
+// query, key and value), silu, a broadcast mul (the scale's gradient is
+// summed over the leading dimensions), transpose (inverse permutation) and
+// reshape.
+// CHECK-LABEL: func.func @train_step(
+// CHECK: infir2.reshape %{{.+}} : tensor<48xf32> -> tensor<2x6x4xf32>
+// CHECK: infir2.transpose %{{.+}} [0, 2, 1] : tensor<2x6x4xf32> -> tensor<2x4x6xf32>
+// CHECK: infir2.silu_grad
+// CHECK: infir2.reduce_sum %{{.+}} : tensor<2x4x6xf32> -> tensor<6xf32>
+// CHECK: %{{.+}}, %[[DK:.+]], %[[DV:.+]] = infir2.attention_grad {{.*}} {causal, head_dim = 3 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64}
+// The shared key/value tensor receives the sum of both gradients.
+// CHECK: infir2.add %[[DK]], %[[DV]] : tensor<2x4x3xf32>, tensor<2x4x3xf32>
+func.func @forward(%q: tensor<2x4x6xf32> {infir2.param = #infir2.param<"q", normal(std = 1.0)>},
+                   %kv: tensor<2x4x3xf32> {infir2.param = #infir2.param<"kv", normal(std = 1.0)>},
+                   %s: tensor<6xf32> {infir2.param = #infir2.param<"s", ones>}) -> tensor<f32> {
+  %o = infir2.attention %q, %kv, %kv {causal, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 3 : i64}
+      : tensor<2x4x6xf32>, tensor<2x4x3xf32>, tensor<2x4x3xf32> -> tensor<2x4x6xf32>
+  %m = infir2.mul %o, %s : tensor<2x4x6xf32>, tensor<6xf32>
+  %a = infir2.silu %m : tensor<2x4x6xf32>
+  %t = infir2.transpose %a [0, 2, 1] : tensor<2x4x6xf32> -> tensor<2x6x4xf32>
+  %r = infir2.reshape %t : tensor<2x6x4xf32> -> tensor<48xf32>
+  %l = infir2.reduce_sum %r : tensor<48xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -48,6 +48,10 @@ static cl::opt<std::string> entry("entry", cl::init("forward"),
                                   cl::desc("Function to run"));
 static cl::opt<uint64_t> seed("seed", cl::init(0),
                               cl::desc("Seed of the input generator"));
+static cl::opt<bool> freshSeed(
+    "fresh-seed",
+    cl::desc("Draw a new seed from std::random_device (printed, so a failure "
+             "can be replayed with --seed)"));
 static cl::opt<double> perturbInit(
     "perturb-init", cl::init(0.0),
     cl::desc("Add N(0, sigma^2) noise to every parameter after its "
@@ -334,6 +338,9 @@ int main(int argc, char **argv) {
   if (fn.isExternal())
     return fail("function '" + entry + "' has no body");
 
+  if (freshSeed)
+    seed = (static_cast<uint64_t>(std::random_device{}()) << 32) |
+           std::random_device{}();
   llvm::outs() << "infir2-run: @" << entry << " with inputs drawn from seed "
                << seed << "\n";
   std::mt19937_64 rng(seed);
