@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, then parses and verifies the
-# example tiny Qwen-style decoder and shows what it is made of.
+# The main job: installs what is missing, builds, then takes the example tiny
+# Qwen-style decoder through what the compiler does today: verify, import the
+# same model from its config.json, derive the training step (autodiff +
+# AdamW), check every gradient against finite differences, and check the
+# reference interpreter against PyTorch.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,5 +39,29 @@ echo "== infir2-import --summary on the public Qwen2.5-7B config"
 "$build/bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen2.5-7b.json" --summary
 
 echo
-echo "== operations"
-"$build/bin/infir2-opt" "$model" --print-op-stats -o /dev/null
+echo "== operations of the forward pass"
+"$build/bin/infir2-opt" "$model" --print-op-stats -o /dev/null 2>&1 | grep -E "infir2\.|func\." | sort -k3 -t, -rn
+
+echo
+echo "== the training step: --infir2-autodiff --infir2-optimizer"
+"$build/bin/infir2-opt" "$model" --infir2-autodiff --infir2-optimizer -o "$out/train.mlir"
+for fn in train_step optimizer_step; do
+  n=$(awk -v f="func.func @$fn(" 'index($0, f) {on=1; next} on && /^  }/ {on=0} on' "$out/train.mlir" | grep -c ' = ')
+  echo "  @$fn: $n ops"
+done
+echo "  gradient ops in @train_step:"
+grep -oE 'infir2\.[a-z_]+_grad' "$out/train.mlir" | sort | uniq -c | sed 's/^/  /'
+
+echo
+echo "== every gradient of a 2-layer model against finite differences (FP64 interpreter)"
+"$build/bin/infir2-import" --hf-config "$root/examples/mini-qwen/config.json" --seq-len 6 \
+  --micro-batch 2 -o "$out/mini.mlir"
+"$build/bin/infir2-opt" "$out/mini.mlir" --infir2-autodiff -o "$out/mini-train.mlir"
+"$build/bin/infir2-run" "$out/mini-train.mlir" --gradcheck --fresh-seed --perturb-init 0.3 |
+  grep -E "seed|gradcheck"
+
+echo
+echo "== the interpreter's loss on the example against PyTorch (float64)"
+"$build/bin/infir2-run" "$model" --seed 7 --perturb-init 0.1 --dump "$out/tiny.safetensors" >/dev/null
+/usr/bin/python3 "$root/test/python/qwen_forward_vs_torch.py" "$root/examples/tiny-qwen/config.json" \
+  "$out/tiny.safetensors"
