@@ -40,7 +40,7 @@ echo "== infir2-import --summary on the public Qwen2.5-7B config"
 
 echo
 echo "== operations of the forward pass"
-"$build/bin/infir2-opt" "$model" --print-op-stats -o /dev/null 2>&1 | grep -E "infir2\.|func\." | sort -k3 -t, -rn
+"$build/bin/infir2-opt" "$model" --print-op-stats -o /dev/null 2>&1 | grep -E "infir2\.|func\."
 
 echo
 echo "== the training step: --infir2-autodiff --infir2-optimizer"

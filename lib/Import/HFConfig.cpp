@@ -158,15 +158,15 @@ llvm::Expected<DecoderConfig> infir2::parseHFConfig(llvm::StringRef json) {
   if (llvm::Error e =
           take(r.positiveInt("num_key_value_heads", c.numHeads), c.numKvHeads))
     return std::move(e);
-  if (llvm::Error e = take(r.positiveNumber("rms_norm_eps", std::nullopt),
-                           c.rmsNormEps))
+  if (llvm::Error e =
+          take(r.positiveNumber("rms_norm_eps", std::nullopt), c.rmsNormEps))
     return std::move(e);
   // Transformers' defaults for keys older configs leave out.
   if (llvm::Error e =
           take(r.positiveNumber("rope_theta", 10000.0), c.ropeTheta))
     return std::move(e);
-  if (llvm::Error e = take(r.positiveNumber("initializer_range", 0.02),
-                           c.initializerRange))
+  if (llvm::Error e =
+          take(r.positiveNumber("initializer_range", 0.02), c.initializerRange))
     return std::move(e);
   if (llvm::Error e =
           take(r.boolean("tie_word_embeddings", false), c.tieWordEmbeddings))
@@ -280,40 +280,42 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
 
   // Parameters, in the order Hugging Face lists them.
   ParamTable params;
-  unsigned embed = params.add("model.embed_tokens.weight", {V, D},
-                              InitKind::normal);
+  unsigned embed =
+      params.add("model.embed_tokens.weight", {V, D}, InitKind::normal);
   SmallVector<LayerParams> layers;
   for (int64_t l = 0; l < c.numLayers; ++l) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     LayerParams lp;
     lp.ln1 = params.add(p + "input_layernorm.weight", {D}, InitKind::ones);
     lp.wq = params.add(p + "self_attn.q_proj.weight", {Q, D}, InitKind::normal);
-    lp.bq = c.qkvBias ? params.add(p + "self_attn.q_proj.bias", {Q},
-                                   InitKind::zeros)
-                      : kNone;
-    lp.wk = params.add(p + "self_attn.k_proj.weight", {KV, D}, InitKind::normal);
-    lp.bk = c.qkvBias ? params.add(p + "self_attn.k_proj.bias", {KV},
-                                   InitKind::zeros)
-                      : kNone;
-    lp.wv = params.add(p + "self_attn.v_proj.weight", {KV, D}, InitKind::normal);
-    lp.bv = c.qkvBias ? params.add(p + "self_attn.v_proj.bias", {KV},
-                                   InitKind::zeros)
-                      : kNone;
+    lp.bq = c.qkvBias
+                ? params.add(p + "self_attn.q_proj.bias", {Q}, InitKind::zeros)
+                : kNone;
+    lp.wk =
+        params.add(p + "self_attn.k_proj.weight", {KV, D}, InitKind::normal);
+    lp.bk = c.qkvBias
+                ? params.add(p + "self_attn.k_proj.bias", {KV}, InitKind::zeros)
+                : kNone;
+    lp.wv =
+        params.add(p + "self_attn.v_proj.weight", {KV, D}, InitKind::normal);
+    lp.bv = c.qkvBias
+                ? params.add(p + "self_attn.v_proj.bias", {KV}, InitKind::zeros)
+                : kNone;
     lp.wo = params.add(p + "self_attn.o_proj.weight", {D, Q}, InitKind::normal);
-    lp.bo = c.outputBias ? params.add(p + "self_attn.o_proj.bias", {D},
-                                      InitKind::zeros)
-                         : kNone;
-    lp.ln2 = params.add(p + "post_attention_layernorm.weight", {D},
-                        InitKind::ones);
+    lp.bo = c.outputBias
+                ? params.add(p + "self_attn.o_proj.bias", {D}, InitKind::zeros)
+                : kNone;
+    lp.ln2 =
+        params.add(p + "post_attention_layernorm.weight", {D}, InitKind::ones);
     lp.wg = params.add(p + "mlp.gate_proj.weight", {F, D}, InitKind::normal);
     lp.wu = params.add(p + "mlp.up_proj.weight", {F, D}, InitKind::normal);
     lp.wd = params.add(p + "mlp.down_proj.weight", {D, F}, InitKind::normal);
     layers.push_back(lp);
   }
   unsigned finalNorm = params.add("model.norm.weight", {D}, InitKind::ones);
-  unsigned lmHead = c.tieWordEmbeddings
-                        ? embed
-                        : params.add("lm_head.weight", {V, D}, InitKind::normal);
+  unsigned lmHead = c.tieWordEmbeddings ? embed
+                                        : params.add("lm_head.weight", {V, D},
+                                                     InitKind::normal);
 
   // The signature: parameters, then the micro-batch.
   Builder b(ctx);
@@ -328,10 +330,10 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
         b.getNamedAttr(Infir2Dialect::getParamAttrName(), attr)));
   }
   unsigned ids = argTypes.size();
-  argTypes.push_back(RankedTensorType::get({B, S}, i32));   // ids
-  argTypes.push_back(RankedTensorType::get({B, S}, i32));   // targets
-  argTypes.push_back(RankedTensorType::get({B, S}, f32));   // loss_mask
-  argTypes.push_back(RankedTensorType::get({S}, i32));      // positions
+  argTypes.push_back(RankedTensorType::get({B, S}, i32)); // ids
+  argTypes.push_back(RankedTensorType::get({B, S}, i32)); // targets
+  argTypes.push_back(RankedTensorType::get({B, S}, f32)); // loss_mask
+  argTypes.push_back(RankedTensorType::get({S}, i32));    // positions
   for (int i = 0; i < 4; ++i)
     argAttrs.push_back(b.getDictionaryAttr({}));
   auto lossType = RankedTensorType::get({}, f32);
@@ -396,12 +398,12 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
   }
   Value z = rmsNorm("model.norm", h, finalNorm);
   // The LM head writes FP32 logits for the loss.
-  Value logits = MatmulOp::create(ob, at("lm_head"),
-                                  RankedTensorType::get({B, S, V}, f32), z,
-                                  arg(lmHead), false, true);
-  Value loss = CrossEntropyOp::create(ob, at("loss"), lossType, logits,
-                                      arg(ids + 1), arg(ids + 2),
-                                      /*ignore_index=*/b.getI64IntegerAttr(-100));
+  Value logits =
+      MatmulOp::create(ob, at("lm_head"), RankedTensorType::get({B, S, V}, f32),
+                       z, arg(lmHead), false, true);
+  Value loss = CrossEntropyOp::create(
+      ob, at("loss"), lossType, logits, arg(ids + 1), arg(ids + 2),
+      /*ignore_index=*/b.getI64IntegerAttr(-100));
   func::ReturnOp::create(ob, unknown, loss);
   return module;
 }

@@ -137,8 +137,7 @@ private:
   LogicalResult attention(AttentionOp op);
   LogicalResult crossEntropy(CrossEntropyOp op);
   LogicalResult transpose(TransposeOp op);
-  template <typename Fn>
-  LogicalResult broadcastBinary(Operation *op, Fn fn);
+  template <typename Fn> LogicalResult broadcastBinary(Operation *op, Fn fn);
   LogicalResult rmsNormGrad(RMSNormGradOp op);
   LogicalResult ropeGrad(RopeGradOp op);
   LogicalResult attentionGrad(AttentionGradOp op);
@@ -169,9 +168,9 @@ LogicalResult Interpreter::embedding(EmbeddingOp op) {
   for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
     double id = ids.data[t];
     if (!(id >= 0 && id < vocab))
-      return op.emitOpError() << "token id " << static_cast<int64_t>(id)
-                              << " at position " << t << " is out of range [0, "
-                              << vocab << ")";
+      return op.emitOpError()
+             << "token id " << static_cast<int64_t>(id) << " at position " << t
+             << " is out of range [0, " << vocab << ")";
     std::copy_n(table.data.begin() + static_cast<int64_t>(id) * dim, dim,
                 out.data.begin() + t * dim);
   }
@@ -249,9 +248,9 @@ static Tensor rotate(const Tensor &x, const Tensor &pos, int64_t hd,
 }
 
 LogicalResult Interpreter::rope(RopeOp op) {
-  set(op.getResult(), rotate(get(op.getInput()), get(op.getPositions()),
-                             op.getHeadDim(),
-                             op.getTheta().convertToDouble(), 1.0));
+  set(op.getResult(),
+      rotate(get(op.getInput()), get(op.getPositions()), op.getHeadDim(),
+             op.getTheta().convertToDouble(), 1.0));
   return success();
 }
 
@@ -316,9 +315,9 @@ LogicalResult Interpreter::crossEntropy(CrossEntropyOp op) {
     if (target == ignore || w == 0.0)
       continue;
     if (!(target >= 0 && target < vocab))
-      return op.emitOpError() << "target " << static_cast<int64_t>(target)
-                              << " at position " << t << " is out of range [0, "
-                              << vocab << ")";
+      return op.emitOpError()
+             << "target " << static_cast<int64_t>(target) << " at position "
+             << t << " is out of range [0, " << vocab << ")";
     const double *row = logits.data.data() + t * vocab;
     double mx = *std::max_element(row, row + vocab), sum = 0.0;
     for (int64_t i = 0; i < vocab; ++i)
@@ -362,7 +361,6 @@ LogicalResult Interpreter::broadcastBinary(Operation *op, Fn fn) {
   set(op->getResult(0), std::move(out));
   return success();
 }
-
 
 //===----------------------------------------------------------------------===//
 // Gradient ops
@@ -475,9 +473,9 @@ LogicalResult Interpreter::crossEntropyGrad(CrossEntropyGradOp op) {
       continue;
     double target = targets.data[t];
     if (!(target >= 0 && target < vocab))
-      return op.emitOpError() << "target " << static_cast<int64_t>(target)
-                              << " at position " << t << " is out of range [0, "
-                              << vocab << ")";
+      return op.emitOpError()
+             << "target " << static_cast<int64_t>(target) << " at position "
+             << t << " is out of range [0, " << vocab << ")";
     const double *row = logits.data.data() + t * vocab;
     double mx = *std::max_element(row, row + vocab), sum = 0.0;
     for (int64_t i = 0; i < vocab; ++i)
@@ -499,9 +497,9 @@ LogicalResult Interpreter::embeddingGrad(EmbeddingGradOp op) {
   for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
     double id = ids.data[t];
     if (!(id >= 0 && id < vocab))
-      return op.emitOpError() << "token id " << static_cast<int64_t>(id)
-                              << " at position " << t << " is out of range [0, "
-                              << vocab << ")";
+      return op.emitOpError()
+             << "token id " << static_cast<int64_t>(id) << " at position " << t
+             << " is out of range [0, " << vocab << ")";
     for (int64_t i = 0; i < dim; ++i)
       out.data[static_cast<int64_t>(id) * dim + i] += dy.data[t * dim + i];
   }
@@ -560,9 +558,9 @@ LogicalResult Interpreter::adamw(AdamWOp op) {
     double gi = g.data[i] * scale;
     nm.data[i] = b1 * m.data[i] + (1.0 - b1) * gi;
     nv.data[i] = b2 * v.data[i] + (1.0 - b2) * gi * gi;
-    np.data[i] = p.data[i] - lr * (wd * p.data[i] +
-                                   (nm.data[i] / c1) /
-                                       (std::sqrt(nv.data[i] / c2) + eps));
+    np.data[i] = p.data[i] -
+                 lr * (wd * p.data[i] +
+                       (nm.data[i] / c1) / (std::sqrt(nv.data[i] / c2) + eps));
   }
   set(op.getNewParam(), std::move(np));
   set(op.getNewMoment1(), std::move(nm));
@@ -610,7 +608,8 @@ LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
                               << (std::isnan(amax.data[b]) ? "nan" : "inf")
                               << ") in scale block " << b
                               << " of 'input': refusing to quantize it";
-    scale.data[b] = computeScale(static_cast<float>(amax.data[b]), fmtMax, pow2);
+    scale.data[b] =
+        computeScale(static_cast<float>(amax.data[b]), fmtMax, pow2);
   }
   Tensor data(x.shape);
   for (int64_t i = 0, n = x.getNumElements(); i < n; ++i)
@@ -635,8 +634,7 @@ LogicalResult Interpreter::dequantize(fp8::DequantizeOp op) {
 LogicalResult Interpreter::scaledMatmul(fp8::ScaledMatmulOp op) {
   // The exact product of the dequantized operands: FP8 values times FP32
   // scales are exact in FP64, so only the sum rounds.
-  auto dequant = [&](Value data, Value scale,
-                     fp8::GranularityAttrInterface g) {
+  auto dequant = [&](Value data, Value scale, fp8::GranularityAttrInterface g) {
     const Tensor &q = get(data), &s = get(scale);
     std::vector<int64_t> map = blockIndexMap(data, g);
     Tensor out(q.shape);
@@ -690,7 +688,7 @@ LogicalResult Interpreter::constant(arith::ConstantOp op) {
   if (isa<FloatType>(type.getElementType())) {
     int64_t i = 0;
     for (const llvm::APFloat &v : dense.getValues<llvm::APFloat>())
-      out.data[i++] = v.convertToDouble() ;
+      out.data[i++] = v.convertToDouble();
   } else {
     int64_t i = 0;
     for (const llvm::APInt &v : dense.getValues<llvm::APInt>())
@@ -715,9 +713,8 @@ LogicalResult Interpreter::run(Operation *op) {
         return success();
       })
       .Case([&](SwigluOp o) {
-        return broadcastBinary(o, [](double g, double u) {
-          return g * sigmoid(g) * u;
-        });
+        return broadcastBinary(
+            o, [](double g, double u) { return g * sigmoid(g) * u; });
       })
       .Case([&](AddOp o) {
         return broadcastBinary(o, [](double a, double b) { return a + b; });
@@ -765,8 +762,7 @@ LogicalResult Interpreter::run(Operation *op) {
         for (int64_t i = 0, n = g.getNumElements(); i < n; ++i) {
           double s = sigmoid(g.data[i]);
           du.data[i] = dy.data[i] * g.data[i] * s;
-          dg.data[i] =
-              dy.data[i] * u.data[i] * (s + g.data[i] * s * (1.0 - s));
+          dg.data[i] = dy.data[i] * u.data[i] * (s + g.data[i] * s * (1.0 - s));
         }
         set(o.getGateGrad(), std::move(dg));
         set(o.getUpGrad(), std::move(du));
@@ -786,8 +782,8 @@ LogicalResult Interpreter::run(Operation *op) {
 // Entry point
 //===----------------------------------------------------------------------===//
 
-FailureOr<SmallVector<Tensor>>
-infir2::interp::run(FunctionOpInterface fn, ArrayRef<Tensor> inputs) {
+FailureOr<SmallVector<Tensor>> infir2::interp::run(FunctionOpInterface fn,
+                                                   ArrayRef<Tensor> inputs) {
   if (fn.isExternal())
     return fn.emitError() << "cannot interpret a function without a body";
   ArrayRef<Type> argTypes = fn.getArgumentTypes();
@@ -799,12 +795,12 @@ infir2::interp::run(FunctionOpInterface fn, ArrayRef<Tensor> inputs) {
   for (auto [i, arg, input] : llvm::enumerate(entry.getArguments(), inputs)) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || !type.hasStaticShape())
-      return fn.emitError() << "argument #" << i
-                            << " is not a statically shaped tensor";
+      return fn.emitError()
+             << "argument #" << i << " is not a statically shaped tensor";
     if (type.getShape() != ArrayRef<int64_t>(input.shape) ||
         static_cast<int64_t>(input.data.size()) != type.getNumElements())
-      return fn.emitError() << "input #" << i << " does not have shape "
-                            << type;
+      return fn.emitError()
+             << "input #" << i << " does not have shape " << type;
     interp.env[arg] = input;
   }
   if (!llvm::hasSingleElement(fn.getFunctionBody()))

@@ -31,8 +31,8 @@ Value splat(OpBuilder &b, Location loc, Type type, double value) {
   auto tensor = cast<RankedTensorType>(type);
   return arith::ConstantOp::create(
       b, loc, tensor,
-      DenseElementsAttr::get(
-          tensor, b.getFloatAttr(tensor.getElementType(), value)));
+      DenseElementsAttr::get(tensor,
+                             b.getFloatAttr(tensor.getElementType(), value)));
 }
 
 Value toF32(OpBuilder &b, Location loc, Value v) {
@@ -63,8 +63,8 @@ struct AutodiffPass : public infir2::impl::AutodiffPassBase<AutodiffPass> {
 LogicalResult AutodiffPass::differentiate(ModuleOp module) {
   auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
   if (!forward)
-    return module.emitError() << "no function named '" << forwardName
-                              << "' to differentiate";
+    return module.emitError()
+           << "no function named '" << forwardName << "' to differentiate";
   if (module.lookupSymbol(trainStepName))
     return module.emitError() << "cannot create '" << trainStepName
                               << "': a symbol of that name already exists";
@@ -94,11 +94,11 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module) {
   SmallVector<Type> resultTypes{RankedTensorType::get({}, b.getF32Type())};
   SmallVector<DictionaryAttr> argAttrs, resultAttrs{b.getDictionaryAttr({})};
   for (unsigned i = 0; i < fnType.getNumInputs(); ++i)
-    argAttrs.push_back(forward.getArgAttrDict(i)
-                           ? forward.getArgAttrDict(i)
-                           : b.getDictionaryAttr({}));
+    argAttrs.push_back(forward.getArgAttrDict(i) ? forward.getArgAttrDict(i)
+                                                 : b.getDictionaryAttr({}));
   for (auto [index, param] : params) {
-    auto accType = cast<RankedTensorType>(argTypes[index]).clone(b.getF32Type());
+    auto accType =
+        cast<RankedTensorType>(argTypes[index]).clone(b.getF32Type());
     auto gradOf = attrs.getDictionaryAttr(attrs.getNamedAttr(
         Infir2Dialect::getGradOfAttrName(), b.getStringAttr(param.getName())));
     argTypes.push_back(accType);
@@ -166,9 +166,9 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module) {
     if (failed(rule.buildGradient(b, resultGrads, operandGrads)))
       return failure();
     if (operandGrads.size() != op->getNumOperands())
-      return op->emitOpError() << "gradient rule returned "
-                               << operandGrads.size() << " gradients for "
-                               << op->getNumOperands() << " operands";
+      return op->emitOpError()
+             << "gradient rule returned " << operandGrads.size()
+             << " gradients for " << op->getNumOperands() << " operands";
     for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
       if (g && active.contains(operand))
         accumulate(operand, g, op->getLoc());
@@ -181,8 +181,9 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module) {
     Value acc = body->getArgument(accIndex++);
     Value g = grads.lookup(body->getArgument(index));
     if (!g) {
-      forward.emitWarning() << "parameter '" << param.getName()
-                            << "' does not reach the loss; its gradient is zero";
+      forward.emitWarning()
+          << "parameter '" << param.getName()
+          << "' does not reach the loss; its gradient is zero";
       results.push_back(acc);
       continue;
     }

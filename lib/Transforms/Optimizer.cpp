@@ -37,8 +37,8 @@ struct OptimizerPass : public infir2::impl::OptimizerPassBase<OptimizerPass> {
 LogicalResult OptimizerPass::build(ModuleOp module) {
   bool adamw = optimizer == "adamw";
   if (!adamw && optimizer != "sgd")
-    return module.emitError() << "unknown optimizer '" << optimizer
-                              << "' (expected adamw or sgd)";
+    return module.emitError()
+           << "unknown optimizer '" << optimizer << "' (expected adamw or sgd)";
   auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
   if (!forward)
     return module.emitError() << "no function named '" << forwardName
@@ -120,8 +120,8 @@ LogicalResult OptimizerPass::build(ModuleOp module) {
     auto [index, param] = entry;
     auto type = cast<RankedTensorType>(forward.getArgumentTypes()[index]);
     Location ploc = forward.getArgument(index).getLoc();
-    double decay = (type.getRank() >= 2 || decay1D) ? weightDecay.getValue()
-                                                    : 0.0;
+    double decay =
+        (type.getRank() >= 2 || decay1D) ? weightDecay.getValue() : 0.0;
     Value updated;
     if (adamw) {
       auto op = AdamWOp::create(

@@ -60,9 +60,8 @@ struct ParamSummaryPass
         shapeW = std::max(shapeW, r.shape.size());
         typeW = std::max(typeW, r.type.size());
       }
-      os << "@" << fn.getName() << ": " << rows.size()
-         << " parameter tensors, " << infir2::formatWithThousands(elements)
-         << " parameters\n";
+      os << "@" << fn.getName() << ": " << rows.size() << " parameter tensors, "
+         << infir2::formatWithThousands(elements) << " parameters\n";
       for (const Row &r : rows)
         os << "  " << llvm::left_justify(r.name, nameW) << "  "
            << llvm::left_justify(r.shape, shapeW) << "  "

@@ -12,15 +12,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Import/HFConfig.h"
 #include "infir2/InitAll.h"
-#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Support/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
@@ -42,9 +42,9 @@ static cl::opt<int64_t> seqLen("seq-len", cl::init(4096),
                                cl::desc("Tokens per sequence"));
 static cl::opt<int64_t> microBatch("micro-batch", cl::init(1),
                                    cl::desc("Sequences per micro-batch"));
-static cl::opt<std::string> dtype(
-    "dtype", cl::init("bf16"),
-    cl::desc("Element type of parameters and activations (bf16 or f32)"));
+static cl::opt<std::string>
+    dtype("dtype", cl::init("bf16"),
+          cl::desc("Element type of parameters and activations (bf16 or f32)"));
 static cl::opt<bool> summary(
     "summary",
     cl::desc("Print the architecture and parameter count; the IR is then "
@@ -55,8 +55,7 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-static void printSummary(const infir2::DecoderConfig &c,
-                         func::FuncOp forward) {
+static void printSummary(const infir2::DecoderConfig &c, func::FuncOp forward) {
   uint64_t elements = 0;
   auto params = infir2::getParams(forward);
   for (auto [index, param] : params)

@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
   infir2::registerAllDialects(registry);
   infir2::registerAllPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "InfiR2 optimizer driver: FP8 training as a compiler problem\n",
+      argc, argv,
+      "InfiR2 optimizer driver: FP8 training as a compiler problem\n",
       registry));
 }

@@ -73,9 +73,10 @@ static cl::opt<double> gradcheckRtol("gradcheck-rtol", cl::init(1e-5),
                                      cl::desc("Relative tolerance"));
 static cl::opt<double> gradcheckAtol("gradcheck-atol", cl::init(1e-8),
                                      cl::desc("Absolute tolerance"));
-static cl::opt<std::string> dumpPath(
-    "dump", cl::desc("Write inputs and results to this safetensors file"),
-    cl::value_desc("file"));
+static cl::opt<std::string>
+    dumpPath("dump",
+             cl::desc("Write inputs and results to this safetensors file"),
+             cl::value_desc("file"));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "infir2-run") << message << "\n";
@@ -104,8 +105,10 @@ static int64_t integerBound(Value arg, bool &isPositions) {
 static std::pair<std::string, std::string> roleOf(func::FuncOp fn,
                                                   unsigned index) {
   static const std::pair<StringRef, StringRef> kinds[] = {
-      {"infir2.master_of", "master"},   {"infir2.grad_of", "grad"},
-      {"infir2.moment1_of", "moment1"}, {"infir2.moment2_of", "moment2"},
+      {"infir2.master_of", "master"},
+      {"infir2.grad_of", "grad"},
+      {"infir2.moment1_of", "moment1"},
+      {"infir2.moment2_of", "moment2"},
       {"infir2.input", "input"}};
   for (auto [attr, kind] : kinds)
     if (auto value = fn.getArgAttrOfType<StringAttr>(index, attr))
@@ -139,8 +142,8 @@ static Tensor drawInput(BlockArgument arg, infir2::ParamAttr param,
     return t;
   }
   if (param) {
-    std::normal_distribution<double> normal(
-        0.0, param.getStd().convertToDouble());
+    std::normal_distribution<double> normal(0.0,
+                                            param.getStd().convertToDouble());
     std::normal_distribution<double> noise(0.0, perturbInit);
     for (double &x : t.data) {
       x = param.getInit() == infir2::InitKind::normal ? normal(rng)
@@ -155,7 +158,8 @@ static Tensor drawInput(BlockArgument arg, infir2::ParamAttr param,
     bool isPositions = false;
     int64_t bound = integerBound(arg, isPositions);
     int64_t last = type.getRank() ? type.getShape().back() : 1;
-    std::uniform_int_distribution<int64_t> uniform(0, std::max<int64_t>(bound, 1) - 1);
+    std::uniform_int_distribution<int64_t> uniform(
+        0, std::max<int64_t>(bound, 1) - 1);
     for (int64_t i = 0, n = t.getNumElements(); i < n; ++i)
       t.data[i] = isPositions ? static_cast<double>(i % last)
                               : static_cast<double>(uniform(rng));
@@ -244,7 +248,8 @@ static int runGradcheck(func::FuncOp forward, func::FuncOp step,
   if (failed(stepOut))
     return 1;
   if (stepOut->size() != params.size() + 1)
-    return fail("'" + trainStepName + "' does not return the loss and one "
+    return fail("'" + trainStepName +
+                "' does not return the loss and one "
                 "gradient per parameter");
   auto lossAt = [&](SmallVector<Tensor> &in) -> std::optional<double> {
     FailureOr<SmallVector<Tensor>> out = infir2::interp::run(forward, in);
@@ -272,10 +277,9 @@ static int runGradcheck(func::FuncOp forward, func::FuncOp step,
     int64_t n = g.getNumElements();
     // The largest gradient, then random coordinates.
     SmallVector<int64_t> coords{static_cast<int64_t>(
-        std::max_element(g.data.begin(), g.data.end(),
-                         [](double a, double b) {
-                           return std::fabs(a) < std::fabs(b);
-                         }) -
+        std::max_element(
+            g.data.begin(), g.data.end(),
+            [](double a, double b) { return std::fabs(a) < std::fabs(b); }) -
         g.data.begin())};
     std::uniform_int_distribution<int64_t> pick(0, n - 1);
     while (coords.size() < std::min<int64_t>(gradcheckSamples, n))
@@ -293,8 +297,8 @@ static int runGradcheck(func::FuncOp forward, func::FuncOp step,
         return 1;
       double fd = (*up - *down) / (2 * h), an = g.data[c];
       double err = std::fabs(an - fd);
-      double allowed =
-          gradcheckAtol + gradcheckRtol * std::max(std::fabs(an), std::fabs(fd));
+      double allowed = gradcheckAtol +
+                       gradcheckRtol * std::max(std::fabs(an), std::fabs(fd));
       worst = std::max(worst, err / allowed);
       if (err > allowed) {
         ok = false;
@@ -356,7 +360,7 @@ int main(int argc, char **argv) {
         arg.getArgNumber(), infir2::Infir2Dialect::getParamAttrName());
     auto role = roleOf(fn, arg.getArgNumber());
     inputs.push_back(drawInput(arg, param, role, rng));
-    names.push_back(param            ? param.getName().str()
+    names.push_back(param ? param.getName().str()
                     : role.first.empty()
                         ? "arg" + std::to_string(arg.getArgNumber())
                         : role.first + "." + role.second);
@@ -365,8 +369,8 @@ int main(int argc, char **argv) {
   if (gradcheck) {
     auto step = module->lookupSymbol<func::FuncOp>(trainStepName);
     if (!step)
-      return fail("no function named '" + trainStepName +
-                  "' in " + inputPath + " (run --infir2-autodiff first)");
+      return fail("no function named '" + trainStepName + "' in " + inputPath +
+                  " (run --infir2-autodiff first)");
     return runGradcheck(fn, step, inputs);
   }
 

@@ -49,8 +49,8 @@ constexpr float kAmaxFloor = 1e-12f;
 /// returns its results. Errors (a shape mismatch, a token id out of range, a
 /// non-finite amax, an op without a rule) are reported as diagnostics at the
 /// offending op's location.
-llvm::FailureOr<llvm::SmallVector<Tensor>>
-run(mlir::FunctionOpInterface fn, llvm::ArrayRef<Tensor> inputs);
+llvm::FailureOr<llvm::SmallVector<Tensor>> run(mlir::FunctionOpInterface fn,
+                                               llvm::ArrayRef<Tensor> inputs);
 
 /// Rounds `value` to FP8 (f8E4M3FN when `e5m2` is false, f8E5M2 otherwise)
 /// with round-to-nearest-even, saturating finite values to the format's

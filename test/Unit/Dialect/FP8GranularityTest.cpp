@@ -36,9 +36,8 @@ protected:
       lastError = diag.str();
       return success();
     });
-    return getScaleShape(g, shape, [&] {
-      return emitError(UnknownLoc::get(&ctx));
-    });
+    return getScaleShape(g, shape,
+                         [&] { return emitError(UnknownLoc::get(&ctx)); });
   }
 
   void expectScaleShape(GranularityAttrInterface g, ArrayRef<int64_t> shape,

@@ -17,9 +17,8 @@ namespace {
 
 class MatmulShapeTest : public ::testing::Test {
 protected:
-  FailureOr<SmallVector<int64_t>> infer(ArrayRef<int64_t> lhs,
-                                        ArrayRef<int64_t> rhs, bool tl,
-                                        bool tr) {
+  FailureOr<SmallVector<int64_t>>
+  infer(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs, bool tl, bool tr) {
     lastError.clear();
     ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
       lastError = diag.str();

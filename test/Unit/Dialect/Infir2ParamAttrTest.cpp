@@ -66,8 +66,8 @@ TEST_F(ParamAttrTest, VerifierRejectsBadStd) {
   EXPECT_TRUE(failed(
       ParamAttr::verify(emit, "w", InitKind::zeros, llvm::APFloat(0.5))));
   EXPECT_NE(error.find("takes no std"), std::string::npos) << error;
-  EXPECT_TRUE(failed(
-      ParamAttr::verify(emit, "", InitKind::zeros, llvm::APFloat(0.0))));
+  EXPECT_TRUE(
+      failed(ParamAttr::verify(emit, "", InitKind::zeros, llvm::APFloat(0.0))));
   EXPECT_TRUE(succeeded(
       ParamAttr::verify(emit, "w", InitKind::normal, llvm::APFloat(0.02))));
   EXPECT_NE(error.find("must not be empty"), std::string::npos) << error;

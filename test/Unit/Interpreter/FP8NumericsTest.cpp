@@ -45,9 +45,9 @@ void expectSameAsCuda(float x, bool e5m2) {
     EXPECT_TRUE(std::isnan(actual)) << "x = " << x;
     return;
   }
-  ASSERT_EQ(actual, expected) << "x = " << x << " (bits 0x" << std::hex
-                              << *reinterpret_cast<uint32_t *>(&x) << ")"
-                              << (e5m2 ? " e5m2" : " e4m3");
+  ASSERT_EQ(actual, expected)
+      << "x = " << x << " (bits 0x" << std::hex
+      << *reinterpret_cast<uint32_t *>(&x) << ")" << (e5m2 ? " e5m2" : " e4m3");
   ASSERT_EQ(std::signbit(actual), std::signbit(expected)) << "x = " << x;
 }
 
@@ -64,7 +64,8 @@ void sweep(bool e5m2) {
     for (uint32_t bits = lo - 4096; bits < lo + 4096; ++bits, ++checked)
       expectSameAsCuda(fromBits(sign | bits), e5m2);
     uint32_t maxBits = e5m2 ? 0x47600000u : 0x43e00000u; // 57344, 448
-    for (uint32_t bits = maxBits - 4096; bits < maxBits + 4096; ++bits, ++checked)
+    for (uint32_t bits = maxBits - 4096; bits < maxBits + 4096;
+         ++bits, ++checked)
       expectSameAsCuda(fromBits(sign | bits), e5m2);
   }
   float specials[] = {0.0f,
@@ -86,12 +87,13 @@ TEST(FP8Numerics, E5M2MatchesCudaSatfinite) { sweep(/*e5m2=*/true); }
 TEST(FP8Numerics, KnownE4M3Values) {
   // Worked out from the OCP FP8 spec: 3 mantissa bits, so values in [1, 2)
   // are spaced 1/8; ties go to the even mantissa.
-  EXPECT_EQ(roundToFP8(1.0625f, false), 1.0);   // tie between 1 and 1.125
-  EXPECT_EQ(roundToFP8(1.1875f, false), 1.25);  // tie between 1.125 and 1.25
-  EXPECT_EQ(roundToFP8(500.0f, false), 448.0);  // saturates
+  EXPECT_EQ(roundToFP8(1.0625f, false), 1.0);  // tie between 1 and 1.125
+  EXPECT_EQ(roundToFP8(1.1875f, false), 1.25); // tie between 1.125 and 1.25
+  EXPECT_EQ(roundToFP8(500.0f, false), 448.0); // saturates
   EXPECT_EQ(roundToFP8(-1e30f, false), -448.0);
   EXPECT_EQ(roundToFP8(std::ldexp(1.0f, -9), false), std::ldexp(1.0, -9));
-  EXPECT_EQ(roundToFP8(std::ldexp(1.0f, -11), false), 0.0); // below half of 2^-9
+  EXPECT_EQ(roundToFP8(std::ldexp(1.0f, -11), false),
+            0.0); // below half of 2^-9
 }
 
 TEST(ScaleRule, ZeroAmaxGivesOne) {
@@ -100,10 +102,10 @@ TEST(ScaleRule, ZeroAmaxGivesOne) {
 }
 
 TEST(ScaleRule, PowerOfTwoRoundsUp) {
-  EXPECT_EQ(computeScale(448.0f, 448.0f, true), 1.0f);  // exactly 2^0
-  EXPECT_EQ(computeScale(449.0f, 448.0f, true), 2.0f);  // just above: 2^1
+  EXPECT_EQ(computeScale(448.0f, 448.0f, true), 1.0f); // exactly 2^0
+  EXPECT_EQ(computeScale(449.0f, 448.0f, true), 2.0f); // just above: 2^1
   EXPECT_EQ(computeScale(224.0f, 448.0f, true), 0.5f);
-  EXPECT_EQ(computeScale(300.0f, 448.0f, true), 1.0f);  // 0.67 -> 2^0
+  EXPECT_EQ(computeScale(300.0f, 448.0f, true), 1.0f); // 0.67 -> 2^0
   EXPECT_EQ(computeScale(3.0f, 448.0f, false), 3.0f / 448.0f);
 }
 
@@ -115,8 +117,9 @@ TEST(ScaleRule, TinyAmaxIsFlooredNeverZero) {
   ASSERT_EQ(tiny / 448.0f, 0.0f) << "the naive scale must underflow here";
   EXPECT_EQ(computeScale(tiny, 448.0f, true), std::ldexp(1.0f, -48));
   EXPECT_EQ(computeScale(tiny, 448.0f, false), 1e-12f / 448.0f);
-  EXPECT_GT(computeScale(std::numeric_limits<float>::denorm_min(), 57344.0f, true),
-            0.0f);
+  EXPECT_GT(
+      computeScale(std::numeric_limits<float>::denorm_min(), 57344.0f, true),
+      0.0f);
 }
 
 TEST(ScaleRule, HugeAmaxStaysFinite) {

@@ -17,9 +17,9 @@
 using namespace mlir;
 using namespace infir2::fp8;
 
+#include "infir2/Dialect/FP8/IR/FP8AttrInterfaces.cpp.inc"
 #include "infir2/Dialect/FP8/IR/FP8Dialect.cpp.inc"
 #include "infir2/Dialect/FP8/IR/FP8Enums.cpp.inc"
-#include "infir2/Dialect/FP8/IR/FP8AttrInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "infir2/Dialect/FP8/IR/FP8Attrs.cpp.inc"
@@ -87,7 +87,8 @@ GroupsAttr::getBlockShape(ArrayRef<int64_t> shape,
                           function_ref<InFlightDiagnostic()> emitError) const {
   if (getDim() >= static_cast<int64_t>(shape.size())) {
     emitError() << "group dimension " << getDim()
-                << " is out of range for a tensor of shape " << "[" << shape << "]";
+                << " is out of range for a tensor of shape "
+                << "[" << shape << "]";
     return failure();
   }
   SmallVector<int64_t> block(shape.size(), 1);
@@ -124,7 +125,9 @@ infir2::fp8::getScaleShape(GranularityAttrInterface granularity,
   for (auto [i, d] : llvm::enumerate(shape)) {
     if (d <= 0) {
       emitError() << "cannot scale a tensor with an empty dimension: dimension "
-                  << i << " of shape " << "[" << shape << "]" << " has size " << d;
+                  << i << " of shape "
+                  << "[" << shape << "]"
+                  << " has size " << d;
       return failure();
     }
   }
@@ -136,7 +139,8 @@ infir2::fp8::getScaleShape(GranularityAttrInterface granularity,
   for (auto [i, d] : llvm::enumerate(shape)) {
     int64_t b = (*block)[i];
     if (d % b != 0) {
-      emitError() << granularity << " does not tile shape " << "[" << shape << "]"
+      emitError() << granularity << " does not tile shape "
+                  << "[" << shape << "]"
                   << ": block size " << b << " does not divide dimension " << i
                   << " (size " << d << ")";
       return failure();

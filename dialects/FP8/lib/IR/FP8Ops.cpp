@@ -14,7 +14,9 @@ using namespace mlir;
 using namespace infir2::fp8;
 
 namespace {
-RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
 
 /// Checks that `scale` has the shape `granularity` implies for `data`, whose
 /// operand names appear in the diagnostics.
@@ -30,10 +32,13 @@ LogicalResult verifyScale(Operation *op, StringRef dataName, Value data,
     return failure();
   ArrayRef<int64_t> actual = tensorOf(scale).getShape();
   if (actual != ArrayRef<int64_t>(*expected))
-    return op->emitOpError()
-           << "expects '" << scaleName << "' of shape " << "[" << *expected << "]"
-           << " (one scale per " << granularity << " block of '" << dataName
-           << "' " << "[" << shape << "]" << "), got " << "[" << actual << "]";
+    return op->emitOpError() << "expects '" << scaleName << "' of shape "
+                             << "[" << *expected << "]"
+                             << " (one scale per " << granularity
+                             << " block of '" << dataName << "' "
+                             << "[" << shape << "]"
+                             << "), got "
+                             << "[" << actual << "]";
   return success();
 }
 } // namespace
@@ -42,7 +47,8 @@ LogicalResult QuantizeOp::verify() {
   RankedTensorType in = tensorOf(getInput()), data = tensorOf(getData());
   if (data.getShape() != in.getShape())
     return emitOpError() << "expects 'data' to have the shape of 'input' "
-                         << "[" << in.getShape() << "]" << ", got "
+                         << "[" << in.getShape() << "]"
+                         << ", got "
                          << "[" << data.getShape() << "]";
   Type expectedElt = getElementType(getContext(), getFormat());
   if (data.getElementType() != expectedElt)
@@ -62,7 +68,8 @@ LogicalResult DequantizeOp::verify() {
   RankedTensorType data = tensorOf(getData()), out = tensorOf(getResult());
   if (out.getShape() != data.getShape())
     return emitOpError() << "expects the result to have the shape of 'data' "
-                         << "[" << data.getShape() << "]" << ", got "
+                         << "[" << data.getShape() << "]"
+                         << ", got "
                          << "[" << out.getShape() << "]";
   return verifyScale(*this, "data", getData(), "scale", getScale(),
                      getGranularity());
@@ -77,22 +84,28 @@ LogicalResult ScaledMatmulOp::verify() {
                          << "[" << lhs << "]";
   if (rhs.size() != 2 && rhs.size() != lhs.size())
     return emitOpError() << "expects 'rhs' of rank 2 or of the rank of 'lhs' ("
-                         << lhs.size() << "), got shape " << "[" << rhs << "]";
+                         << lhs.size() << "), got shape "
+                         << "[" << rhs << "]";
   size_t batchRank = lhs.size() - 2;
   if (rhs.size() == lhs.size() &&
       lhs.take_front(batchRank) != rhs.take_front(batchRank))
     return emitOpError() << "expects equal batch dimensions, got 'lhs' "
-                         << "[" << lhs << "]" << " and 'rhs' " << "[" << rhs << "]";
+                         << "[" << lhs << "]"
+                         << " and 'rhs' "
+                         << "[" << rhs << "]";
   if (lhs.back() != rhs.back())
-    return emitOpError() << "expects 'lhs' [..., M, K] and 'rhs' [..., N, K] to "
-                            "share the contraction dimension K (last), got "
-                         << lhs.back() << " and " << rhs.back();
+    return emitOpError()
+           << "expects 'lhs' [..., M, K] and 'rhs' [..., N, K] to "
+              "share the contraction dimension K (last), got "
+           << lhs.back() << " and " << rhs.back();
   SmallVector<int64_t> expected(lhs.drop_back());
   expected.push_back(rhs[rhs.size() - 2]);
   ArrayRef<int64_t> out = tensorOf(getResult()).getShape();
   if (out != ArrayRef<int64_t>(expected))
-    return emitOpError() << "expects a result of shape " << "[" << expected << "]"
-                         << " ([..., M, N]), got " << "[" << out << "]";
+    return emitOpError() << "expects a result of shape "
+                         << "[" << expected << "]"
+                         << " ([..., M, N]), got "
+                         << "[" << out << "]";
   if (failed(verifyScale(*this, "lhs", getLhs(), "lhs_scale", getLhsScale(),
                          getLhsGranularity())))
     return failure();

@@ -81,9 +81,9 @@ void ParamAttr::print(AsmPrinter &printer) const {
   printer << ">";
 }
 
-LogicalResult
-ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef name,
-                  InitKind init, llvm::APFloat stddev) {
+LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef name, InitKind init,
+                                llvm::APFloat stddev) {
   if (name.empty())
     return emitError() << "parameter name must not be empty";
   double s = stddev.convertToDouble();
@@ -119,13 +119,14 @@ verifyStateAttr(Operation *op, StringRef what, unsigned index,
   StringRef attrName = attr.getName().getValue();
   if (attrName == Infir2Dialect::getInputAttrName()) {
     auto role = dyn_cast<StringAttr>(attr.getValue());
-    if (!role || !llvm::is_contained({StringRef("learning_rate"),
-                                      StringRef("step"), StringRef("grad_scale")},
-                                     role.getValue()))
-      return op->emitError() << "'" << attrName << "' on " << what << " #"
-                             << index
-                             << " must be \"learning_rate\", \"step\" or "
-                                "\"grad_scale\"";
+    if (!role ||
+        !llvm::is_contained({StringRef("learning_rate"), StringRef("step"),
+                             StringRef("grad_scale")},
+                            role.getValue()))
+      return op->emitError()
+             << "'" << attrName << "' on " << what << " #" << index
+             << " must be \"learning_rate\", \"step\" or "
+                "\"grad_scale\"";
     return success();
   }
   static const std::pair<StringRef, StringRef> kinds[] = {
@@ -134,8 +135,8 @@ verifyStateAttr(Operation *op, StringRef what, unsigned index,
       {Infir2Dialect::getMoment1OfAttrName(), "first moment"},
       {Infir2Dialect::getMoment2OfAttrName(), "second moment"},
       {Infir2Dialect::getWorkingCopyOfAttrName(), "working copy"}};
-  const auto *kind = llvm::find_if(
-      kinds, [&](const auto &k) { return k.first == attrName; });
+  const auto *kind =
+      llvm::find_if(kinds, [&](const auto &k) { return k.first == attrName; });
   if (kind == std::end(kinds))
     return std::nullopt;
   auto name = dyn_cast<StringAttr>(attr.getValue());
@@ -198,9 +199,8 @@ LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
       auto other = fn.getArgAttrOfType<ParamAttr>(i, getParamAttrName());
       if (other && other.getName() == param.getName())
         return op->emitError()
-               << "parameter name '" << param.getName()
-               << "' of argument #" << argIndex
-               << " is already used by argument #" << i;
+               << "parameter name '" << param.getName() << "' of argument #"
+               << argIndex << " is already used by argument #" << i;
     }
   }
   return success();

@@ -44,9 +44,9 @@ Value reduceTo(OpBuilder &b, Location loc, Value v, Type type) {
 /// diagnostic) when the operands do not fit.
 Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tl,
              bool tr) {
-  FailureOr<SmallVector<int64_t>> shape = inferMatmulShape(
-      tensorType(lhs).getShape(), tensorType(rhs).getShape(), tl, tr,
-      [&] { return emitError(loc); });
+  FailureOr<SmallVector<int64_t>> shape =
+      inferMatmulShape(tensorType(lhs).getShape(), tensorType(rhs).getShape(),
+                       tl, tr, [&] { return emitError(loc); });
   if (failed(shape))
     return nullptr;
   auto type = RankedTensorType::get(*shape, tensorType(lhs).getElementType());
@@ -195,8 +195,8 @@ LogicalResult TransposeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p] = i;
-  operandGrads.push_back(TransposeOp::create(
-      b, getLoc(), getInput().getType(), resultGrads[0], inverse));
+  operandGrads.push_back(TransposeOp::create(b, getLoc(), getInput().getType(),
+                                             resultGrads[0], inverse));
   return success();
 }
 

@@ -22,7 +22,9 @@ ArrayRef<int64_t> shapeOf(Value v) {
 Type elementTypeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType();
 }
-int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+int64_t rankOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getRank();
+}
 
 /// Checks that `actual` has shape `expected`; `why` explains where the
 /// expected shape comes from.
@@ -31,7 +33,8 @@ LogicalResult checkShape(Operation *op, StringRef name, Value actual,
   if (shapeOf(actual) == expected)
     return success();
   return op->emitOpError() << "expects '" << name << "' of shape "
-                           << "[" << expected << "]" << " (" << why << "), got "
+                           << "[" << expected << "]"
+                           << " (" << why << "), got "
                            << "[" << shapeOf(actual) << "]";
 }
 
@@ -39,8 +42,9 @@ LogicalResult checkSameElementType(Operation *op, StringRef name, Value v,
                                    StringRef refName, Value ref) {
   if (elementTypeOf(v) == elementTypeOf(ref))
     return success();
-  return op->emitOpError() << "expects '" << name << "' to have the element type of '"
-                           << refName << "' (" << elementTypeOf(ref) << "), got "
+  return op->emitOpError() << "expects '" << name
+                           << "' to have the element type of '" << refName
+                           << "' (" << elementTypeOf(ref) << "), got "
                            << elementTypeOf(v);
 }
 } // namespace
@@ -51,14 +55,16 @@ LogicalResult checkSameElementType(Operation *op, StringRef name, Value v,
 
 LogicalResult EmbeddingOp::verify() {
   if (rankOf(getTable()) != 2)
-    return emitOpError() << "expects 'table' of rank 2 ([vocab, dim]), got shape "
-                         << "[" << shapeOf(getTable()) << "]";
+    return emitOpError()
+           << "expects 'table' of rank 2 ([vocab, dim]), got shape "
+           << "[" << shapeOf(getTable()) << "]";
   SmallVector<int64_t> expected(shapeOf(getIds()));
   expected.push_back(shapeOf(getTable())[1]);
   if (failed(checkShape(*this, "result", getResult(), expected,
                         "the ids' shape followed by the table's row size")))
     return failure();
-  return checkSameElementType(*this, "result", getResult(), "table", getTable());
+  return checkSameElementType(*this, "result", getResult(), "table",
+                              getTable());
 }
 
 //===----------------------------------------------------------------------===//
@@ -70,19 +76,23 @@ infir2::inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
                          bool transposeLhs, bool transposeRhs,
                          function_ref<InFlightDiagnostic()> emitError) {
   if (lhs.size() < 2) {
-    emitError() << "expects 'lhs' of rank at least 2, got shape " << "[" << lhs << "]";
+    emitError() << "expects 'lhs' of rank at least 2, got shape "
+                << "[" << lhs << "]";
     return failure();
   }
   if (rhs.size() != 2 && rhs.size() != lhs.size()) {
     emitError() << "expects 'rhs' of rank 2 or of the rank of 'lhs' ("
-                << lhs.size() << "), got shape " << "[" << rhs << "]";
+                << lhs.size() << "), got shape "
+                << "[" << rhs << "]";
     return failure();
   }
   size_t batchRank = lhs.size() - 2;
   if (rhs.size() == lhs.size() &&
       lhs.take_front(batchRank) != rhs.take_front(batchRank)) {
     emitError() << "expects equal batch dimensions, got 'lhs' "
-                << "[" << lhs << "]" << " and 'rhs' " << "[" << rhs << "]";
+                << "[" << lhs << "]"
+                << " and 'rhs' "
+                << "[" << rhs << "]";
     return failure();
   }
   int64_t m = lhs[lhs.size() - (transposeLhs ? 1 : 2)];
@@ -91,7 +101,9 @@ infir2::inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
   int64_t n = rhs[rhs.size() - (transposeRhs ? 2 : 1)];
   if (kl != kr) {
     emitError() << "expects the contraction dimensions to match, got " << kl
-                << " in 'lhs' " << "[" << lhs << "]" << " and " << kr << " in 'rhs' "
+                << " in 'lhs' "
+                << "[" << lhs << "]"
+                << " and " << kr << " in 'rhs' "
                 << "[" << rhs << "]";
     return failure();
   }
@@ -103,9 +115,8 @@ infir2::inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
 
 LogicalResult MatmulOp::verify() {
   FailureOr<SmallVector<int64_t>> expected =
-      inferMatmulShape(shapeOf(getLhs()), shapeOf(getRhs()),
-                       getTransposeLhs(), getTransposeRhs(),
-                       [&] { return emitOpError(); });
+      inferMatmulShape(shapeOf(getLhs()), shapeOf(getRhs()), getTransposeLhs(),
+                       getTransposeRhs(), [&] { return emitOpError(); });
   if (failed(expected))
     return failure();
   if (failed(checkShape(*this, "result", getResult(), *expected,
@@ -152,25 +163,29 @@ static LogicalResult verifyRope(Operation *op, Value input, StringRef inputName,
                                 Value positions, int64_t headDim) {
   ArrayRef<int64_t> in = shapeOf(input);
   if (in.size() < 2)
-    return op->emitOpError() << "expects '" << inputName << "' of rank at least 2 ([..., seq, "
-                            "heads * head_dim]), got shape "
-                         << "[" << in << "]";
+    return op->emitOpError() << "expects '" << inputName
+                             << "' of rank at least 2 ([..., seq, "
+                                "heads * head_dim]), got shape "
+                             << "[" << in << "]";
   if (headDim % 2 != 0)
-    return op->emitOpError() << "expects an even head_dim (dimensions rotate in "
-                            "pairs), got "
-                         << headDim;
+    return op->emitOpError()
+           << "expects an even head_dim (dimensions rotate in "
+              "pairs), got "
+           << headDim;
   if (in.back() % headDim != 0)
-    return op->emitOpError() << "expects the last dimension of '" << inputName << "' ("
-                         << in.back() << ") to be a multiple of head_dim ("
-                         << headDim << ")";
+    return op->emitOpError()
+           << "expects the last dimension of '" << inputName << "' ("
+           << in.back() << ") to be a multiple of head_dim (" << headDim << ")";
   ArrayRef<int64_t> pos = shapeOf(positions);
   ArrayRef<int64_t> lead = in.drop_back();
   if (pos != lead && pos != lead.take_back(1))
     return op->emitOpError() << "expects 'positions' of shape "
-                         << "[" << lead.take_back(1) << "]" << " or "
-                         << "[" << lead << "]" << " (the input's shape without its "
-                                              "last dimension), got "
-                         << "[" << pos << "]";
+                             << "[" << lead.take_back(1) << "]"
+                             << " or "
+                             << "[" << lead << "]"
+                             << " (the input's shape without its "
+                                "last dimension), got "
+                             << "[" << pos << "]";
   return success();
 }
 
@@ -218,9 +233,9 @@ static LogicalResult verifyAttention(Operation *op, Value query, Value key,
       return failure();
   }
   if (heads % kvHeads != 0)
-    return op->emitOpError() << "expects num_heads (" << heads
-                             << ") to be a multiple of num_kv_heads ("
-                             << kvHeads << ")";
+    return op->emitOpError()
+           << "expects num_heads (" << heads
+           << ") to be a multiple of num_kv_heads (" << kvHeads << ")";
   ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
   if (q.back() != heads * hd)
     return op->emitOpError()
@@ -261,20 +276,22 @@ LogicalResult AttentionOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  return verifyAttention(*this, getQuery(), getKey(), getValue(),
-                         getNumHeads(), getNumKvHeads(), getHeadDim(),
-                         getCausal());
+  return verifyAttention(*this, getQuery(), getKey(), getValue(), getNumHeads(),
+                         getNumKvHeads(), getHeadDim(), getCausal());
 }
 
 //===----------------------------------------------------------------------===//
 // AddOp / MulOp
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyBroadcastBinary(Operation *op, Value lhs, Value rhs) {
+static LogicalResult verifyBroadcastBinary(Operation *op, Value lhs,
+                                           Value rhs) {
   ArrayRef<int64_t> l = shapeOf(lhs), r = shapeOf(rhs);
   if (r.size() > l.size() || l.take_back(r.size()) != r)
-    return op->emitOpError() << "expects the shape of 'rhs' " << "[" << r << "]"
-                             << " to equal the shape of 'lhs' " << "[" << l << "]"
+    return op->emitOpError() << "expects the shape of 'rhs' "
+                             << "[" << r << "]"
+                             << " to equal the shape of 'lhs' "
+                             << "[" << l << "]"
                              << " or a suffix of it";
   return checkSameElementType(op, "rhs", rhs, "lhs", lhs);
 }
@@ -371,7 +388,8 @@ LogicalResult ReshapeOp::verify() {
                             "'input' ("
                          << in.getNumElements() << "), got "
                          << out.getNumElements();
-  return checkSameElementType(*this, "result", getResult(), "input", getInput());
+  return checkSameElementType(*this, "result", getResult(), "input",
+                              getInput());
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor) {
@@ -398,15 +416,18 @@ LogicalResult TransposeOp::verify() {
   SmallVector<int64_t> expected;
   for (int64_t p : perm) {
     if (p < 0 || p >= static_cast<int64_t>(in.size()) || seen[p])
-      return emitOpError() << "expects 'permutation' to be a permutation of [0, "
-                           << in.size() << "), got " << "[" << perm << "]";
+      return emitOpError()
+             << "expects 'permutation' to be a permutation of [0, " << in.size()
+             << "), got "
+             << "[" << perm << "]";
     seen[p] = true;
     expected.push_back(in[p]);
   }
   if (failed(checkShape(*this, "result", getResult(), expected,
                         "the input's shape permuted")))
     return failure();
-  return checkSameElementType(*this, "result", getResult(), "input", getInput());
+  return checkSameElementType(*this, "result", getResult(), "input",
+                              getInput());
 }
 
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
@@ -440,8 +461,8 @@ LogicalResult GlobalNormOp::verify() {
 static LogicalResult verifyUpdate(Operation *op, double weightDecay,
                                   double maxGradNorm) {
   if (weightDecay < 0.0)
-    return op->emitOpError() << "expects a non-negative weight_decay, got "
-                             << weightDecay;
+    return op->emitOpError()
+           << "expects a non-negative weight_decay, got " << weightDecay;
   if (maxGradNorm < 0.0)
     return op->emitOpError()
            << "expects a non-negative max_grad_norm (0 disables clipping), got "
@@ -450,9 +471,9 @@ static LogicalResult verifyUpdate(Operation *op, double weightDecay,
 }
 
 LogicalResult AdamWOp::verify() {
-  for (auto [name, beta] : {std::pair<StringRef, double>{
-                                "beta1", getBeta1().convertToDouble()},
-                            {"beta2", getBeta2().convertToDouble()}})
+  for (auto [name, beta] :
+       {std::pair<StringRef, double>{"beta1", getBeta1().convertToDouble()},
+        {"beta2", getBeta2().convertToDouble()}})
     if (!(beta >= 0.0 && beta < 1.0))
       return emitOpError() << "expects " << name << " in [0, 1), got " << beta;
   return verifyUpdate(*this, getWeightDecay().convertToDouble(),

@@ -13,8 +13,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/SmallVector.h"
 
-#include "infir2/Dialect/FP8/IR/FP8Enums.h.inc"
 #include "infir2/Dialect/FP8/IR/FP8AttrInterfaces.h.inc"
+#include "infir2/Dialect/FP8/IR/FP8Enums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "infir2/Dialect/FP8/IR/FP8Attrs.h.inc"
@@ -26,7 +26,8 @@ namespace infir2::fp8 {
 /// diagnostic through `emitError` naming the dimension, when the granularity
 /// does not apply to that rank or a block does not divide its dimension.
 llvm::FailureOr<llvm::SmallVector<int64_t>>
-getScaleShape(GranularityAttrInterface granularity, llvm::ArrayRef<int64_t> shape,
+getScaleShape(GranularityAttrInterface granularity,
+              llvm::ArrayRef<int64_t> shape,
               llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 
 /// The MLIR element type of an FP8 format (f8E4M3FN or f8E5M2).
