@@ -121,6 +121,82 @@ std::vector<int64_t> blockIndexMap(Value data,
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+/// The geometry of an attention or attention_grad op, and the softmax
+/// probabilities of one query row, shared by the forward and the gradient so
+/// that the gradient differentiates exactly the function the forward computes.
+struct AttentionRows {
+  int64_t batch, sq, skv, heads, group, hd, qw, kw;
+  double scale;
+  bool causal;
+
+  template <typename OpTy>
+  static AttentionRows of(OpTy op, const Tensor &q, const Tensor &k) {
+    int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(),
+            hd = op.getHeadDim();
+    return {q.shape[0],    q.shape[1],      k.shape[1],
+            heads,         heads / kvHeads, hd,
+            heads * hd,    kvHeads * hd,    op.getEffectiveScale(),
+            op.getCausal()};
+  }
+
+  const double *row(const Tensor &t, int64_t b, int64_t pos, int64_t head,
+                    bool isQuery) const {
+    return t.data.data() +
+           (b * (isQuery ? sq : skv) + pos) * (isQuery ? qw : kw) + head * hd;
+  }
+
+  /// Fills p[0, visible) with the probabilities of query (b, h, s) over the
+  /// keys it may see, and returns `visible`.
+  int64_t probabilities(const Tensor &q, const Tensor &k, int64_t b, int64_t h,
+                        int64_t s, std::vector<double> &p) const {
+    const double *qv = row(q, b, s, h, true);
+    int64_t visible = causal ? s + 1 : skv;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t t = 0; t < visible; ++t) {
+      const double *kv = row(k, b, t, h / group, false);
+      double dot = 0.0;
+      for (int64_t i = 0; i < hd; ++i)
+        dot += qv[i] * kv[i];
+      p[t] = scale * dot;
+      mx = std::max(mx, p[t]);
+    }
+    double sum = 0.0;
+    for (int64_t t = 0; t < visible; ++t)
+      sum += (p[t] = std::exp(p[t] - mx));
+    for (int64_t t = 0; t < visible; ++t)
+      p[t] /= sum;
+    return visible;
+  }
+};
+
+/// log(Σ exp(row)), computed stably.
+double logSumExp(const double *row, int64_t n) {
+  double mx = *std::max_element(row, row + n), sum = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::exp(row[i] - mx);
+  return mx + std::log(sum);
+}
+
+/// Reports `what` (a token id or a target) at position `t` outside [0, bound).
+LogicalResult checkIndex(Operation *op, StringRef what, double value, int64_t t,
+                         int64_t bound) {
+  if (value >= 0 && value < bound)
+    return success();
+  return op->emitOpError() << what << " " << static_cast<int64_t>(value)
+                           << " at position " << t << " is out of range [0, "
+                           << bound << ")";
+}
+
+/// The weight of token t in a cross-entropy: the mask (or 1), 0 when the
+/// target is the ignore index.
+template <typename OpTy>
+double tokenWeight(OpTy op, const Tensor &targets, const Tensor *mask,
+                   int64_t t) {
+  if (targets.data[t] == static_cast<double>(op.getIgnoreIndexAttr().getInt()))
+    return 0.0; // I64Attr getters return uint64_t; the index is signed (-100).
+  return mask ? mask->data[t] : 1.0;
+}
+
 class Interpreter {
 public:
   LogicalResult run(Operation *op);
@@ -166,13 +242,10 @@ LogicalResult Interpreter::embedding(EmbeddingOp op) {
   int64_t vocab = table.shape[0], dim = table.shape[1];
   Tensor out(shapeOf(op.getResult()));
   for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
-    double id = ids.data[t];
-    if (!(id >= 0 && id < vocab))
-      return op.emitOpError()
-             << "token id " << static_cast<int64_t>(id) << " at position " << t
-             << " is out of range [0, " << vocab << ")";
-    std::copy_n(table.data.begin() + static_cast<int64_t>(id) * dim, dim,
-                out.data.begin() + t * dim);
+    if (failed(checkIndex(op, "token id", ids.data[t], t, vocab)))
+      return failure();
+    std::copy_n(table.data.begin() + static_cast<int64_t>(ids.data[t]) * dim,
+                dim, out.data.begin() + t * dim);
   }
   set(op.getResult(), std::move(out));
   return success();
@@ -264,40 +337,20 @@ LogicalResult Interpreter::ropeGrad(RopeGradOp op) {
 LogicalResult Interpreter::attention(AttentionOp op) {
   const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
                &v = get(op.getValue());
-  int64_t batch = q.shape[0], sq = q.shape[1], skv = k.shape[1];
-  int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(),
-          hd = op.getHeadDim(), group = heads / kvHeads;
-  int64_t qw = heads * hd, kw = kvHeads * hd;
-  double scale = op.getEffectiveScale();
-  bool causal = op.getCausal();
+  AttentionRows a = AttentionRows::of(op, q, k);
   Tensor out(q.shape);
-  std::vector<double> p(skv);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      int64_t kh = h / group;
-      for (int64_t s = 0; s < sq; ++s) {
-        const double *qv = q.data.data() + (b * sq + s) * qw + h * hd;
-        int64_t visible = causal ? s + 1 : skv;
-        double mx = -std::numeric_limits<double>::infinity();
+  std::vector<double> p(a.skv);
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.heads; ++h)
+      for (int64_t s = 0; s < a.sq; ++s) {
+        int64_t visible = a.probabilities(q, k, b, h, s, p);
+        double *o = out.data.data() + (b * a.sq + s) * a.qw + h * a.hd;
         for (int64_t t = 0; t < visible; ++t) {
-          const double *kv = k.data.data() + (b * skv + t) * kw + kh * hd;
-          double dot = 0.0;
-          for (int64_t i = 0; i < hd; ++i)
-            dot += qv[i] * kv[i];
-          p[t] = scale * dot;
-          mx = std::max(mx, p[t]);
-        }
-        double sum = 0.0;
-        for (int64_t t = 0; t < visible; ++t)
-          sum += (p[t] = std::exp(p[t] - mx));
-        double *o = out.data.data() + (b * sq + s) * qw + h * hd;
-        for (int64_t t = 0; t < visible; ++t) {
-          const double *vv = v.data.data() + (b * skv + t) * kw + kh * hd;
-          for (int64_t i = 0; i < hd; ++i)
-            o[i] += p[t] / sum * vv[i];
+          const double *vv = a.row(v, b, t, h / a.group, false);
+          for (int64_t i = 0; i < a.hd; ++i)
+            o[i] += p[t] * vv[i];
         }
       }
-    }
   set(op.getResult(), std::move(out));
   return success();
 }
@@ -306,27 +359,19 @@ LogicalResult Interpreter::crossEntropy(CrossEntropyOp op) {
   const Tensor &logits = get(op.getLogits()), &targets = get(op.getTargets());
   const Tensor *mask = op.getLossMask() ? &get(op.getLossMask()) : nullptr;
   int64_t vocab = logits.shape.back(), tokens = targets.getNumElements();
-  // I64Attr getters return uint64_t; the ignore index is signed (-100).
-  double ignore = static_cast<double>(op.getIgnoreIndexAttr().getInt());
   double total = 0.0, weight = 0.0;
   for (int64_t t = 0; t < tokens; ++t) {
-    double target = targets.data[t];
-    double w = mask ? mask->data[t] : 1.0;
-    if (target == ignore || w == 0.0)
+    double w = tokenWeight(op, targets, mask, t);
+    if (w == 0.0)
       continue;
-    if (!(target >= 0 && target < vocab))
-      return op.emitOpError()
-             << "target " << static_cast<int64_t>(target) << " at position "
-             << t << " is out of range [0, " << vocab << ")";
+    if (failed(checkIndex(op, "target", targets.data[t], t, vocab)))
+      return failure();
     const double *row = logits.data.data() + t * vocab;
-    double mx = *std::max_element(row, row + vocab), sum = 0.0;
-    for (int64_t i = 0; i < vocab; ++i)
-      sum += std::exp(row[i] - mx);
-    total += w * (mx + std::log(sum) - row[static_cast<int64_t>(target)]);
+    total += w * (logSumExp(row, vocab) -
+                  row[static_cast<int64_t>(targets.data[t])]);
     weight += w;
   }
-  Tensor out({}, weight == 0.0 ? 0.0 : total / weight);
-  set(op.getResult(), std::move(out));
+  set(op.getResult(), Tensor({}, weight == 0.0 ? 0.0 : total / weight));
   return success();
 }
 
@@ -394,59 +439,39 @@ LogicalResult Interpreter::rmsNormGrad(RMSNormGradOp op) {
 LogicalResult Interpreter::attentionGrad(AttentionGradOp op) {
   const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
                &v = get(op.getValue()), &dout = get(op.getResultGrad());
-  int64_t batch = q.shape[0], sq = q.shape[1], skv = k.shape[1];
-  int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(),
-          hd = op.getHeadDim(), group = heads / kvHeads;
-  int64_t qw = heads * hd, kw = kvHeads * hd;
-  double scale = op.getEffectiveScale();
-  bool causal = op.getCausal();
+  AttentionRows a = AttentionRows::of(op, q, k);
   Tensor dq(q.shape), dk(k.shape), dv(v.shape);
-  std::vector<double> p(skv), dp(skv);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      int64_t kh = h / group;
-      for (int64_t s = 0; s < sq; ++s) {
-        const double *qv = q.data.data() + (b * sq + s) * qw + h * hd;
-        const double *go = dout.data.data() + (b * sq + s) * qw + h * hd;
-        int64_t visible = causal ? s + 1 : skv;
-        // Recompute the probabilities of this query row.
-        double mx = -std::numeric_limits<double>::infinity();
-        for (int64_t t = 0; t < visible; ++t) {
-          const double *kv = k.data.data() + (b * skv + t) * kw + kh * hd;
-          double dot = 0.0;
-          for (int64_t i = 0; i < hd; ++i)
-            dot += qv[i] * kv[i];
-          p[t] = scale * dot;
-          mx = std::max(mx, p[t]);
-        }
-        double sum = 0.0;
-        for (int64_t t = 0; t < visible; ++t)
-          sum += (p[t] = std::exp(p[t] - mx));
-        // dP = dO · Vᵀ; dS = P ⊙ (dP − Σ P dP).
+  std::vector<double> p(a.skv), dp(a.skv);
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.heads; ++h)
+      for (int64_t s = 0; s < a.sq; ++s) {
+        // Recompute the probabilities, then dP = dO·Vᵀ and
+        // dS = P ⊙ (dP − Σ P·dP).
+        int64_t visible = a.probabilities(q, k, b, h, s, p);
+        int64_t kh = h / a.group;
+        const double *qv = a.row(q, b, s, h, true);
+        const double *go = a.row(dout, b, s, h, true);
         double pdp = 0.0;
         for (int64_t t = 0; t < visible; ++t) {
-          p[t] /= sum;
-          const double *vv = v.data.data() + (b * skv + t) * kw + kh * hd;
+          const double *vv = a.row(v, b, t, kh, false);
           double dot = 0.0;
-          for (int64_t i = 0; i < hd; ++i)
+          for (int64_t i = 0; i < a.hd; ++i)
             dot += go[i] * vv[i];
           dp[t] = dot;
           pdp += p[t] * dot;
         }
-        double *dqv = dq.data.data() + (b * sq + s) * qw + h * hd;
+        double *dqv = dq.data.data() + (b * a.sq + s) * a.qw + h * a.hd;
         for (int64_t t = 0; t < visible; ++t) {
-          double ds = p[t] * (dp[t] - pdp) * scale;
-          const double *kv = k.data.data() + (b * skv + t) * kw + kh * hd;
-          double *dkv = dk.data.data() + (b * skv + t) * kw + kh * hd;
-          double *dvv = dv.data.data() + (b * skv + t) * kw + kh * hd;
-          for (int64_t i = 0; i < hd; ++i) {
+          double ds = p[t] * (dp[t] - pdp) * a.scale;
+          const double *kv = a.row(k, b, t, kh, false);
+          int64_t kvOffset = (b * a.skv + t) * a.kw + kh * a.hd;
+          for (int64_t i = 0; i < a.hd; ++i) {
             dqv[i] += ds * kv[i];
-            dkv[i] += ds * qv[i];
-            dvv[i] += p[t] * go[i];
+            dk.data[kvOffset + i] += ds * qv[i];
+            dv.data[kvOffset + i] += p[t] * go[i];
           }
         }
       }
-    }
   set(op.getQueryGrad(), std::move(dq));
   set(op.getKeyGrad(), std::move(dk));
   set(op.getValueGrad(), std::move(dv));
@@ -458,33 +483,22 @@ LogicalResult Interpreter::crossEntropyGrad(CrossEntropyGradOp op) {
   const Tensor *mask = op.getLossMask() ? &get(op.getLossMask()) : nullptr;
   double dloss = get(op.getLossGrad()).data[0];
   int64_t vocab = logits.shape.back(), tokens = targets.getNumElements();
-  double ignore = static_cast<double>(op.getIgnoreIndexAttr().getInt());
-  auto weightOf = [&](int64_t t) {
-    double w = mask ? mask->data[t] : 1.0;
-    return targets.data[t] == ignore ? 0.0 : w;
-  };
   double total = 0.0;
   for (int64_t t = 0; t < tokens; ++t)
-    total += weightOf(t);
+    total += tokenWeight(op, targets, mask, t);
   Tensor out(logits.shape);
   for (int64_t t = 0; t < tokens && total != 0.0; ++t) {
-    double w = weightOf(t);
+    double w = tokenWeight(op, targets, mask, t);
     if (w == 0.0)
       continue;
-    double target = targets.data[t];
-    if (!(target >= 0 && target < vocab))
-      return op.emitOpError()
-             << "target " << static_cast<int64_t>(target) << " at position "
-             << t << " is out of range [0, " << vocab << ")";
+    if (failed(checkIndex(op, "target", targets.data[t], t, vocab)))
+      return failure();
     const double *row = logits.data.data() + t * vocab;
-    double mx = *std::max_element(row, row + vocab), sum = 0.0;
-    for (int64_t i = 0; i < vocab; ++i)
-      sum += std::exp(row[i] - mx);
-    double coeff = dloss * w / total;
+    double lse = logSumExp(row, vocab), coeff = dloss * w / total;
+    int64_t target = static_cast<int64_t>(targets.data[t]);
     for (int64_t i = 0; i < vocab; ++i)
       out.data[t * vocab + i] =
-          coeff * (std::exp(row[i] - mx) / sum -
-                   (i == static_cast<int64_t>(target) ? 1.0 : 0.0));
+          coeff * (std::exp(row[i] - lse) - (i == target ? 1.0 : 0.0));
   }
   set(op.getLogitsGrad(), std::move(out));
   return success();
@@ -495,13 +509,11 @@ LogicalResult Interpreter::embeddingGrad(EmbeddingGradOp op) {
   Tensor out(shapeOf(op.getTableGrad()));
   int64_t vocab = out.shape[0], dim = out.shape[1];
   for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
-    double id = ids.data[t];
-    if (!(id >= 0 && id < vocab))
-      return op.emitOpError()
-             << "token id " << static_cast<int64_t>(id) << " at position " << t
-             << " is out of range [0, " << vocab << ")";
+    if (failed(checkIndex(op, "token id", ids.data[t], t, vocab)))
+      return failure();
+    int64_t row = static_cast<int64_t>(ids.data[t]);
     for (int64_t i = 0; i < dim; ++i)
-      out.data[static_cast<int64_t>(id) * dim + i] += dy.data[t * dim + i];
+      out.data[row * dim + i] += dy.data[t * dim + i];
   }
   set(op.getTableGrad(), std::move(out));
   return success();
@@ -586,18 +598,38 @@ LogicalResult Interpreter::sgd(SGDOp op) {
 // fp8 ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
-  const Tensor &x = get(op.getInput());
-  std::vector<int64_t> map = blockIndexMap(op.getInput(), op.getGranularity());
-  Tensor amax(shapeOf(op.getScale()));
+/// The largest magnitude in every scale block of `data`; NaN propagates.
+static Tensor blockAmax(const Tensor &x, Value data,
+                        fp8::GranularityAttrInterface granularity,
+                        ArrayRef<int64_t> scaleShape) {
+  std::vector<int64_t> map = blockIndexMap(data, granularity);
+  Tensor amax(scaleShape);
   for (int64_t i = 0, n = x.getNumElements(); i < n; ++i) {
-    float v = static_cast<float>(x.data[i]);
     double &a = amax.data[map[i]];
-    if (std::isnan(v) || std::isnan(a))
+    if (std::isnan(x.data[i]) || std::isnan(a))
       a = std::numeric_limits<double>::quiet_NaN();
     else
-      a = std::max<double>(a, std::fabs(v));
+      a = std::max(a, std::fabs(x.data[i]));
   }
+  return amax;
+}
+
+/// data · scale per block: exact in FP64 (FP8 values times FP32 scales).
+static Tensor dequantized(const Tensor &q, const Tensor &s, Value data,
+                          fp8::GranularityAttrInterface granularity) {
+  std::vector<int64_t> map = blockIndexMap(data, granularity);
+  Tensor out(q.shape);
+  for (int64_t i = 0, n = q.getNumElements(); i < n; ++i)
+    out.data[i] = q.data[i] * s.data[map[i]];
+  return out;
+}
+
+LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
+  const Tensor &x = get(op.getInput());
+  // Rounding to FP32 is monotone, so the amax of the FP32 inputs is the FP32
+  // rounding of this FP64 amax.
+  Tensor amax =
+      blockAmax(x, op.getInput(), op.getGranularity(), shapeOf(op.getScale()));
   bool e5m2 = op.getFormat() == fp8::Format::e5m2;
   bool pow2 = op.getScaleRule() == fp8::ScaleRule::pow2;
   float fmtMax = static_cast<float>(fp8::getMaxFinite(op.getFormat()));
@@ -611,6 +643,7 @@ LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
     scale.data[b] =
         computeScale(static_cast<float>(amax.data[b]), fmtMax, pow2);
   }
+  std::vector<int64_t> map = blockIndexMap(op.getInput(), op.getGranularity());
   Tensor data(x.shape);
   for (int64_t i = 0, n = x.getNumElements(); i < n; ++i)
     data.data[i] = roundToFP8(static_cast<float>(x.data[i]) /
@@ -622,28 +655,17 @@ LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
 }
 
 LogicalResult Interpreter::dequantize(fp8::DequantizeOp op) {
-  const Tensor &q = get(op.getData()), &s = get(op.getScale());
-  std::vector<int64_t> map = blockIndexMap(op.getData(), op.getGranularity());
-  Tensor out(q.shape);
-  for (int64_t i = 0, n = q.getNumElements(); i < n; ++i)
-    out.data[i] = q.data[i] * s.data[map[i]];
-  set(op.getResult(), std::move(out));
+  set(op.getResult(), dequantized(get(op.getData()), get(op.getScale()),
+                                  op.getData(), op.getGranularity()));
   return success();
 }
 
 LogicalResult Interpreter::scaledMatmul(fp8::ScaledMatmulOp op) {
-  // The exact product of the dequantized operands: FP8 values times FP32
-  // scales are exact in FP64, so only the sum rounds.
-  auto dequant = [&](Value data, Value scale, fp8::GranularityAttrInterface g) {
-    const Tensor &q = get(data), &s = get(scale);
-    std::vector<int64_t> map = blockIndexMap(data, g);
-    Tensor out(q.shape);
-    for (int64_t i = 0, n = q.getNumElements(); i < n; ++i)
-      out.data[i] = q.data[i] * s.data[map[i]];
-    return out;
-  };
-  Tensor a = dequant(op.getLhs(), op.getLhsScale(), op.getLhsGranularity());
-  Tensor b = dequant(op.getRhs(), op.getRhsScale(), op.getRhsGranularity());
+  // The exact product of the dequantized operands: only the sum rounds.
+  Tensor a = dequantized(get(op.getLhs()), get(op.getLhsScale()), op.getLhs(),
+                         op.getLhsGranularity());
+  Tensor b = dequantized(get(op.getRhs()), get(op.getRhsScale()), op.getRhs(),
+                         op.getRhsGranularity());
   int64_t k = a.shape.back(), m = a.shape[a.shape.size() - 2];
   int64_t n = b.shape[b.shape.size() - 2];
   int64_t batch = product(ArrayRef<int64_t>(a.shape).drop_back(2));
@@ -664,17 +686,8 @@ LogicalResult Interpreter::scaledMatmul(fp8::ScaledMatmulOp op) {
 }
 
 LogicalResult Interpreter::amax(fp8::AmaxOp op) {
-  const Tensor &x = get(op.getInput());
-  std::vector<int64_t> map = blockIndexMap(op.getInput(), op.getGranularity());
-  Tensor out(shapeOf(op.getResult()));
-  for (int64_t i = 0, n = x.getNumElements(); i < n; ++i) {
-    double &a = out.data[map[i]];
-    if (std::isnan(x.data[i]) || std::isnan(a))
-      a = std::numeric_limits<double>::quiet_NaN();
-    else
-      a = std::max(a, std::fabs(x.data[i]));
-  }
-  set(op.getResult(), std::move(out));
+  set(op.getResult(), blockAmax(get(op.getInput()), op.getInput(),
+                                op.getGranularity(), shapeOf(op.getResult())));
   return success();
 }
 
