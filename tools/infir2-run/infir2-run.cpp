@@ -73,6 +73,11 @@ static cl::opt<double> gradcheckRtol("gradcheck-rtol", cl::init(1e-5),
                                      cl::desc("Relative tolerance"));
 static cl::opt<double> gradcheckAtol("gradcheck-atol", cl::init(1e-8),
                                      cl::desc("Absolute tolerance"));
+static cl::opt<uint64_t> maxElements(
+    "max-elements", cl::init(uint64_t(1) << 28),
+    cl::desc("Refuse functions whose inputs hold more elements than this "
+             "(the FP64 interpreter is for small models; 2^28 elements are "
+             "2 GiB)"));
 static cl::opt<std::string>
     dumpPath("dump",
              cl::desc("Write inputs and results to this safetensors file"),
@@ -345,6 +350,18 @@ int main(int argc, char **argv) {
   if (freshSeed)
     seed = (static_cast<uint64_t>(std::random_device{}()) << 32) |
            std::random_device{}();
+  uint64_t elements = 0;
+  for (Type t : fn.getArgumentTypes())
+    if (auto tensor = dyn_cast<RankedTensorType>(t);
+        tensor && tensor.hasStaticShape())
+      elements += tensor.getNumElements();
+  if (elements > maxElements)
+    return fail("@" + entry + " takes " + std::to_string(elements) +
+                " input elements (" + std::to_string(elements * 8 >> 20) +
+                " MiB in FP64), more than --max-elements=" +
+                std::to_string(maxElements) +
+                ": the reference interpreter is meant for small models");
+
   llvm::outs() << "infir2-run: @" << entry << " with inputs drawn from seed "
                << seed << "\n";
   std::mt19937_64 rng(seed);
