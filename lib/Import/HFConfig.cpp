@@ -94,10 +94,11 @@ public:
 private:
   llvm::Expected<int64_t> positiveInt(llvm::StringRef key,
                                       const llvm::json::Value &v) {
+    // Sizes fit in 31 bits, so that products of two never overflow.
     std::optional<int64_t> i = v.getAsInteger();
-    if (!i || *i <= 0)
-      return error("key '" + key + "' must be a positive integer, got " +
-                   show(v));
+    if (!i || *i <= 0 || *i > INT32_MAX)
+      return error("key '" + key +
+                   "' must be a positive integer below 2^31, got " + show(v));
     return *i;
   }
 
@@ -271,6 +272,12 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
   }
   if (options.seqLen <= 0 || options.microBatch <= 0) {
     emitError(unknown) << "sequence length and micro-batch must be positive";
+    return nullptr;
+  }
+  if (options.seqLen > INT32_MAX / options.microBatch) {
+    emitError(unknown) << "a micro-batch of " << options.microBatch << " x "
+                       << options.seqLen
+                       << " tokens is too large (at most 2^31 tokens)";
     return nullptr;
   }
 

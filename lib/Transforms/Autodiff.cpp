@@ -58,6 +58,9 @@ struct AutodiffPass : public infir2::impl::AutodiffPassBase<AutodiffPass> {
   }
 
   LogicalResult differentiate(ModuleOp module);
+  LogicalResult buildStep(OpBuilder &b, func::FuncOp forward,
+                          ArrayRef<std::pair<unsigned, ParamAttr>> params,
+                          Block *body);
 };
 
 LogicalResult AutodiffPass::differentiate(ModuleOp module) {
@@ -89,7 +92,6 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module) {
   // Signature: the forward's arguments, then one FP32 accumulator per
   // parameter; results: the loss, then the updated accumulators.
   OpBuilder b(module.getContext());
-  Builder &attrs = b;
   SmallVector<Type> argTypes(fnType.getInputs());
   SmallVector<Type> resultTypes{RankedTensorType::get({}, b.getF32Type())};
   SmallVector<DictionaryAttr> argAttrs, resultAttrs{b.getDictionaryAttr({})};
@@ -99,7 +101,7 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module) {
   for (auto [index, param] : params) {
     auto accType =
         cast<RankedTensorType>(argTypes[index]).clone(b.getF32Type());
-    auto gradOf = attrs.getDictionaryAttr(attrs.getNamedAttr(
+    auto gradOf = b.getDictionaryAttr(b.getNamedAttr(
         Infir2Dialect::getGradOfAttrName(), b.getStringAttr(param.getName())));
     argTypes.push_back(accType);
     argAttrs.push_back(gradOf);
@@ -113,7 +115,19 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module) {
   step.setAllResultAttrs(resultAttrs);
   Block *body = step.addEntryBlock();
   b.setInsertionPointToStart(body);
+  // Leave no half-built step behind for a library user when a rule fails.
+  if (failed(buildStep(b, forward, params, body))) {
+    step.erase();
+    return failure();
+  }
+  return success();
+}
 
+LogicalResult
+AutodiffPass::buildStep(OpBuilder &b, func::FuncOp forward,
+                        ArrayRef<std::pair<unsigned, ParamAttr>> params,
+                        Block *body) {
+  FunctionType fnType = forward.getFunctionType();
   // Forward: a copy of the forward function's body.
   IRMapping mapping;
   Block &fwdBody = forward.getBody().front();
