@@ -8,6 +8,7 @@
 
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
+#include "infir2/Interfaces/LinalgGemmModels.h"
 #include "infir2/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,6 +25,7 @@ void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::bufferization::BufferizationDialect,
                   mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
                   mlir::tensor::TensorDialect>();
+  infir2::registerLinalgGemmModels(registry);
 }
 
 void infir2::registerAllPasses() {

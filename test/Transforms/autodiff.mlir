@@ -3,7 +3,8 @@
 // Tests the training step's signature (forward arguments, then one FP32
 // accumulator per parameter; the loss, then the updated accumulators), and
 // the backward of a linear layer with a BF16 weight: dW = dYᵀ·X over the
-// flattened batch, converted to FP32 and added to its accumulator. The input
+// flattened batch (tagged as the weight-gradient GEMM of "w"), converted to
+// FP32 and added to its accumulator. The input
 // x is not a parameter, so no gradient is computed for it.
 // CHECK-LABEL: func.func @forward(
 // CHECK-LABEL: func.func @train_step(
@@ -18,7 +19,7 @@
 // CHECK-NOT: infir2.matmul %[[DY]], %[[W]]
 // CHECK: %[[XF:.+]] = infir2.reshape %[[X]] : tensor<2x3x4xbf16> -> tensor<6x4xbf16>
 // CHECK: %[[DYF:.+]] = infir2.reshape %[[DY]] : tensor<2x3x8xbf16> -> tensor<6x8xbf16>
-// CHECK: %[[DW:.+]] = infir2.matmul %[[DYF]], %[[XF]] {transpose_lhs} : tensor<6x8xbf16>, tensor<6x4xbf16> -> tensor<8x4xbf16>
+// CHECK: %[[DW:.+]] = infir2.matmul %[[DYF]], %[[XF]] {infir2.gemm_role = "wgrad", infir2.gemm_weight = "w", transpose_lhs} : tensor<6x8xbf16>, tensor<6x4xbf16> -> tensor<8x4xbf16>
 // CHECK: %[[LOSS32:.+]] = infir2.convert %[[LOSS]] : tensor<bf16> -> tensor<f32>
 // CHECK: %[[DW32:.+]] = infir2.convert %[[DW]] : tensor<8x4xbf16> -> tensor<8x4xf32>
 // CHECK: %[[NEW:.+]] = infir2.add %[[ACC]], %[[DW32]] : tensor<8x4xf32>, tensor<8x4xf32>

@@ -675,3 +675,30 @@ func.func private @master_bf16(tensor<4xbf16> {infir2.master_of = "w"})
 // Tests that scalar inputs have a known role.
 // expected-error @+1 {{'infir2.input' on argument #0 must be "learning_rate", "step" or "grad_scale"}}
 func.func private @bad_role(tensor<f32> {infir2.input = "momentum"})
+
+// -----
+
+// Tests that a GEMM role is dgrad or wgrad.
+func.func @gemm_role_value(%a: tensor<4x4xf32>) {
+  // expected-error @+1 {{'infir2.gemm_role' must be "dgrad" or "wgrad"}}
+  %0 = infir2.matmul %a, %a {infir2.gemm_role = "fprop"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a GEMM role sits on a GEMM.
+func.func @gemm_role_op(%a: tensor<4x4xf32>) {
+  // expected-error @+1 {{'infir2.gemm_role' is only meaningful on a GEMM}}
+  %0 = infir2.silu %a {infir2.gemm_role = "dgrad"} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a GEMM's weight is named.
+func.func @gemm_weight(%a: tensor<4x4xf32>) {
+  // expected-error @+1 {{'infir2.gemm_weight' must name a parameter}}
+  %0 = infir2.matmul %a, %a {infir2.gemm_weight = ""} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return
+}

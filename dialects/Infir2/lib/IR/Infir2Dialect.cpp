@@ -226,6 +226,23 @@ LogicalResult Infir2Dialect::verifyRegionResultAttribute(Operation *op,
 
 LogicalResult Infir2Dialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
+  if (attr.getName() == getGemmRoleAttrName()) {
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    if (!role || (role.getValue() != "dgrad" && role.getValue() != "wgrad"))
+      return op->emitError() << "'" << getGemmRoleAttrName()
+                             << "' must be \"dgrad\" or \"wgrad\"";
+    if (!isa<GemmOpInterface>(op))
+      return op->emitError() << "'" << getGemmRoleAttrName()
+                             << "' is only meaningful on a GEMM";
+    return success();
+  }
+  if (attr.getName() == getGemmWeightAttrName()) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!name || name.getValue().empty())
+      return op->emitError()
+             << "'" << getGemmWeightAttrName() << "' must name a parameter";
+    return success();
+  }
   return op->emitError() << "unknown attribute '" << attr.getName().getValue()
                          << "' on '" << op->getName() << "'";
 }

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -60,6 +61,30 @@ Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
   return ReshapeOp::create(b, loc, type, v);
 }
 
+/// The parameter declaration of `v`, if it is a parameter argument.
+ParamAttr paramOf(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !arg.getOwner()->isEntryBlock())
+    return {};
+  auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  if (!fn)
+    return {};
+  return fn.getArgAttrOfType<ParamAttr>(arg.getArgNumber(),
+                                        Infir2Dialect::getParamAttrName());
+}
+
+/// Tags a gradient GEMM with its role in the training step and the weight
+/// it belongs to, for the FP8 recipe: "wgrad" computes a parameter's
+/// gradient (it contracts over tokens), "dgrad" an activation's.
+void tagGradientGemm(Value gemm, StringRef role, ParamAttr weight) {
+  Operation *op = gemm.getDefiningOp();
+  Builder b(op->getContext());
+  op->setAttr(Infir2Dialect::getGemmRoleAttrName(), b.getStringAttr(role));
+  if (weight)
+    op->setAttr(Infir2Dialect::getGemmWeightAttrName(),
+                b.getStringAttr(weight.getName()));
+}
+
 } // namespace
 
 LogicalResult EmbeddingOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
@@ -103,6 +128,13 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                 : matmul(b, loc, aFlat, dcFlat, /*tl=*/!ta, /*tr=*/false);
   if (!da || !db)
     return failure();
+  // The weight is the parameter operand (the rhs of a linear layer x·Wᵀ).
+  ParamAttr lhsParam = paramOf(a), rhsParam = paramOf(bm);
+  bool lhsIsWeight = lhsParam && !rhsParam;
+  ParamAttr weight = lhsIsWeight ? lhsParam : rhsParam;
+  tagGradientGemm(da, lhsIsWeight ? "wgrad" : "dgrad", weight);
+  tagGradientGemm(db, lhsIsWeight ? "dgrad" : (rhsParam ? "wgrad" : "dgrad"),
+                  weight);
   operandGrads.push_back(da);
   operandGrads.push_back(db);
   return success();

@@ -133,6 +133,27 @@ LogicalResult MatmulOp::verify() {
   return success();
 }
 
+Value MatmulOp::getGemmLhs() { return getLhs(); }
+Value MatmulOp::getGemmRhs() { return getRhs(); }
+Value MatmulOp::getGemmResult() { return getResult(); }
+bool MatmulOp::isLhsContractionLast() { return !getTransposeLhs(); }
+bool MatmulOp::isRhsContractionLast() { return getTransposeRhs(); }
+bool MatmulOp::isSupportedGemm() { return true; }
+
+GemmDims infir2::getGemmDims(GemmOpInterface gemm) {
+  ArrayRef<int64_t> a = shapeOf(gemm.getGemmLhs());
+  ArrayRef<int64_t> b = shapeOf(gemm.getGemmRhs());
+  bool aK = gemm.isLhsContractionLast(), bK = gemm.isRhsContractionLast();
+  GemmDims d;
+  d.batch = 1;
+  for (int64_t x : a.drop_back(2))
+    d.batch *= x;
+  d.m = a[a.size() - (aK ? 2 : 1)];
+  d.k = a[a.size() - (aK ? 1 : 2)];
+  d.n = b[b.size() - (bK ? 2 : 1)];
+  return d;
+}
+
 //===----------------------------------------------------------------------===//
 // RMSNormOp
 //===----------------------------------------------------------------------===//

@@ -63,6 +63,15 @@ def Infir2_Dialect : Dialect {
       return ::llvm::StringLiteral("infir2.working_copy_of");
     }
 
+    /// Discardable attributes autodiff puts on gradient GEMMs: their role
+    /// ("dgrad" or "wgrad") and the name of the weight they belong to.
+    static constexpr ::llvm::StringLiteral getGemmRoleAttrName() {
+      return ::llvm::StringLiteral("infir2.gemm_role");
+    }
+    static constexpr ::llvm::StringLiteral getGemmWeightAttrName() {
+      return ::llvm::StringLiteral("infir2.gemm_weight");
+    }
+
     /// Scalar runtime inputs of the optimizer step, by role
     /// ("learning_rate", "step", "grad_scale").
     static constexpr ::llvm::StringLiteral getInputAttrName() {

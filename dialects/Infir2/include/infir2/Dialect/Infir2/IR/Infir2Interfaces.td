@@ -34,4 +34,32 @@ def Infir2_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Infir2_GemmOpInterface : OpInterface<"GemmOpInterface"> {
+  let cppNamespace = "::infir2";
+  let description = [{
+    A (batched) matrix product `C[b..., m, n] = Σ_k A[b..., m, k] · B[b..., k, n]`
+    whose operands may store K first or last. The FP8 recipe passes act on
+    this interface, not on `infir2.matmul` by name, and InfiR2 attaches it to
+    `linalg.matmul` and `linalg.batch_matmul` as external models, so a
+    compiler that speaks linalg can embed the recipe unchanged.
+  }];
+  let methods = [
+    InterfaceMethod<"The left operand A.", "::mlir::Value", "getGemmLhs">,
+    InterfaceMethod<"The right operand B.", "::mlir::Value", "getGemmRhs">,
+    InterfaceMethod<"The product C (a tensor).", "::mlir::Value",
+                    "getGemmResult">,
+    InterfaceMethod<[{
+        Whether A is stored [..., M, K] (true) or [..., K, M] (false).
+      }], "bool", "isLhsContractionLast">,
+    InterfaceMethod<[{
+        Whether B is stored [..., N, K] (true) or [..., K, N] (false).
+      }], "bool", "isRhsContractionLast">,
+    InterfaceMethod<[{
+        Whether this op is a GEMM the recipe can rewrite: statically shaped
+        tensors, a layout this interface describes. Ops that are not keep
+        their precision, with the reason recorded.
+      }], "bool", "isSupportedGemm">
+  ];
+}
+
 #endif // INFIR2_DIALECT_INFIR2_IR_INFIR2INTERFACES_TD

@@ -31,6 +31,18 @@ inferMatmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
 
 #include "infir2/Dialect/Infir2/IR/Infir2Interfaces.h.inc"
 
+namespace infir2 {
+
+/// The sizes of a GEMM: batch (the product of leading dimensions), M, N, K.
+struct GemmDims {
+  int64_t batch, m, n, k;
+};
+
+/// The sizes of `gemm`, from its operand shapes and layouts.
+GemmDims getGemmDims(GemmOpInterface gemm);
+
+} // namespace infir2
+
 #define GET_OP_CLASSES
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h.inc"
 

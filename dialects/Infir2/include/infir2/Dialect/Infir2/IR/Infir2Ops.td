@@ -51,7 +51,8 @@ def Infir2_EmbeddingOp : Infir2_Op<"embedding", [Pure, DeclareOpInterfaceMethods
   let hasVerifier = 1;
 }
 
-def Infir2_MatmulOp : Infir2_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Infir2_GradientOpInterface>]> {
+def Infir2_MatmulOp : Infir2_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Infir2_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Infir2_GemmOpInterface>]> {
   let summary = "Multiplies two (batched) matrices, optionally transposing either.";
   let description = [{
     `lhs` has shape `[b..., M, K]` (`[b..., K, M]` with `transpose_lhs`) and
