@@ -19,7 +19,7 @@
 // CHECK-NOT: infir2.matmul %[[DY]], %[[W]]
 // CHECK: %[[XF:.+]] = infir2.reshape %[[X]] : tensor<2x3x4xbf16> -> tensor<6x4xbf16>
 // CHECK: %[[DYF:.+]] = infir2.reshape %[[DY]] : tensor<2x3x8xbf16> -> tensor<6x8xbf16>
-// CHECK: %[[DW:.+]] = infir2.matmul %[[DYF]], %[[XF]] {infir2.gemm_role = "wgrad", infir2.gemm_weight = "w", transpose_lhs} : tensor<6x8xbf16>, tensor<6x4xbf16> -> tensor<8x4xbf16>
+// CHECK: %[[DW:.+]] = infir2.matmul %[[DYF]], %[[XF]] {infir2.gemm_grad_operand = 0 : i64, infir2.gemm_role = "wgrad", infir2.gemm_weight = "w", transpose_lhs} : tensor<6x8xbf16>, tensor<6x4xbf16> -> tensor<8x4xbf16>
 // CHECK: %[[LOSS32:.+]] = infir2.convert %[[LOSS]] : tensor<bf16> -> tensor<f32>
 // CHECK: %[[DW32:.+]] = infir2.convert %[[DW]] : tensor<8x4xbf16> -> tensor<8x4xf32>
 // CHECK: %[[NEW:.+]] = infir2.add %[[ACC]], %[[DW32]] : tensor<8x4xf32>, tensor<8x4xf32>

@@ -7,6 +7,7 @@
 #ifndef INFIR2_TRANSFORMS_PASSES_H
 #define INFIR2_TRANSFORMS_PASSES_H
 
+#include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -110,4 +110,50 @@ def OptimizerPass : Pass<"infir2-optimizer", "mlir::ModuleOp"> {
   let dependentDialects = ["infir2::Infir2Dialect", "mlir::func::FuncDialect"];
 }
 
+def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
+  let summary = "Decides, per GEMM, FP8 or high precision, and records the decision and its reason.";
+  let description = [{
+    Looks at every op implementing `GemmOpInterface` (`infir2.matmul`,
+    `linalg.matmul`, `linalg.batch_matmul`) in every function and attaches an
+    `fp8.decision`. Fixed rules first:
+
+    - a GEMM form the interface cannot describe stays as it is;
+    - the LM head (the GEMM whose output is the loss's logits, and the
+      gradient GEMMs of its weight) stays in high precision.
+
+    Everything outside GEMMs (embedding, the attention core, norms, softmax,
+    loss, residual adds, the optimizer) is never a candidate.
+
+    Then the policy options, in order: `keep-first-last` keeps the GEMMs of
+    the first and last N decoder layers (`model.layers.<i>.` weights) in high
+    precision; a GEMM whose token, output or contraction size is not a
+    multiple of the recipe's block (128 for `blockwise`, 16 otherwise, as FP8
+    tensor cores need) stays in high precision; so does a GEMM of fewer than
+    `min-gemm-flops` floating-point operations (too small to gain).
+
+    An FP8 GEMM's decision names each operand's granularity as the operand is
+    stored: `blockwise` (the InfiR2 recipe) puts the weight in 128×128 blocks
+    and activations and gradients in 1×128 groups along the contraction
+    dimension — along tokens in the weight-gradient GEMM; `tensorwise` gives
+    one scale per tensor; `rowwise` one per row of K. `format=hybrid` puts the
+    incoming gradient operand of dgrad and wgrad GEMMs in E5M2.
+  }];
+  let options = [
+    Option<"recipe", "recipe", "std::string", "\"blockwise\"",
+           "blockwise (InfiR2: 128x128 weights, 1x128 activations and "
+           "gradients), tensorwise or rowwise">,
+    Option<"format", "format", "std::string", "\"e4m3\"",
+           "e4m3 everywhere, or hybrid (E5M2 gradients)">,
+    Option<"scales", "scales", "std::string", "\"pow2\"",
+           "pow2 (power-of-two scales) or fp32">,
+    Option<"keepFirstLast", "keep-first-last", "unsigned", "0",
+           "Keep the GEMMs of the first and last N decoder layers in high "
+           "precision">,
+    Option<"minGemmFlops", "min-gemm-flops", "double", "1.6e7",
+           "GEMMs of fewer floating-point operations stay in high precision "
+           "(too small to gain from FP8)">
+  ];
+  let dependentDialects = ["infir2::fp8::FP8Dialect"];
+}
+
 #endif // INFIR2_TRANSFORMS_PASSES_TD

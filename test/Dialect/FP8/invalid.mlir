@@ -256,3 +256,45 @@ func.func @not_a_granularity(%x: tensor<64x256xbf16>) {
   %a = "fp8.amax"(%x) <{granularity = 3 : i64}> : (tensor<64x256xbf16>) -> tensor<1x1xf32>
   return
 }
+
+// -----
+
+// Tests that an FP8 decision is complete.
+// expected-error @+1 {{an fp8 decision names lhs, rhs, lhs_format, rhs_format and scales}}
+func.func @decision_incomplete() attributes {d = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.tensorwise, reason = "x">} {
+  return
+}
+
+// -----
+
+// Tests that a high-precision decision names no FP8 details.
+// expected-error @+1 {{a high-precision decision has no granularities, formats or scales}}
+func.func @decision_high() attributes {d = #fp8.decision<precision = high, role = fprop, scales = pow2, reason = "x">} {
+  return
+}
+
+// -----
+
+// Tests that a decision has a reason.
+// expected-error @+1 {{a decision states its reason}}
+func.func @decision_reason() attributes {d = #fp8.decision<precision = high, role = dgrad, reason = "">} {
+  return
+}
+
+// -----
+
+// Tests that fp8.decision holds a decision.
+func.func @decision_kind(%a: tensor<4x4xf32>) {
+  // expected-error @+1 {{'fp8.decision' must be a #fp8.decision, got "fp8"}}
+  %0 = infir2.matmul %a, %a {fp8.decision = "fp8"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that unknown fp8 attributes on operations are reported.
+func.func @unknown_fp8_attr(%a: tensor<4x4xf32>) {
+  // expected-error @+1 {{unknown attribute 'fp8.precision' on 'infir2.matmul'}}
+  %0 = infir2.matmul %a, %a {fp8.precision} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return
+}

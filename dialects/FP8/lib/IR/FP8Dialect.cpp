@@ -39,6 +39,36 @@ void FP8Dialect::registerAttributes() {
       >();
 }
 
+LogicalResult FP8Dialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != getDecisionAttrName())
+    return op->emitError() << "unknown attribute '" << attr.getName().getValue()
+                           << "' on '" << op->getName() << "'";
+  if (!isa<DecisionAttr>(attr.getValue()))
+    return op->emitError() << "'" << getDecisionAttrName()
+                           << "' must be a #fp8.decision, got "
+                           << attr.getValue();
+  return success();
+}
+
+LogicalResult DecisionAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, Precision precision,
+    GemmRole role, GranularityAttrInterface lhs, GranularityAttrInterface rhs,
+    std::optional<Format> lhsFormat, std::optional<Format> rhsFormat,
+    std::optional<ScaleRule> scales, StringRef reason) {
+  bool complete = lhs && rhs && lhsFormat && rhsFormat && scales;
+  bool none = !lhs && !rhs && !lhsFormat && !rhsFormat && !scales;
+  if (precision == Precision::fp8 && !complete)
+    return emitError() << "an fp8 decision names lhs, rhs, lhs_format, "
+                          "rhs_format and scales";
+  if (precision == Precision::high && !none)
+    return emitError() << "a high-precision decision has no granularities, "
+                          "formats or scales";
+  if (reason.empty())
+    return emitError() << "a decision states its reason";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Formats
 //===----------------------------------------------------------------------===//

@@ -236,6 +236,13 @@ LogicalResult Infir2Dialect::verifyOperationAttribute(Operation *op,
                              << "' is only meaningful on a GEMM";
     return success();
   }
+  if (attr.getName() == getGemmGradOperandAttrName()) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || (index.getInt() != 0 && index.getInt() != 1))
+      return op->emitError()
+             << "'" << getGemmGradOperandAttrName() << "' must be 0 or 1";
+    return success();
+  }
   if (attr.getName() == getGemmWeightAttrName()) {
     auto name = dyn_cast<StringAttr>(attr.getValue());
     if (!name || name.getValue().empty())

@@ -73,13 +73,17 @@ ParamAttr paramOf(Value v) {
                                         Infir2Dialect::getParamAttrName());
 }
 
-/// Tags a gradient GEMM with its role in the training step and the weight
-/// it belongs to, for the FP8 recipe: "wgrad" computes a parameter's
-/// gradient (it contracts over tokens), "dgrad" an activation's.
-void tagGradientGemm(Value gemm, StringRef role, ParamAttr weight) {
+/// Tags a gradient GEMM for the FP8 recipe with its role in the training step
+/// ("wgrad" computes a parameter's gradient and contracts over tokens, "dgrad"
+/// an activation's), the weight it belongs to, and which operand carries the
+/// incoming gradient (E5M2 under the hybrid format).
+void tagGradientGemm(Value gemm, StringRef role, ParamAttr weight,
+                     unsigned gradOperand) {
   Operation *op = gemm.getDefiningOp();
   Builder b(op->getContext());
   op->setAttr(Infir2Dialect::getGemmRoleAttrName(), b.getStringAttr(role));
+  op->setAttr(Infir2Dialect::getGemmGradOperandAttrName(),
+              b.getI64IntegerAttr(gradOperand));
   if (weight)
     op->setAttr(Infir2Dialect::getGemmWeightAttrName(),
                 b.getStringAttr(weight.getName()));
@@ -132,9 +136,10 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   ParamAttr lhsParam = paramOf(a), rhsParam = paramOf(bm);
   bool lhsIsWeight = lhsParam && !rhsParam;
   ParamAttr weight = lhsIsWeight ? lhsParam : rhsParam;
-  tagGradientGemm(da, lhsIsWeight ? "wgrad" : "dgrad", weight);
+  tagGradientGemm(da, lhsIsWeight ? "wgrad" : "dgrad", weight,
+                  /*gradOperand=*/ta ? 1 : 0);
   tagGradientGemm(db, lhsIsWeight ? "dgrad" : (rhsParam ? "wgrad" : "dgrad"),
-                  weight);
+                  weight, /*gradOperand=*/tb ? 0 : 1);
   operandGrads.push_back(da);
   operandGrads.push_back(db);
   return success();

@@ -117,4 +117,55 @@ def FP8_BlocksAttr : FP8_GranularityAttr<"Blocks", "blocks"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Precision decisions
+//===----------------------------------------------------------------------===//
+
+def FP8_Precision : I32EnumAttr<"Precision", "where a GEMM runs", [
+    I32EnumAttrCase<"fp8", 0>, I32EnumAttrCase<"high", 1>]> {
+  let cppNamespace = "::infir2::fp8";
+  let genSpecializedAttr = 0;
+}
+
+def FP8_GemmRole : I32EnumAttr<"GemmRole", "a GEMM's place in the training step", [
+    I32EnumAttrCase<"fprop", 0>,  // forward
+    I32EnumAttrCase<"dgrad", 1>,  // gradient of an activation
+    I32EnumAttrCase<"wgrad", 2>   // gradient of a weight (contracts over tokens)
+  ]> {
+  let cppNamespace = "::infir2::fp8";
+  let genSpecializedAttr = 0;
+}
+
+def FP8_DecisionAttr : AttrDef<FP8_Dialect, "Decision"> {
+  let mnemonic = "decision";
+  let summary = "Records whether a GEMM runs in FP8, how, and why.";
+  let description = [{
+    Put on a GEMM as `fp8.decision` by `--infir2-assign-precision`, so that
+    every precision decision can be read in the IR. An FP8 decision names the
+    scaling granularity and FP8 format of each operand (as the operand is
+    stored in this GEMM) and the scale rule; a high-precision one says why
+    the GEMM stays in BF16/FP32.
+
+    ```mlir
+    #fp8.decision<precision = fp8, role = fprop,
+                  lhs = #fp8.groups<128, dim = 2>, rhs = #fp8.blocks<128, 128>,
+                  lhs_format = e4m3, rhs_format = e4m3, scales = pow2,
+                  reason = "linear layer model.layers.0.mlp.up_proj.weight">
+    #fp8.decision<precision = high, role = fprop, reason = "the LM head stays in high precision">
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<FP8_Precision>:$precision,
+    EnumParameter<FP8_GemmRole>:$role,
+    OptionalParameter<"::infir2::fp8::GranularityAttrInterface">:$lhs,
+    OptionalParameter<"::infir2::fp8::GranularityAttrInterface">:$rhs,
+    OptionalParameter<"std::optional<::infir2::fp8::Format>">:$lhs_format,
+    OptionalParameter<"std::optional<::infir2::fp8::Format>">:$rhs_format,
+    OptionalParameter<"std::optional<::infir2::fp8::ScaleRule>">:$scales,
+    StringRefParameter<"why">:$reason
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // INFIR2_DIALECT_FP8_IR_FP8ATTRS_TD

@@ -36,8 +36,15 @@ def FP8_Dialect : Dialect {
     power-of-two scales.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+
+    /// The name of the discardable attribute that records a GEMM's
+    /// precision decision (a #fp8.decision).
+    static constexpr ::llvm::StringLiteral getDecisionAttrName() {
+      return ::llvm::StringLiteral("fp8.decision");
+    }
   }];
 }
 

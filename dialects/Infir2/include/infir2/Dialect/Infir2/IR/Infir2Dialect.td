@@ -71,6 +71,11 @@ def Infir2_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGemmWeightAttrName() {
       return ::llvm::StringLiteral("infir2.gemm_weight");
     }
+    /// Which operand (0 or 1) of a gradient GEMM carries the incoming
+    /// gradient.
+    static constexpr ::llvm::StringLiteral getGemmGradOperandAttrName() {
+      return ::llvm::StringLiteral("infir2.gemm_grad_operand");
+    }
 
     /// Scalar runtime inputs of the optimizer step, by role
     /// ("learning_rate", "step", "grad_scale").

@@ -1,0 +1,214 @@
+//===- AssignPrecision.cpp - Decide FP8 or high precision per GEMM --------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Transforms/Passes.h"
+
+#include "infir2/Dialect/FP8/IR/FP8Attrs.h"
+#include "infir2/Dialect/FP8/IR/FP8Dialect.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace infir2 {
+#define GEN_PASS_DEF_ASSIGNPRECISIONPASS
+#include "infir2/Transforms/Passes.h.inc"
+} // namespace infir2
+
+using namespace mlir;
+using namespace infir2;
+using fp8::DecisionAttr;
+using fp8::GemmRole;
+using fp8::Precision;
+
+namespace {
+
+/// The parameter name of `v` if it is a parameter argument.
+std::optional<StringRef> paramName(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !arg.getOwner()->isEntryBlock())
+    return std::nullopt;
+  auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  if (!fn)
+    return std::nullopt;
+  if (auto p = fn.getArgAttrOfType<ParamAttr>(
+          arg.getArgNumber(), Infir2Dialect::getParamAttrName()))
+    return p.getName();
+  return std::nullopt;
+}
+
+/// Whether `v` reaches a cross_entropy's logits through layout-only ops.
+bool feedsLogits(Value v) {
+  for (Operation *user : v.getUsers()) {
+    if (auto ce = dyn_cast<CrossEntropyOp>(user); ce && ce.getLogits() == v)
+      return true;
+    if (isa<ConvertOp, ReshapeOp>(user) && feedsLogits(user->getResult(0)))
+      return true;
+  }
+  return false;
+}
+
+/// The decoder layer of a Hugging Face weight name ("model.layers.3.…").
+std::optional<int64_t> layerOf(StringRef weight) {
+  size_t at = weight.find("layers.");
+  if (at == StringRef::npos)
+    return std::nullopt;
+  int64_t layer;
+  if (weight.substr(at + 7).take_while(llvm::isDigit).getAsInteger(10, layer))
+    return std::nullopt;
+  return layer;
+}
+
+struct GemmInfo {
+  mutable GemmOpInterface op; // interface methods are not const
+  GemmRole role;
+  std::string weight; // empty when the GEMM has none
+  int weightOperand;  // 0 or 1, -1 when no operand is the weight
+  int gradOperand;    // for dgrad/wgrad: the operand carrying dL/dC
+};
+
+GemmInfo describe(GemmOpInterface gemm) {
+  Operation *op = gemm.getOperation();
+  GemmInfo info{gemm, GemmRole::fprop, "", -1, -1};
+  if (auto role =
+          op->getAttrOfType<StringAttr>(Infir2Dialect::getGemmRoleAttrName()))
+    info.role = role.getValue() == "wgrad" ? GemmRole::wgrad : GemmRole::dgrad;
+  if (auto g = op->getAttrOfType<IntegerAttr>(
+          Infir2Dialect::getGemmGradOperandAttrName()))
+    info.gradOperand = g.getInt();
+  Value operands[] = {gemm.getGemmLhs(), gemm.getGemmRhs()};
+  for (int i : {1, 0})
+    if (std::optional<StringRef> name = paramName(operands[i])) {
+      info.weight = name->str();
+      info.weightOperand = i;
+      break;
+    }
+  if (auto w =
+          op->getAttrOfType<StringAttr>(Infir2Dialect::getGemmWeightAttrName());
+      w && info.weight.empty())
+    info.weight = w.getValue().str();
+  // A plain linalg GEMM of unnamed tensors: treat B as the weight.
+  if (info.role == GemmRole::fprop && info.weightOperand < 0)
+    info.weightOperand = 1;
+  return info;
+}
+
+struct AssignPrecisionPass
+    : public infir2::impl::AssignPrecisionPassBase<AssignPrecisionPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+  DecisionAttr decide(const GemmInfo &g, const llvm::StringSet<> &lmHead,
+                      int64_t numLayers);
+  DecisionAttr high(GemmRole role, const Twine &reason) {
+    return DecisionAttr::get(&getContext(), Precision::high, role, {}, {},
+                             std::nullopt, std::nullopt, std::nullopt,
+                             reason.str());
+  }
+};
+
+void AssignPrecisionPass::runOnOperation() {
+  if (recipe != "blockwise" && recipe != "tensorwise" && recipe != "rowwise") {
+    getOperation().emitError()
+        << "unknown recipe '" << recipe
+        << "' (expected blockwise, tensorwise or rowwise)";
+    return signalPassFailure();
+  }
+  if (format != "e4m3" && format != "hybrid") {
+    getOperation().emitError()
+        << "unknown format '" << format << "' (expected e4m3 or hybrid)";
+    return signalPassFailure();
+  }
+  if (scales != "pow2" && scales != "fp32") {
+    getOperation().emitError()
+        << "unknown scale rule '" << scales << "' (expected pow2 or fp32)";
+    return signalPassFailure();
+  }
+  getOperation().walk([&](FunctionOpInterface fn) {
+    SmallVector<GemmInfo> gemms;
+    fn.walk([&](GemmOpInterface gemm) { gemms.push_back(describe(gemm)); });
+    // The LM head's weight: the forward GEMM producing the loss's logits.
+    llvm::StringSet<> lmHead;
+    int64_t numLayers = 0;
+    for (const GemmInfo &g : gemms) {
+      if (g.role == GemmRole::fprop && g.op.isSupportedGemm() &&
+          feedsLogits(g.op.getGemmResult()) && !g.weight.empty())
+        lmHead.insert(g.weight);
+      if (std::optional<int64_t> l = layerOf(g.weight))
+        numLayers = std::max(numLayers, *l + 1);
+    }
+    for (const GemmInfo &g : gemms)
+      g.op->setAttr(fp8::FP8Dialect::getDecisionAttrName(),
+                    decide(g, lmHead, numLayers));
+  });
+}
+
+DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
+                                         const llvm::StringSet<> &lmHead,
+                                         int64_t numLayers) {
+  if (!g.op.isSupportedGemm())
+    return high(g.role, "a GEMM form the recipe does not handle (operand "
+                        "layout or buffers)");
+  if (g.role == GemmRole::fprop ? feedsLogits(g.op.getGemmResult())
+                                : lmHead.contains(g.weight))
+    return high(g.role, "the LM head stays in high precision");
+  if (std::optional<int64_t> layer = layerOf(g.weight);
+      layer && keepFirstLast > 0 &&
+      (*layer < keepFirstLast || *layer >= numLayers - keepFirstLast))
+    return high(g.role, llvm::formatv("decoder layer {0} is among the first "
+                                      "or last {1} (keep-first-last)",
+                                      *layer, keepFirstLast));
+
+  GemmDims d = getGemmDims(g.op);
+  int64_t rows = d.batch * d.m;
+  int64_t block = recipe == "blockwise" ? 128 : 16;
+  for (auto [name, size] :
+       {std::pair<StringRef, int64_t>{"M", rows}, {"N", d.n}, {"K", d.k}})
+    if (size % block != 0)
+      return high(g.role, llvm::formatv("{0} = {1} is not a multiple of the "
+                                        "{2} block ({3})",
+                                        name, size, recipe, block));
+  double flops = 2.0 * rows * d.n * d.k;
+  if (flops < minGemmFlops)
+    return high(g.role, llvm::formatv("{0:e2} flops is below min-gemm-flops "
+                                      "({1:e2}): too small to gain",
+                                      flops, minGemmFlops.getValue()));
+
+  // FP8: each operand's granularity as it is stored in this GEMM.
+  MLIRContext *ctx = &getContext();
+  Value operands[] = {g.op.getGemmLhs(), g.op.getGemmRhs()};
+  bool kLast[] = {g.op.isLhsContractionLast(), g.op.isRhsContractionLast()};
+  fp8::GranularityAttrInterface gran[2];
+  std::optional<fp8::Format> fmt[2];
+  for (int i : {0, 1}) {
+    int64_t rank = cast<RankedTensorType>(operands[i].getType()).getRank();
+    int64_t kDim = kLast[i] ? rank - 1 : rank - 2;
+    bool isWeight = g.role != GemmRole::wgrad && i == g.weightOperand;
+    if (recipe == "tensorwise")
+      gran[i] = fp8::TensorwiseAttr::get(ctx);
+    else if (recipe == "rowwise")
+      gran[i] = fp8::GroupsAttr::get(ctx, d.k, kDim);
+    else if (isWeight)
+      gran[i] = fp8::BlocksAttr::get(ctx, 128, 128);
+    else
+      gran[i] = fp8::GroupsAttr::get(ctx, 128, kDim);
+    bool isGradient = g.role != GemmRole::fprop && i == g.gradOperand;
+    fmt[i] = format == "hybrid" && isGradient ? fp8::Format::e5m2
+                                              : fp8::Format::e4m3;
+  }
+  std::string reason = g.weight.empty()
+                           ? std::string("a GEMM the policy allows in FP8")
+                           : "linear layer " + g.weight;
+  return DecisionAttr::get(
+      ctx, Precision::fp8, g.role, gran[0], gran[1], fmt[0], fmt[1],
+      scales == "pow2" ? fp8::ScaleRule::pow2 : fp8::ScaleRule::fp32, reason);
+}
+
+} // namespace
