@@ -156,4 +156,20 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["infir2::fp8::FP8Dialect"];
 }
 
+def FP8ReportPass : Pass<"infir2-fp8-report", "mlir::ModuleOp"> {
+  let summary = "Prints one row per GEMM with its precision decision, and the totals.";
+  let description = [{
+    Reads the `fp8.decision` of every GEMM (run `--infir2-assign-precision`
+    first) and prints, per function: the GEMM's weight (or location), its role
+    (fprop, dgrad, wgrad), its size M×N×K (batch folded into M), the
+    precision, each operand's FP8 format and granularity, and the reason;
+    then, per role, how many GEMMs run in FP8 and the share of GEMM flops
+    they carry. The IR is not changed.
+  }];
+  let options = [
+    Option<"toStdout", "to-stdout", "bool", /*default=*/"false",
+           "Print to standard output instead of standard error">
+  ];
+}
+
 #endif // INFIR2_TRANSFORMS_PASSES_TD
