@@ -6,6 +6,8 @@
 
 #include "infir2/Transforms/Passes.h"
 
+#include "RecipeUtils.h"
+
 #include "infir2/Dialect/FP8/IR/FP8Attrs.h"
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
@@ -27,33 +29,9 @@ using namespace infir2;
 using fp8::DecisionAttr;
 using fp8::GemmRole;
 using fp8::Precision;
+using recipe::paramName;
 
 namespace {
-
-/// The parameter name of `v` if it is a parameter argument.
-std::optional<StringRef> paramName(Value v) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg || !arg.getOwner()->isEntryBlock())
-    return std::nullopt;
-  auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
-  if (!fn)
-    return std::nullopt;
-  if (auto p = fn.getArgAttrOfType<ParamAttr>(
-          arg.getArgNumber(), Infir2Dialect::getParamAttrName()))
-    return p.getName();
-  return std::nullopt;
-}
-
-/// Whether `v` reaches a cross_entropy's logits through layout-only ops.
-bool feedsLogits(Value v) {
-  for (Operation *user : v.getUsers()) {
-    if (auto ce = dyn_cast<CrossEntropyOp>(user); ce && ce.getLogits() == v)
-      return true;
-    if (isa<ConvertOp, ReshapeOp>(user) && feedsLogits(user->getResult(0)))
-      return true;
-  }
-  return false;
-}
 
 /// The decoder layer of a Hugging Face weight name ("model.layers.3.…").
 std::optional<int64_t> layerOf(StringRef weight) {
@@ -134,16 +112,11 @@ void AssignPrecisionPass::runOnOperation() {
   getOperation().walk([&](FunctionOpInterface fn) {
     SmallVector<GemmInfo> gemms;
     fn.walk([&](GemmOpInterface gemm) { gemms.push_back(describe(gemm)); });
-    // The LM head's weight: the forward GEMM producing the loss's logits.
-    llvm::StringSet<> lmHead;
+    llvm::StringSet<> lmHead = recipe::lmHeadWeights(fn);
     int64_t numLayers = 0;
-    for (const GemmInfo &g : gemms) {
-      if (g.role == GemmRole::fprop && g.op.isSupportedGemm() &&
-          feedsLogits(g.op.getGemmResult()) && !g.weight.empty())
-        lmHead.insert(g.weight);
+    for (const GemmInfo &g : gemms)
       if (std::optional<int64_t> l = layerOf(g.weight))
         numLayers = std::max(numLayers, *l + 1);
-    }
     for (const GemmInfo &g : gemms)
       g.op->setAttr(fp8::FP8Dialect::getDecisionAttrName(),
                     decide(g, lmHead, numLayers));
@@ -156,8 +129,7 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
   if (!g.op.isSupportedGemm())
     return high(g.role, "a GEMM form the recipe does not handle (operand "
                         "layout or buffers)");
-  if (g.role == GemmRole::fprop ? feedsLogits(g.op.getGemmResult())
-                                : lmHead.contains(g.weight))
+  if (recipe::isLMHead(g.op, lmHead))
     return high(g.role, "the LM head stays in high precision");
   if (std::optional<int64_t> layer = layerOf(g.weight);
       layer && keepFirstLast > 0 &&

@@ -6,6 +6,8 @@
 
 #include "infir2/Transforms/Passes.h"
 
+#include "RecipeUtils.h"
+
 #include "infir2/Dialect/FP8/IR/FP8Attrs.h"
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"

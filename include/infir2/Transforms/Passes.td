@@ -172,4 +172,24 @@ def FP8ReportPass : Pass<"infir2-fp8-report", "mlir::ModuleOp"> {
   ];
 }
 
+def VerifyPrecisionPass : Pass<"infir2-verify-precision", "mlir::ModuleOp"> {
+  let summary = "Checks statically that the precision decisions keep the numerics contract.";
+  let description = [{
+    A check to run between the recipe's stages. It fails, with a diagnostic
+    naming the op, when:
+
+    - a GEMM the contract keeps in high precision (the LM head, and the
+      gradient GEMMs of its weight) is decided FP8;
+    - an FP8 decision's granularities do not tile its operands;
+    - `scales=pow2` is asked for and a decision or an `fp8.quantize` uses
+      plain FP32 scales;
+    - an optimizer update (`infir2.adamw`, `infir2.sgd`) does not act on an
+      FP32 master weight (an argument carrying `infir2.master_of`).
+  }];
+  let options = [
+    Option<"scales", "scales", "std::string", "\"\"",
+           "Require this scale rule everywhere (pow2 or fp32; empty: any)">
+  ];
+}
+
 #endif // INFIR2_TRANSFORMS_PASSES_TD
