@@ -6,6 +6,7 @@
 
 #include "infir2/Interfaces/LinalgGemmModels.h"
 
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -46,9 +47,30 @@ struct LinalgGemmModel
   }
 };
 
+/// fp8.scaled_matmul is a GEMM too, already in the "TN" layout: both
+/// operands keep K last. Attaching the interface lets the report and the
+/// verifier see FP8 GEMMs after quantization.
+struct ScaledMatmulGemmModel
+    : public infir2::GemmOpInterface::ExternalModel<
+          ScaledMatmulGemmModel, infir2::fp8::ScaledMatmulOp> {
+  Value getGemmLhs(Operation *op) const {
+    return cast<infir2::fp8::ScaledMatmulOp>(op).getLhs();
+  }
+  Value getGemmRhs(Operation *op) const {
+    return cast<infir2::fp8::ScaledMatmulOp>(op).getRhs();
+  }
+  Value getGemmResult(Operation *op) const { return op->getResult(0); }
+  bool isLhsContractionLast(Operation *) const { return true; }
+  bool isRhsContractionLast(Operation *) const { return true; }
+  bool isSupportedGemm(Operation *) const { return true; }
+};
+
 } // namespace
 
 void infir2::registerLinalgGemmModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, fp8::FP8Dialect *) {
+    fp8::ScaledMatmulOp::attachInterface<ScaledMatmulGemmModel>(*ctx);
+  });
   registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *) {
     linalg::MatmulOp::attachInterface<LinalgGemmModel<linalg::MatmulOp>>(*ctx);
     linalg::BatchMatmulOp::attachInterface<

@@ -129,6 +129,16 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
   if (!g.op.isSupportedGemm())
     return high(g.role, "a GEMM form the recipe does not handle (operand "
                         "layout or buffers)");
+  auto eltOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  Type a = eltOf(g.op.getGemmLhs()), b = eltOf(g.op.getGemmRhs()),
+       c = eltOf(g.op.getGemmResult());
+  if (!isa<BFloat16Type, Float16Type, Float32Type>(a) ||
+      !isa<BFloat16Type, Float16Type, Float32Type>(b) ||
+      !isa<BFloat16Type, Float32Type>(c))
+    return high(g.role, "FP8 GEMMs take bf16, f16 or f32 operands and write "
+                        "bf16 or f32");
   if (recipe::isLMHead(g.op, lmHead))
     return high(g.role, "the LM head stays in high precision");
   if (std::optional<int64_t> layer = layerOf(g.weight);

@@ -14,7 +14,8 @@ class DialectRegistry;
 namespace infir2 {
 
 /// Attaches infir2::GemmOpInterface to linalg.matmul and linalg.batch_matmul,
-/// so that the FP8 recipe passes work on linalg graphs.
+/// so that the FP8 recipe passes work on linalg graphs, and to
+/// fp8.scaled_matmul, so that they still see GEMMs once quantized.
 void registerLinalgGemmModels(mlir::DialectRegistry &registry);
 
 } // namespace infir2

@@ -192,4 +192,25 @@ def VerifyPrecisionPass : Pass<"infir2-verify-precision", "mlir::ModuleOp"> {
   ];
 }
 
+def InsertQuantizationPass
+    : Pass<"infir2-insert-quantization", "mlir::ModuleOp"> {
+  let summary = "Rewrites every GEMM decided FP8 into quantize ops and an fp8.scaled_matmul.";
+  let description = [{
+    For each GEMM whose `fp8.decision` says fp8 (`--infir2-assign-precision`),
+    quantizes both operands with the decided format, granularity and scale
+    rule and multiplies them with `fp8.scaled_matmul`, which accumulates in
+    FP32 and writes the GEMM's original result type.
+
+    `fp8.scaled_matmul` takes both operands with the contraction dimension
+    last ("TN"), the only layout Hopper's FP8 tensor cores accept. An operand
+    stored K-first (the weight in the dgrad GEMM, both operands of the wgrad
+    GEMM) is physically transposed first, and its granularity is transposed
+    with it, so that a weight-gradient GEMM's operands are quantized in 1×128
+    groups along tokens. A linalg GEMM's init is added back unless it is a
+    zero fill. The decision moves to the new `fp8.scaled_matmul`. Identical
+    quantizations of one value are left to `--cse`.
+  }];
+  let dependentDialects = ["infir2::Infir2Dialect", "infir2::fp8::FP8Dialect"];
+}
+
 #endif // INFIR2_TRANSFORMS_PASSES_TD

@@ -1,0 +1,139 @@
+//===- InsertQuantization.cpp - Quantize the GEMMs decided FP8 ------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Transforms/Passes.h"
+
+#include "infir2/Dialect/FP8/IR/FP8Attrs.h"
+#include "infir2/Dialect/FP8/IR/FP8Dialect.h"
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
+
+namespace infir2 {
+#define GEN_PASS_DEF_INSERTQUANTIZATIONPASS
+#include "infir2/Transforms/Passes.h.inc"
+} // namespace infir2
+
+using namespace mlir;
+using namespace infir2;
+
+namespace {
+
+/// The granularity of a tensor after swapping its last two dimensions.
+fp8::GranularityAttrInterface transposed(fp8::GranularityAttrInterface g,
+                                         int64_t rank) {
+  if (auto groups = dyn_cast<fp8::GroupsAttr>(g)) {
+    int64_t dim = groups.getDim();
+    if (dim == rank - 1)
+      dim = rank - 2;
+    else if (dim == rank - 2)
+      dim = rank - 1;
+    return fp8::GroupsAttr::get(g.getContext(), groups.getSize(), dim);
+  }
+  if (auto blocks = dyn_cast<fp8::BlocksAttr>(g))
+    return fp8::BlocksAttr::get(g.getContext(), blocks.getCols(),
+                                blocks.getRows());
+  return g;
+}
+
+/// Brings `v` to K-last layout ([..., rows, K]) and quantizes it.
+std::pair<Value, Value> quantize(OpBuilder &b, Location loc, Value v,
+                                 bool kLast, fp8::GranularityAttrInterface &g,
+                                 fp8::Format format, fp8::ScaleRule rule) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t rank = type.getRank();
+  if (!kLast) {
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    SmallVector<int64_t> shape(type.getShape());
+    std::swap(shape[rank - 1], shape[rank - 2]);
+    v = TransposeOp::create(b, loc, type.clone(shape), v, perm);
+    g = transposed(g, rank);
+    type = cast<RankedTensorType>(v.getType());
+  }
+  // The decision was verified to tile the operand.
+  SmallVector<int64_t> scaleShape = *fp8::getScaleShape(
+      g, type.getShape(), [] { return InFlightDiagnostic(); });
+  auto data = type.clone(fp8::getElementType(b.getContext(), format));
+  auto scale = RankedTensorType::get(scaleShape, b.getF32Type());
+  auto q = fp8::QuantizeOp::create(
+      b, loc, data, scale, v, fp8::FormatAttr::get(b.getContext(), format), g,
+      fp8::ScaleRuleAttr::get(b.getContext(), rule));
+  return {q.getData(), q.getScale()};
+}
+
+/// Whether a linalg init is known to be all zeros.
+bool isZeroFill(Value init) {
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  return fill && (matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
+                  matchPattern(fill.getInputs()[0], m_Zero()));
+}
+
+struct InsertQuantizationPass
+    : public infir2::impl::InsertQuantizationPassBase<InsertQuantizationPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<GemmOpInterface> gemms;
+    getOperation().walk([&](GemmOpInterface gemm) {
+      auto d = gemm->getAttrOfType<fp8::DecisionAttr>(
+          fp8::FP8Dialect::getDecisionAttrName());
+      if (d && d.getPrecision() == fp8::Precision::fp8 &&
+          !isa<fp8::ScaledMatmulOp>(gemm.getOperation()))
+        gemms.push_back(gemm);
+    });
+    for (GemmOpInterface gemm : gemms)
+      if (failed(rewrite(gemm)))
+        return signalPassFailure();
+  }
+
+  LogicalResult rewrite(GemmOpInterface gemm) {
+    Operation *op = gemm.getOperation();
+    auto d = op->getAttrOfType<fp8::DecisionAttr>(
+        fp8::FP8Dialect::getDecisionAttrName());
+    Value result = gemm.getGemmResult();
+    auto resultType = cast<RankedTensorType>(result.getType());
+    if (!isa<BFloat16Type, Float32Type>(resultType.getElementType()))
+      return op->emitOpError()
+             << "is decided fp8 but writes " << resultType.getElementType()
+             << "; FP8 GEMMs write bf16 or f32";
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    fp8::GranularityAttrInterface ga = d.getLhs(), gb = d.getRhs();
+    auto [qa, sa] =
+        quantize(b, loc, gemm.getGemmLhs(), gemm.isLhsContractionLast(), ga,
+                 *d.getLhsFormat(), *d.getScales());
+    auto [qb, sb] =
+        quantize(b, loc, gemm.getGemmRhs(), gemm.isRhsContractionLast(), gb,
+                 *d.getRhsFormat(), *d.getScales());
+    auto mm =
+        fp8::ScaledMatmulOp::create(b, loc, resultType, qa, sa, ga, qb, sb, gb);
+    // The decision, now with the granularities of the TN operands, and the
+    // other discardable attributes move to the FP8 GEMM.
+    for (NamedAttribute attr : op->getDiscardableAttrs())
+      mm->setAttr(attr.getName(), attr.getValue());
+    mm->setAttr(fp8::FP8Dialect::getDecisionAttrName(),
+                fp8::DecisionAttr::get(b.getContext(), d.getPrecision(),
+                                       d.getRole(), ga, gb, d.getLhsFormat(),
+                                       d.getRhsFormat(), d.getScales(),
+                                       d.getReason()));
+    Value replacement = mm.getResult();
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      Value init = linalgOp.getDpsInits()[0];
+      if (!isZeroFill(init))
+        replacement = AddOp::create(b, loc, replacement, init);
+    }
+    result.replaceAllUsesWith(replacement);
+    op->erase();
+    return success();
+  }
+};
+
+} // namespace
