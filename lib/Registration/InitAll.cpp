@@ -9,6 +9,7 @@
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
 #include "infir2/Interfaces/LinalgGemmModels.h"
+#include "infir2/Pipelines/Pipelines.h"
 #include "infir2/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,5 +31,6 @@ void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void infir2::registerAllPasses() {
   infir2::registerInfiR2Passes();
+  infir2::registerPipelines();
   mlir::registerTransformsPasses();
 }

@@ -10,6 +10,7 @@
 
 #include "infir2/Dialect/FP8/IR/FP8Attrs.h"
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 
@@ -111,7 +112,12 @@ void AssignPrecisionPass::runOnOperation() {
   }
   getOperation().walk([&](FunctionOpInterface fn) {
     SmallVector<GemmInfo> gemms;
-    fn.walk([&](GemmOpInterface gemm) { gemms.push_back(describe(gemm)); });
+    // GEMMs already in FP8 keep their decision: the pass can run again on
+    // its own output.
+    fn.walk([&](GemmOpInterface gemm) {
+      if (!isa<fp8::ScaledMatmulOp>(gemm.getOperation()))
+        gemms.push_back(describe(gemm));
+    });
     llvm::StringSet<> lmHead = recipe::lmHeadWeights(fn);
     int64_t numLayers = 0;
     for (const GemmInfo &g : gemms)

@@ -68,6 +68,8 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module) {
   if (!forward)
     return module.emitError()
            << "no function named '" << forwardName << "' to differentiate";
+  if (module.lookupSymbol(trainStepName) && skipIfPresent)
+    return success();
   if (module.lookupSymbol(trainStepName))
     return module.emitError() << "cannot create '" << trainStepName
                               << "': a symbol of that name already exists";

@@ -43,6 +43,8 @@ LogicalResult OptimizerPass::build(ModuleOp module) {
   if (!forward)
     return module.emitError() << "no function named '" << forwardName
                               << "' whose parameters to optimize";
+  if (module.lookupSymbol(stepName) && skipIfPresent)
+    return success();
   if (module.lookupSymbol(stepName))
     return module.emitError() << "cannot create '" << stepName
                               << "': a symbol of that name already exists";

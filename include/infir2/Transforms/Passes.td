@@ -60,7 +60,10 @@ def AutodiffPass : Pass<"infir2-autodiff", "mlir::ModuleOp"> {
     Option<"forwardName", "forward", "std::string", "\"forward\"",
            "The forward function to differentiate">,
     Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
-           "The name of the training-step function to create">
+           "The name of the training-step function to create">,
+    Option<"skipIfPresent", "skip-if-present", "bool", "false",
+           "Do nothing when the training step already exists (pipelines "
+           "accept forward-only and differentiated modules alike)">
   ];
   let dependentDialects = ["infir2::Infir2Dialect", "mlir::arith::ArithDialect",
                            "mlir::func::FuncDialect"];
@@ -105,7 +108,9 @@ def OptimizerPass : Pass<"infir2-optimizer", "mlir::ModuleOp"> {
     Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
            "Global-norm gradient clipping threshold (0 disables)">,
     Option<"decay1D", "decay-1d", "bool", "false",
-           "Also apply weight decay to 1-D parameters (biases, norms)">
+           "Also apply weight decay to 1-D parameters (biases, norms)">,
+    Option<"skipIfPresent", "skip-if-present", "bool", "false",
+           "Do nothing when the optimizer step already exists">
   ];
   let dependentDialects = ["infir2::Infir2Dialect", "mlir::func::FuncDialect"];
 }

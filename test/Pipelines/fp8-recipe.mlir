@@ -1,0 +1,35 @@
+// Tests --fp8-recipe on the forward-only example: it derives the training and
+// optimizer steps, then quantizes every linear layer of the forward and of
+// fprop/dgrad/wgrad in the training step (14 + 42 FP8 GEMMs), keeps the LM
+// head in high precision, and verifies the result.
+// RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe -o %t.mlir
+// RUN: FileCheck %s < %t.mlir
+// RUN: grep -c 'fp8.scaled_matmul (' %t.mlir | FileCheck %s --check-prefix=FP8GEMMS
+// RUN: grep -c 'precision = high' %t.mlir | FileCheck %s --check-prefix=HIGH
+// FP8GEMMS: 56
+// HIGH: 4
+// CHECK-LABEL: func.func @forward(
+// CHECK-LABEL: func.func @train_step(
+// CHECK: fp8.quantize {{.*}} by #fp8.groups<128, dim = 2> scale pow2
+// CHECK: fp8.quantize {{.*}} by #fp8.blocks<128, 128> scale pow2
+// CHECK: fp8.scaled_matmul
+// CHECK: infir2.matmul {{.*}} {fp8.decision = #fp8.decision<precision = high, role = fprop, reason = "the LM head stays in high precision">
+// CHECK-LABEL: func.func @optimizer_step(
+// CHECK: infir2.adamw
+
+// Running the recipe again on its own output changes nothing.
+// RUN: infir2-opt %t.mlir --fp8-recipe -o %t.again.mlir
+// RUN: diff %t.mlir %t.again.mlir
+
+// The options reach the passes.
+// RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe="recipe=tensorwise format=hybrid scales=fp32 optimizer=sgd" | FileCheck %s --check-prefix=OPTS
+// OPTS: fp8.quantize {{.*}} to e5m2 by #fp8.tensorwise scale fp32
+// OPTS: infir2.sgd
+// RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe="keep-first-last=1" | FileCheck %s --check-prefix=KEEP
+// KEEP-NOT: fp8.scaled_matmul
+
+// The BF16 baseline: the same steps, no FP8.
+// RUN: infir2-opt %examples/tiny-qwen/model.mlir --bf16-recipe | FileCheck %s --check-prefix=BF16
+// BF16-LABEL: func.func @train_step(
+// BF16-NOT: fp8.
+// BF16-LABEL: func.func @optimizer_step(
