@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Times the compiler on the public model configs: import alone, and import +
-# --infir2-autodiff + --infir2-optimizer (parse, both passes, the verifier
-# after each, print). Reports the median of N runs per row.
+# Times the compiler on the public model configs: import alone; the training
+# step (--infir2-autodiff --infir2-optimizer on the imported forward); and
+# the whole --fp8-recipe (training step, precision decisions, quantization,
+# CSE, verification) on the forward-only input. Each row is the median of N
+# runs of a whole process (start-up, parse, passes, verifier, print).
 #
 #   bash bench/compile-time.sh [N]        (default N = 9; build first)
 set -euo pipefail
@@ -18,7 +20,7 @@ timeit() { # command... ; prints seconds of one run
   awk -v s="$s" -v e="$e" 'BEGIN { printf "%.6f\n", e - s }'
 }
 
-printf "%-16s %8s %8s %14s %14s\n" config layers ops "import (s)" "+autodiff+opt (s)"
+printf "%-16s %8s %8s %12s %18s %14s\n" config layers ops "import (s)" "+autodiff+opt (s)" "fp8-recipe (s)"
 for cfg in qwen2.5-0.5b qwen2.5-1.5b qwen2.5-7b llama-2-7b; do
   json=$root/examples/hf-configs/$cfg.json
   "$bin/infir2-import" --hf-config "$json" -o "$tmp/$cfg.mlir"
@@ -26,5 +28,6 @@ for cfg in qwen2.5-0.5b qwen2.5-1.5b qwen2.5-7b llama-2-7b; do
   import=$(for i in $(seq "$runs"); do timeit "$bin/infir2-import" --hf-config "$json" -o "$tmp/x.mlir"; done | median)
   train=$(for i in $(seq "$runs"); do timeit "$bin/infir2-opt" "$tmp/$cfg.mlir" --infir2-autodiff --infir2-optimizer -o "$tmp/t.mlir"; done | median)
   ops=$(grep -c ' = ' "$tmp/t.mlir")
-  printf "%-16s %8s %8s %14.3f %14.3f\n" "$cfg" "$layers" "$ops" "$import" "$train"
+  fp8=$(for i in $(seq "$runs"); do timeit "$bin/infir2-opt" "$tmp/$cfg.mlir" --fp8-recipe -o "$tmp/f.mlir"; done | median)
+  printf "%-16s %8s %8s %12.3f %18.3f %14.3f\n" "$cfg" "$layers" "$ops" "$import" "$train" "$fp8"
 done

@@ -2,8 +2,9 @@
 # The main job: installs what is missing, builds, then takes the example tiny
 # Qwen-style decoder through what the compiler does today: verify, import the
 # same model from its config.json, derive the training step (autodiff +
-# AdamW), check every gradient against finite differences, and check the
-# reference interpreter against PyTorch.
+# AdamW), apply the FP8 recipe and show every decision, compare the FP8 loss
+# with the exact one, check every gradient against finite differences, and
+# check the reference interpreter against PyTorch.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,6 +52,21 @@ for fn in train_step optimizer_step; do
 done
 echo "  gradient ops in @train_step:"
 grep -oE 'infir2\.[a-z_]+_grad' "$out/train.mlir" | sort | uniq -c | sed 's/^/  /'
+
+echo
+echo "== --fp8-recipe: the precision decision of every GEMM of the training step"
+"$build/bin/infir2-opt" "$model" --fp8-recipe --infir2-fp8-report=to-stdout -o "$out/fp8.mlir" |
+  awk '/@train_step/ {on = 1} /@optimizer_step|@forward/ {on = 0} on' | head -12
+echo "  ..."
+"$build/bin/infir2-opt" "$model" --fp8-recipe --infir2-fp8-report=to-stdout -o /dev/null |
+  awk '/@train_step/ {on = 1} on && /(fprop|dgrad|wgrad): / {print}'
+
+echo
+echo "== the FP8 forward against the exact one (FP64 interpreter, same inputs)"
+"$build/bin/infir2-opt" "$model" --infir2-assign-precision --infir2-insert-quantization --cse -o "$out/fwd-fp8.mlir"
+"$build/bin/infir2-run" "$model" --seed 1 --perturb-init 0.1 > "$out/exact.txt"
+"$build/bin/infir2-run" "$out/fwd-fp8.mlir" --seed 1 --perturb-init 0.1 > "$out/fp8.txt"
+/usr/bin/python3 "$root/test/python/compare_results.py" "$out/exact.txt" "$out/fp8.txt" 0.03
 
 echo
 echo "== every gradient of a 2-layer model against finite differences (FP64 interpreter)"

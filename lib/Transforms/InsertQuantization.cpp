@@ -6,6 +6,8 @@
 
 #include "infir2/Transforms/Passes.h"
 
+#include "RecipeUtils.h"
+
 #include "infir2/Dialect/FP8/IR/FP8Attrs.h"
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
@@ -106,6 +108,11 @@ struct InsertQuantizationPass
              << "; FP8 GEMMs write bf16 or f32";
     OpBuilder b(op);
     Location loc = op->getLoc();
+    // Keep the weight's name: once quantized, no operand is the parameter.
+    std::optional<StringRef> weight;
+    for (Value v : {gemm.getGemmRhs(), gemm.getGemmLhs()})
+      if (!weight)
+        weight = recipe::paramName(v);
     fp8::GranularityAttrInterface ga = d.getLhs(), gb = d.getRhs();
     auto [qa, sa] =
         quantize(b, loc, gemm.getGemmLhs(), gemm.isLhsContractionLast(), ga,
@@ -119,6 +126,9 @@ struct InsertQuantizationPass
     // other discardable attributes move to the FP8 GEMM.
     for (NamedAttribute attr : op->getDiscardableAttrs())
       mm->setAttr(attr.getName(), attr.getValue());
+    if (weight)
+      mm->setAttr(Infir2Dialect::getGemmWeightAttrName(),
+                  b.getStringAttr(*weight));
     mm->setAttr(fp8::FP8Dialect::getDecisionAttrName(),
                 fp8::DecisionAttr::get(b.getContext(), d.getPrecision(),
                                        d.getRole(), ga, gb, d.getLhsFormat(),

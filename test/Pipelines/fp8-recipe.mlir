@@ -33,3 +33,11 @@
 // BF16-LABEL: func.func @train_step(
 // BF16-NOT: fp8.
 // BF16-LABEL: func.func @optimizer_step(
+
+// The report after quantization: FP8 GEMMs keep their names and decisions.
+// RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe --infir2-fp8-report=to-stdout -o /dev/null | FileCheck %s --check-prefix=REPORT
+// REPORT-LABEL: @train_step: 45 GEMMs
+// REPORT-DAG: model.layers.1.mlp.down_proj.weight wgrad 256x768x512 fp8 e4m3 1x128@1 e4m3 1x128@1 linear layer
+// REPORT-DAG: model.embed_tokens.weight fprop 512x256x256 high the LM head stays in high precision
+// REPORT: fprop: 14 of 15 GEMMs in FP8, 96.0% of their flops
+// REPORT: wgrad: 14 of 15 GEMMs in FP8, 96.0% of their flops

@@ -2,16 +2,18 @@
 
 // Tests the forward GEMM of a linear layer: x in 1x128 groups along K, the
 // weight (already [N, K]) in 128x128 blocks, both E4M3, then one
-// scaled_matmul in the original result type, carrying the decision.
+// scaled_matmul in the original result type, carrying the decision and the
+// weight's name.
 // CHECK-LABEL: func.func @fprop
-// CHECK-SAME: (%[[W:.+]]: tensor<256x256xbf16>, %[[X:.+]]: tensor<2x128x256xbf16>)
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<256x256xbf16> {{.*}}, %[[X:[^:]+]]: tensor<2x128x256xbf16>)
 // CHECK: %[[XQ:.+]], %[[XS:.+]] = fp8.quantize %[[X]] to e4m3 by #fp8.groups<128, dim = 2> scale pow2 : tensor<2x128x256xbf16> -> tensor<2x128x256xf8E4M3FN>, tensor<2x128x2xf32>
 // CHECK: %[[WQ:.+]], %[[WS:.+]] = fp8.quantize %[[W]] to e4m3 by #fp8.blocks<128, 128> scale pow2 : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<2x2xf32>
 // CHECK: %[[Y:.+]] = fp8.scaled_matmul (%[[XQ]], %[[XS]] by #fp8.groups<128, dim = 2>), (%[[WQ]], %[[WS]] by #fp8.blocks<128, 128>) {fp8.decision = #fp8.decision<precision = fp8, role = fprop
+// CHECK-SAME: infir2.gemm_weight = "w"
 // CHECK-SAME: -> tensor<2x128x256xbf16>
 // CHECK-NOT: infir2.matmul
 // CHECK: return %[[Y]]
-func.func @fprop(%w: tensor<256x256xbf16>, %x: tensor<2x128x256xbf16>) -> tensor<2x128x256xbf16> {
+func.func @fprop(%w: tensor<256x256xbf16> {infir2.param = #infir2.param<"w", normal(std = 0.02)>}, %x: tensor<2x128x256xbf16>) -> tensor<2x128x256xbf16> {
   %y = infir2.matmul %x, %w {transpose_rhs, fp8.decision = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.groups<128, dim = 2>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
       : tensor<2x128x256xbf16>, tensor<256x256xbf16> -> tensor<2x128x256xbf16>
   return %y : tensor<2x128x256xbf16>
