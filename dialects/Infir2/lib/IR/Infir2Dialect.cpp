@@ -110,6 +110,17 @@ infir2::getParams(FunctionOpInterface fn) {
 // Function-argument attributes
 //===----------------------------------------------------------------------===//
 
+/// The type of argument or result `index` of `op`'s signature (null when `op`
+/// is not a function). Declarations have no region arguments, so the
+/// signature, not the body, is read.
+static Type signatureType(Operation *op, unsigned index, bool isResult) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return {};
+  ArrayRef<Type> types = isResult ? fn.getResultTypes() : fn.getArgumentTypes();
+  return index < types.size() ? types[index] : Type();
+}
+
 /// Checks the training-state attributes that name the parameter a tensor
 /// belongs to (`infir2.grad_of`, `infir2.master_of`, ...) and the scalar
 /// `infir2.input` roles. Returns std::nullopt for other attribute names.
@@ -157,15 +168,10 @@ LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
                                                       unsigned regionIndex,
                                                       unsigned argIndex,
                                                       NamedAttribute attr) {
-  {
-    auto fn = dyn_cast<FunctionOpInterface>(op);
-    Type type = fn && argIndex < fn.getNumArguments()
-                    ? fn.getArgumentTypes()[argIndex]
-                    : Type();
-    if (std::optional<LogicalResult> r =
-            verifyStateAttr(op, "argument", argIndex, attr, type))
-      return *r;
-  }
+  if (std::optional<LogicalResult> r =
+          verifyStateAttr(op, "argument", argIndex, attr,
+                          signatureType(op, argIndex, /*isResult=*/false)))
+    return *r;
   if (attr.getName() != getParamAttrName())
     return op->emitError() << "unknown argument attribute '"
                            << attr.getName().getValue() << "' on argument #"
@@ -176,14 +182,11 @@ LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
                            << argIndex << " must be a #infir2.param, got "
                            << attr.getValue();
 
-  // Function declarations have no region arguments, so read the signature.
-  Type type;
   auto fn = dyn_cast<FunctionOpInterface>(op);
-  if (fn && argIndex < fn.getNumArguments())
-    type = fn.getArgumentTypes()[argIndex];
-  else if (regionIndex < op->getNumRegions() &&
-           !op->getRegion(regionIndex).empty())
-    type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  if (!fn)
+    return op->emitError() << "'" << getParamAttrName()
+                           << "' is only allowed on function arguments";
+  Type type = signatureType(op, argIndex, /*isResult=*/false);
   auto tensor = dyn_cast_or_null<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape() ||
       !isa<BFloat16Type, Float16Type, Float32Type, Float64Type>(
@@ -194,14 +197,12 @@ LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
                               "f16, f32 or f64, got "
                            << type;
 
-  if (fn) {
-    for (unsigned i = 0; i < argIndex; ++i) {
-      auto other = fn.getArgAttrOfType<ParamAttr>(i, getParamAttrName());
-      if (other && other.getName() == param.getName())
-        return op->emitError()
-               << "parameter name '" << param.getName() << "' of argument #"
-               << argIndex << " is already used by argument #" << i;
-    }
+  for (unsigned i = 0; i < argIndex; ++i) {
+    auto other = fn.getArgAttrOfType<ParamAttr>(i, getParamAttrName());
+    if (other && other.getName() == param.getName())
+      return op->emitError()
+             << "parameter name '" << param.getName() << "' of argument #"
+             << argIndex << " is already used by argument #" << i;
   }
   return success();
 }
@@ -210,15 +211,10 @@ LogicalResult Infir2Dialect::verifyRegionResultAttribute(Operation *op,
                                                          unsigned regionIndex,
                                                          unsigned resultIndex,
                                                          NamedAttribute attr) {
-  {
-    auto fn = dyn_cast<FunctionOpInterface>(op);
-    Type type = fn && resultIndex < fn.getNumResults()
-                    ? fn.getResultTypes()[resultIndex]
-                    : Type();
-    if (std::optional<LogicalResult> r =
-            verifyStateAttr(op, "result", resultIndex, attr, type))
-      return *r;
-  }
+  if (std::optional<LogicalResult> r =
+          verifyStateAttr(op, "result", resultIndex, attr,
+                          signatureType(op, resultIndex, /*isResult=*/true)))
+    return *r;
   return op->emitError() << "'" << attr.getName().getValue()
                          << "' is not allowed on result #" << resultIndex
                          << " (parameters are function arguments)";
