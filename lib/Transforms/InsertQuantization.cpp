@@ -45,11 +45,19 @@ fp8::GranularityAttrInterface transposed(fp8::GranularityAttrInterface g,
   return g;
 }
 
-/// Brings `v` to K-last layout ([..., rows, K]) and quantizes it.
-std::pair<Value, Value> quantize(OpBuilder &b, Location loc, Value v,
-                                 bool kLast, fp8::GranularityAttrInterface &g,
-                                 fp8::Format format, fp8::ScaleRule rule) {
+/// Brings `v` to K-last layout ([..., rows, K]) and quantizes it; fails,
+/// with a diagnostic on `op`, when the decision does not fit the operand.
+FailureOr<std::pair<Value, Value>> quantize(OpBuilder &b, Operation *op,
+                                            StringRef name, Value v, bool kLast,
+                                            fp8::GranularityAttrInterface &g,
+                                            fp8::Format format,
+                                            fp8::ScaleRule rule) {
+  Location loc = op->getLoc();
   auto type = cast<RankedTensorType>(v.getType());
+  if (!isa<BFloat16Type, Float16Type, Float32Type>(type.getElementType()))
+    return op->emitOpError()
+           << "is decided fp8, but its " << name << " has element type "
+           << type.getElementType() << " (quantize takes bf16, f16 or f32)";
   int64_t rank = type.getRank();
   if (!kLast) {
     SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
@@ -60,15 +68,20 @@ std::pair<Value, Value> quantize(OpBuilder &b, Location loc, Value v,
     g = transposed(g, rank);
     type = cast<RankedTensorType>(v.getType());
   }
-  // The decision was verified to tile the operand.
-  SmallVector<int64_t> scaleShape = *fp8::getScaleShape(
-      g, type.getShape(), [] { return InFlightDiagnostic(); });
+  FailureOr<SmallVector<int64_t>> scaleShape =
+      fp8::getScaleShape(g, type.getShape(), [&] {
+        return op->emitOpError()
+               << "is decided fp8, but its " << name << " granularity does not "
+               << "fit (after the transpose to K-last, if any): ";
+      });
+  if (failed(scaleShape))
+    return failure();
   auto data = type.clone(fp8::getElementType(b.getContext(), format));
-  auto scale = RankedTensorType::get(scaleShape, b.getF32Type());
+  auto scale = RankedTensorType::get(*scaleShape, b.getF32Type());
   auto q = fp8::QuantizeOp::create(
       b, loc, data, scale, v, fp8::FormatAttr::get(b.getContext(), format), g,
       fp8::ScaleRuleAttr::get(b.getContext(), rule));
-  return {q.getData(), q.getScale()};
+  return std::pair<Value, Value>(q.getData(), q.getScale());
 }
 
 /// Whether a linalg init is known to be all zeros.
@@ -114,12 +127,18 @@ struct InsertQuantizationPass
       if (!weight)
         weight = recipe::paramName(v);
     fp8::GranularityAttrInterface ga = d.getLhs(), gb = d.getRhs();
-    auto [qa, sa] =
-        quantize(b, loc, gemm.getGemmLhs(), gemm.isLhsContractionLast(), ga,
-                 *d.getLhsFormat(), *d.getScales());
-    auto [qb, sb] =
-        quantize(b, loc, gemm.getGemmRhs(), gemm.isRhsContractionLast(), gb,
-                 *d.getRhsFormat(), *d.getScales());
+    auto lhs =
+        quantize(b, op, "lhs", gemm.getGemmLhs(), gemm.isLhsContractionLast(),
+                 ga, *d.getLhsFormat(), *d.getScales());
+    if (failed(lhs))
+      return failure();
+    auto rhs =
+        quantize(b, op, "rhs", gemm.getGemmRhs(), gemm.isRhsContractionLast(),
+                 gb, *d.getRhsFormat(), *d.getScales());
+    if (failed(rhs))
+      return failure();
+    auto [qa, sa] = *lhs;
+    auto [qb, sb] = *rhs;
     auto mm =
         fp8::ScaledMatmulOp::create(b, loc, resultType, qa, sa, ga, qb, sb, gb);
     // The decision, now with the granularities of the TN operands, and the
