@@ -55,8 +55,10 @@ grep -oE 'infir2\.[a-z_]+_grad' "$out/train.mlir" | sort | uniq -c | sed 's/^/  
 
 echo
 echo "== --fp8-recipe: the precision decision of every GEMM of the training step"
+# (awk, not head, cuts the listing: head would end the pipe early, and
+# pipefail would turn that into a failure.)
 "$build/bin/infir2-opt" "$model" --fp8-recipe --infir2-fp8-report=to-stdout -o "$out/fp8.mlir" |
-  awk '/@train_step/ {on = 1} /@optimizer_step|@forward/ {on = 0} on' | head -12
+  awk '/@train_step/ {on = 1} /@optimizer_step|@forward/ {on = 0} on && n++ < 12' 
 echo "  ..."
 "$build/bin/infir2-opt" "$model" --fp8-recipe --infir2-fp8-report=to-stdout -o /dev/null |
   awk '/@train_step/ {on = 1} on && /(fprop|dgrad|wgrad): / {print}'
