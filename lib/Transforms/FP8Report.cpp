@@ -76,10 +76,16 @@ struct FP8ReportPass : public infir2::impl::FP8ReportPassBase<FP8ReportPass> {
             fp8::FP8Dialect::getDecisionAttrName());
         Row r;
         r.name = nameOf(gemm);
-        GemmDims dims = getGemmDims(gemm);
-        r.shape = std::to_string(dims.batch * dims.m) + "x" +
-                  std::to_string(dims.n) + "x" + std::to_string(dims.k);
-        r.flops = 2.0 * dims.batch * dims.m * dims.n * dims.k;
+        // Sizes are known only for the GEMM forms the recipe handles
+        // (static tensors, not buffers).
+        r.shape = "-";
+        r.flops = 0.0;
+        if (gemm.isSupportedGemm()) {
+          GemmDims dims = getGemmDims(gemm);
+          r.shape = std::to_string(dims.batch * dims.m) + "x" +
+                    std::to_string(dims.n) + "x" + std::to_string(dims.k);
+          r.flops = 2.0 * dims.batch * dims.m * dims.n * dims.k;
+        }
         if (!d) {
           r.role = r.precision = "-";
           r.reason = "no decision (run --infir2-assign-precision)";
@@ -139,7 +145,7 @@ struct FP8ReportPass : public infir2::impl::FP8ReportPassBase<FP8ReportPass> {
       }
       if (n)
         os << "  " << role << ": " << inFP8 << " of " << n << " GEMMs in FP8, "
-           << llvm::format("%.1f", 100.0 * fp8Flops / flops)
+           << llvm::format("%.1f", flops > 0 ? 100.0 * fp8Flops / flops : 0.0)
            << "% of their flops\n";
     }
   }

@@ -113,6 +113,10 @@ struct InsertQuantizationPass
     Operation *op = gemm.getOperation();
     auto d = op->getAttrOfType<fp8::DecisionAttr>(
         fp8::FP8Dialect::getDecisionAttrName());
+    if (!gemm.isSupportedGemm())
+      return op->emitOpError()
+             << "is decided fp8, but is not a GEMM form the recipe handles "
+                "(operand layout or buffers)";
     Value result = gemm.getGemmResult();
     auto resultType = cast<RankedTensorType>(result.getType());
     if (!isa<BFloat16Type, Float32Type>(resultType.getElementType()))

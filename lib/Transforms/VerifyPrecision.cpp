@@ -76,6 +76,10 @@ LogicalResult VerifyPrecisionPass::checkGemm(GemmOpInterface gemm,
       fp8::FP8Dialect::getDecisionAttrName());
   if (!d || d.getPrecision() != fp8::Precision::fp8)
     return success();
+  if (!gemm.isSupportedGemm())
+    return gemm->emitOpError()
+           << "is decided fp8, but is not a GEMM form the recipe handles "
+              "(operand layout or buffers)";
   if (recipe::isLMHead(gemm, lmHead))
     return gemm->emitOpError()
            << "is part of the LM head, which the numerics contract keeps in "

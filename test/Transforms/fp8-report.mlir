@@ -31,3 +31,16 @@ func.func @grads(%dy: tensor<256x256xbf16>, %x: tensor<256x256xbf16>) {
       : tensor<256x256xbf16>, tensor<256x256xbf16> -> tensor<256x256xbf16> loc("dw")
   return
 }
+
+// -----
+
+// Tests that a GEMM on buffers, whose sizes the report cannot read, gets a
+// row without sizes and no flop share, rather than a crash.
+// CHECK: @buffers: 1 GEMMs
+// CHECK-NEXT: gemm role MxNxK prec lhs rhs reason
+// CHECK-NEXT: loc("mm") fprop - high a GEMM form the recipe does not handle (operand layout or buffers)
+// CHECK-NEXT: fprop: 0 of 1 GEMMs in FP8, 0.0% of their flops
+func.func @buffers(%a: memref<128x128xf32>, %b: memref<128x128xf32>, %c: memref<128x128xf32>) {
+  linalg.matmul ins(%a, %b : memref<128x128xf32>, memref<128x128xf32>) outs(%c : memref<128x128xf32>) loc("mm")
+  return
+}

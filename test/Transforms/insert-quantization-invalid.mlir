@@ -28,3 +28,14 @@ func.func @f16(%a: tensor<128x128xf16>) {
       : tensor<128x128xf16>, tensor<128x128xf16> -> tensor<128x128xf16>
   return
 }
+
+// -----
+
+// Tests that an FP8 decision on a GEMM form the recipe cannot rewrite (a
+// linalg.matmul on buffers) is reported, not followed.
+func.func @buffers(%a: memref<128x128xf32>, %b: memref<128x128xf32>, %c: memref<128x128xf32>) {
+  // expected-error @+1 {{is decided fp8, but is not a GEMM form the recipe handles (operand layout or buffers)}}
+  linalg.matmul {fp8.decision = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      ins(%a, %b : memref<128x128xf32>, memref<128x128xf32>) outs(%c : memref<128x128xf32>)
+  return
+}

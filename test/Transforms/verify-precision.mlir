@@ -52,6 +52,17 @@ func.func @scales(%w: tensor<128x128xbf16>, %x: tensor<128x128xbf16>) {
 
 // -----
 
+// Tests that an FP8 decision on a GEMM form the recipe cannot rewrite (a
+// linalg.matmul on buffers) is refused.
+func.func @buffers(%a: memref<128x128xf32>, %b: memref<128x128xf32>, %c: memref<128x128xf32>) {
+  // expected-error @+1 {{is decided fp8, but is not a GEMM form the recipe handles (operand layout or buffers)}}
+  linalg.matmul {fp8.decision = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      ins(%a, %b : memref<128x128xf32>, memref<128x128xf32>) outs(%c : memref<128x128xf32>)
+  return
+}
+
+// -----
+
 // Tests that an optimizer update acts on an FP32 master weight.
 func.func @update(%p: tensor<4xf32>, %s: tensor<f32>) {
   // expected-error @+1 {{must update an FP32 master weight (an argument carrying 'infir2.master_of')}}
