@@ -225,6 +225,8 @@ private:
   LogicalResult sgd(SGDOp op);
   double clippedScale(double gradScale, double norm, double maxGradNorm);
   LogicalResult quantize(fp8::QuantizeOp op);
+  LogicalResult quantizeDual(fp8::QuantizeDualOp op);
+  LogicalResult fused(fp8::FusedOp op);
   LogicalResult dequantize(fp8::DequantizeOp op);
   LogicalResult scaledMatmul(fp8::ScaledMatmulOp op);
   LogicalResult amax(fp8::AmaxOp op);
@@ -624,33 +626,88 @@ static Tensor dequantized(const Tensor &q, const Tensor &s, Value data,
   return out;
 }
 
-LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
-  const Tensor &x = get(op.getInput());
+/// Quantizes `x` (the value of `input`, whose shape it has) by `granularity`
+/// into `data` and `scale`; fails, naming the block, on a non-finite amax.
+static LogicalResult quantizeInto(Operation *op, const Tensor &x, Value input,
+                                  fp8::GranularityAttrInterface granularity,
+                                  fp8::Format format, fp8::ScaleRule rule,
+                                  ArrayRef<int64_t> scaleShape, Tensor &data,
+                                  Tensor &scale) {
   // Rounding to FP32 is monotone, so the amax of the FP32 inputs is the FP32
   // rounding of this FP64 amax.
-  Tensor amax =
-      blockAmax(x, op.getInput(), op.getGranularity(), shapeOf(op.getScale()));
-  bool e5m2 = op.getFormat() == fp8::Format::e5m2;
-  bool pow2 = op.getScaleRule() == fp8::ScaleRule::pow2;
-  float fmtMax = static_cast<float>(fp8::getMaxFinite(op.getFormat()));
-  Tensor scale(amax.shape);
+  Tensor amax = blockAmax(x, input, granularity, scaleShape);
+  bool e5m2 = format == fp8::Format::e5m2;
+  bool pow2 = rule == fp8::ScaleRule::pow2;
+  float fmtMax = static_cast<float>(fp8::getMaxFinite(format));
+  scale = Tensor(amax.shape);
   for (int64_t b = 0, n = amax.getNumElements(); b < n; ++b) {
     if (!std::isfinite(amax.data[b]))
-      return op.emitOpError() << "non-finite amax ("
-                              << (std::isnan(amax.data[b]) ? "nan" : "inf")
-                              << ") in scale block " << b
-                              << " of 'input': refusing to quantize it";
+      return op->emitOpError() << "non-finite amax ("
+                               << (std::isnan(amax.data[b]) ? "nan" : "inf")
+                               << ") in scale block " << b
+                               << " of 'input': refusing to quantize it";
     scale.data[b] =
         computeScale(static_cast<float>(amax.data[b]), fmtMax, pow2);
   }
-  std::vector<int64_t> map = blockIndexMap(op.getInput(), op.getGranularity());
-  Tensor data(x.shape);
+  std::vector<int64_t> map = blockIndexMap(input, granularity);
+  data = Tensor(x.shape);
   for (int64_t i = 0, n = x.getNumElements(); i < n; ++i)
     data.data[i] = roundToFP8(static_cast<float>(x.data[i]) /
                                   static_cast<float>(scale.data[map[i]]),
                               e5m2);
+  return success();
+}
+
+/// The transpose of `x` viewed as a matrix of rows: [T, K] -> [K, T].
+static Tensor transposeRows(const Tensor &x) {
+  int64_t cols = x.shape.back(), rows = x.getNumElements() / cols;
+  Tensor out(ArrayRef<int64_t>{cols, rows});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      out.data[j * rows + i] = x.data[i * cols + j];
+  return out;
+}
+
+LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
+  Tensor data, scale;
+  if (failed(quantizeInto(op, get(op.getInput()), op.getInput(),
+                          op.getGranularity(), op.getFormat(),
+                          op.getScaleRule(), shapeOf(op.getScale()), data,
+                          scale)))
+    return failure();
   set(op.getData(), std::move(data));
   set(op.getScale(), std::move(scale));
+  return success();
+}
+
+LogicalResult Interpreter::quantizeDual(fp8::QuantizeDualOp op) {
+  // Defined as two quantize ops: of the input, and of its [K, T] transpose.
+  Tensor data, scale, dataT, scaleT;
+  if (failed(quantizeInto(op, get(op.getInput()), op.getData(),
+                          op.getGranularity(), op.getFormat(),
+                          op.getScaleRule(), shapeOf(op.getScale()), data,
+                          scale)) ||
+      failed(quantizeInto(op, transposeRows(get(op.getInput())), op.getDataT(),
+                          op.getTransposedGranularity(), op.getFormat(),
+                          op.getScaleRule(), shapeOf(op.getScaleT()), dataT,
+                          scaleT)))
+    return failure();
+  set(op.getData(), std::move(data));
+  set(op.getScale(), std::move(scale));
+  set(op.getDataT(), std::move(dataT));
+  set(op.getScaleT(), std::move(scaleT));
+  return success();
+}
+
+LogicalResult Interpreter::fused(fp8::FusedOp op) {
+  // The body's ops, in order; the results are what it yields.
+  Block &body = op.getBody().front();
+  for (Operation &inner : body.without_terminator())
+    if (failed(run(&inner)))
+      return failure();
+  for (auto [result, value] :
+       llvm::zip_equal(op.getResults(), body.getTerminator()->getOperands()))
+    set(result, get(value));
   return success();
 }
 
@@ -782,6 +839,8 @@ LogicalResult Interpreter::run(Operation *op) {
         return success();
       })
       .Case([&](fp8::QuantizeOp o) { return quantize(o); })
+      .Case([&](fp8::QuantizeDualOp o) { return quantizeDual(o); })
+      .Case([&](fp8::FusedOp o) { return fused(o); })
       .Case([&](fp8::DequantizeOp o) { return dequantize(o); })
       .Case([&](fp8::ScaledMatmulOp o) { return scaledMatmul(o); })
       .Case([&](fp8::AmaxOp o) { return amax(o); })

@@ -17,6 +17,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace infir2 {
 #define GEN_PASS_DEF_INSERTQUANTIZATIONPASS
@@ -91,6 +93,86 @@ bool isZeroFill(Value init) {
                   matchPattern(fill.getInputs()[0], m_Zero()));
 }
 
+/// The tensor `q` quantizes. When `q` quantizes the [K, T] transpose of a
+/// tensor viewed as a matrix of rows [T, K] — a rank-2 transpose of the
+/// tensor itself, or of its leading dimensions collapsed by a reshape —
+/// `transposed` is set and that tensor is returned.
+Value quantizedSource(fp8::QuantizeOp q, bool &transposed) {
+  Value v = q.getInput();
+  transposed = false;
+  auto t = v.getDefiningOp<TransposeOp>();
+  if (!t || t.getPermutation() != ArrayRef<int64_t>{1, 0})
+    return v;
+  transposed = true;
+  Value src = t.getInput();
+  if (auto r = src.getDefiningOp<ReshapeOp>()) {
+    ArrayRef<int64_t> from =
+        cast<RankedTensorType>(r.getInput().getType()).getShape();
+    if (from.size() >= 2 &&
+        from.back() == cast<RankedTensorType>(src.getType()).getShape().back())
+      return r.getInput(); // [..., K] -> [T, K]
+  }
+  return src;
+}
+
+/// Where a tensor is quantized both as it is and as its [K, T] transpose,
+/// with one format and scale rule and one granularity per layout, replaces
+/// all of those quantize ops (and the transposes) with one
+/// fp8.quantize_dual.
+void mergeDualLayouts(Block &block) {
+  struct Uses {
+    SmallVector<fp8::QuantizeOp> direct, transposed;
+  };
+  llvm::MapVector<Value, Uses> bySource;
+  for (auto q : block.getOps<fp8::QuantizeOp>()) {
+    bool transposed;
+    Value src = quantizedSource(q, transposed);
+    (transposed ? bySource[src].transposed : bySource[src].direct).push_back(q);
+  }
+  auto agree = [](ArrayRef<fp8::QuantizeOp> qs, fp8::QuantizeOp first) {
+    return llvm::all_of(qs, [&](fp8::QuantizeOp q) {
+      return q.getFormat() == first.getFormat() &&
+             q.getScaleRule() == first.getScaleRule() &&
+             q.getGranularity() == first.getGranularity() &&
+             q.getScale().getType() == first.getScale().getType();
+    });
+  };
+  for (auto &[src, uses] : bySource) {
+    if (uses.direct.empty() || uses.transposed.empty())
+      continue;
+    fp8::QuantizeOp d = uses.direct.front(), t = uses.transposed.front();
+    if (!agree(uses.direct, d) || !agree(uses.transposed, t) ||
+        d.getFormat() != t.getFormat() || d.getScaleRule() != t.getScaleRule())
+      continue;
+    // Before the first of them, which the source dominates.
+    Operation *first = d;
+    for (auto q : llvm::concat<fp8::QuantizeOp>(uses.direct, uses.transposed))
+      if (q->isBeforeInBlock(first))
+        first = q;
+    OpBuilder b(first);
+    auto dual = fp8::QuantizeDualOp::create(
+        b, d.getLoc(), d.getData().getType(), d.getScale().getType(),
+        t.getData().getType(), t.getScale().getType(), src, d.getFormatAttr(),
+        d.getGranularity(), t.getGranularity(), d.getScaleRuleAttr());
+    for (fp8::QuantizeOp q : uses.direct) {
+      q.getData().replaceAllUsesWith(dual.getData());
+      q.getScale().replaceAllUsesWith(dual.getScale());
+      q.erase();
+    }
+    for (fp8::QuantizeOp q : uses.transposed) {
+      q.getData().replaceAllUsesWith(dual.getDataT());
+      q.getScale().replaceAllUsesWith(dual.getScaleT());
+      Operation *transpose = q.getInput().getDefiningOp();
+      Operation *reshape = transpose->getOperand(0).getDefiningOp();
+      q.erase();
+      if (transpose->use_empty())
+        transpose->erase();
+      if (isa_and_nonnull<ReshapeOp>(reshape) && reshape->use_empty())
+        reshape->erase();
+    }
+  }
+}
+
 struct InsertQuantizationPass
     : public infir2::impl::InsertQuantizationPassBase<InsertQuantizationPass> {
   using Base::Base;
@@ -104,9 +186,14 @@ struct InsertQuantizationPass
           !isa<fp8::ScaledMatmulOp>(gemm.getOperation()))
         gemms.push_back(gemm);
     });
-    for (GemmOpInterface gemm : gemms)
+    llvm::SetVector<Block *> blocks;
+    for (GemmOpInterface gemm : gemms) {
+      blocks.insert(gemm->getBlock());
       if (failed(rewrite(gemm)))
         return signalPassFailure();
+    }
+    for (Block *block : blocks)
+      mergeDualLayouts(*block);
   }
 
   LogicalResult rewrite(GemmOpInterface gemm) {

@@ -34,6 +34,7 @@ struct VerifyPrecisionPass
   LogicalResult checkGemm(GemmOpInterface gemm,
                           const llvm::StringSet<> &lmHead);
   LogicalResult checkUpdate(Operation *op, Value master);
+  LogicalResult checkScaleRule(Operation *quantization);
   std::optional<fp8::ScaleRule> required;
 };
 
@@ -54,11 +55,8 @@ void VerifyPrecisionPass::runOnOperation() {
       LogicalResult r = success();
       if (auto gemm = dyn_cast<GemmOpInterface>(op))
         r = checkGemm(gemm, lmHead);
-      else if (auto q = dyn_cast<fp8::QuantizeOp>(op);
-               q && required && q.getScaleRule() != *required)
-        r = q.emitOpError()
-            << "uses " << fp8::stringifyScaleRule(q.getScaleRule())
-            << " scales, but " << scales << " was asked for";
+      else if (isa<fp8::QuantizeOp, fp8::QuantizeDualOp>(op))
+        r = checkScaleRule(op);
       else if (auto adamw = dyn_cast<AdamWOp>(op))
         r = checkUpdate(op, adamw.getParam());
       else if (auto sgd = dyn_cast<SGDOp>(op))
@@ -100,6 +98,15 @@ LogicalResult VerifyPrecisionPass::checkGemm(GemmOpInterface gemm,
       return failure();
   }
   return success();
+}
+
+LogicalResult VerifyPrecisionPass::checkScaleRule(Operation *quantization) {
+  auto rule = quantization->getAttrOfType<fp8::ScaleRuleAttr>("scale_rule");
+  if (!required || rule.getValue() == *required)
+    return success();
+  return quantization->emitOpError()
+         << "uses " << fp8::stringifyScaleRule(rule.getValue())
+         << " scales, but " << scales << " was asked for";
 }
 
 LogicalResult VerifyPrecisionPass::checkUpdate(Operation *op, Value master) {

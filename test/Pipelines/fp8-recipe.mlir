@@ -10,8 +10,8 @@
 // HIGH: 4
 // CHECK-LABEL: func.func @forward(
 // CHECK-LABEL: func.func @train_step(
-// CHECK: fp8.quantize {{.*}} by #fp8.groups<128, dim = 2> scale pow2
-// CHECK: fp8.quantize {{.*}} by #fp8.blocks<128, 128> scale pow2
+// CHECK: fp8.quantize_dual {{.*}} by #fp8.groups<128, dim = 2> and transposed by #fp8.groups<128, dim = 1> scale pow2
+// CHECK: fp8.quantize_dual {{.*}} by #fp8.blocks<128, 128> and transposed by #fp8.blocks<128, 128> scale pow2
 // CHECK: fp8.scaled_matmul
 // CHECK: infir2.matmul {{.*}} {fp8.decision = #fp8.decision<precision = high, role = fprop, reason = "the LM head stays in high precision">
 // CHECK-LABEL: func.func @optimizer_step(
@@ -23,7 +23,7 @@
 
 // The options reach the passes.
 // RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe="recipe=tensorwise format=hybrid scales=fp32 optimizer=sgd" | FileCheck %s --check-prefix=OPTS
-// OPTS: fp8.quantize {{.*}} to e5m2 by #fp8.tensorwise scale fp32
+// OPTS: fp8.quantize_dual {{.*}} to e5m2 by #fp8.tensorwise and transposed by #fp8.tensorwise scale fp32
 // OPTS: infir2.sgd
 // RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe="keep-first-last=1" | FileCheck %s --check-prefix=KEEP
 // KEEP-NOT: fp8.scaled_matmul

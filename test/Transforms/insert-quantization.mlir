@@ -25,19 +25,20 @@ func.func @fprop(%w: tensor<256x256xbf16> {infir2.param = #infir2.param<"w", nor
 // transposed before quantization (blocks stay 128x128); wgrad contracts over
 // tokens, so both operands are transposed to [., T] and quantized in 1x128
 // groups along tokens, now their last dimension; the E5M2 gradient of the
-// hybrid format is kept.
+// hybrid format is kept. The output gradient is read in both layouts, so one
+// quantize_dual makes both copies and no transpose of it remains; the weight
+// and the activation are read in one layout each and keep a plain quantize.
 // CHECK-LABEL: func.func @grads
 // CHECK-SAME: (%[[W:.+]]: tensor<256x512xbf16>, %[[DY:.+]]: tensor<256x256xbf16>, %[[X:.+]]: tensor<256x512xbf16>)
-// CHECK: %[[DYQ:.+]], %{{.+}} = fp8.quantize %[[DY]] to e5m2 by #fp8.groups<128, dim = 1>
+// CHECK: %[[DYQ:.+]], %[[DYS:.+]], %[[DYQT:.+]], %[[DYST:.+]] = fp8.quantize_dual %[[DY]] to e5m2 by #fp8.groups<128, dim = 1> and transposed by #fp8.groups<128, dim = 1> scale pow2 : tensor<256x256xbf16> -> tensor<256x256xf8E5M2>, tensor<256x2xf32>, tensor<256x256xf8E5M2>, tensor<256x2xf32>
 // CHECK: %[[WT:.+]] = infir2.transpose %[[W]] [1, 0] : tensor<256x512xbf16> -> tensor<512x256xbf16>
 // CHECK: fp8.quantize %[[WT]] to e4m3 by #fp8.blocks<128, 128>
-// CHECK: fp8.scaled_matmul {{.*}} {fp8.decision = #fp8.decision<precision = fp8, role = dgrad, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e5m2
+// CHECK: fp8.scaled_matmul (%[[DYQ]], %[[DYS]] by #fp8.groups<128, dim = 1>), {{.*}} {fp8.decision = #fp8.decision<precision = fp8, role = dgrad, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e5m2
 // CHECK-SAME: -> tensor<256x512xbf16>
-// CHECK: %[[DYT:.+]] = infir2.transpose %[[DY]] [1, 0] : tensor<256x256xbf16> -> tensor<256x256xbf16>
-// CHECK: fp8.quantize %[[DYT]] to e5m2 by #fp8.groups<128, dim = 1>
+// CHECK-NOT: infir2.transpose %[[DY]]
 // CHECK: %[[XT:.+]] = infir2.transpose %[[X]] [1, 0] : tensor<256x512xbf16> -> tensor<512x256xbf16>
 // CHECK: fp8.quantize %[[XT]] to e4m3 by #fp8.groups<128, dim = 1> scale pow2 : tensor<512x256xbf16> -> tensor<512x256xf8E4M3FN>, tensor<512x2xf32>
-// CHECK: fp8.scaled_matmul {{.*}} {fp8.decision = #fp8.decision<precision = fp8, role = wgrad, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.groups<128, dim = 1>
+// CHECK: fp8.scaled_matmul (%[[DYQT]], %[[DYST]] by #fp8.groups<128, dim = 1>), {{.*}} {fp8.decision = #fp8.decision<precision = fp8, role = wgrad, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.groups<128, dim = 1>
 // CHECK-SAME: infir2.gemm_role = "wgrad"
 // CHECK-SAME: -> tensor<256x512xf32>
 func.func @grads(%w: tensor<256x512xbf16>, %dy: tensor<256x256xbf16>, %x: tensor<256x512xbf16>) -> (tensor<256x512xbf16>, tensor<256x512xf32>) {
@@ -48,6 +49,48 @@ func.func @grads(%w: tensor<256x512xbf16>, %dy: tensor<256x256xbf16>, %x: tensor
       fp8.decision = #fp8.decision<precision = fp8, role = wgrad, lhs = #fp8.groups<128, dim = 0>, rhs = #fp8.groups<128, dim = 0>, lhs_format = e5m2, rhs_format = e4m3, scales = pow2, reason = "x">}
       : tensor<256x256xbf16>, tensor<256x512xbf16> -> tensor<256x512xf32>
   return %dx, %dw : tensor<256x512xbf16>, tensor<256x512xf32>
+}
+
+// -----
+
+// Tests a whole linear layer (fprop, dgrad, wgrad): the activation, the
+// weight and the output gradient are each quantized once, in both layouts,
+// where the forward pass first needs them; the three transposes are gone.
+// CHECK-LABEL: func.func @layer
+// CHECK-SAME: (%[[W:.+]]: tensor<256x512xbf16>, %[[X:.+]]: tensor<256x512xbf16>, %[[DY:.+]]: tensor<256x256xbf16>)
+// CHECK: %[[XQ:.+]], %[[XS:.+]], %[[XQT:.+]], %[[XST:.+]] = fp8.quantize_dual %[[X]] to e4m3 by #fp8.groups<128, dim = 1> and transposed by #fp8.groups<128, dim = 1> scale pow2 : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x4xf32>, tensor<512x256xf8E4M3FN>, tensor<512x2xf32>
+// CHECK: %[[WQ:.+]], %[[WS:.+]], %[[WQT:.+]], %[[WST:.+]] = fp8.quantize_dual %[[W]] to e4m3 by #fp8.blocks<128, 128> and transposed by #fp8.blocks<128, 128> scale pow2 : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<2x4xf32>, tensor<512x256xf8E4M3FN>, tensor<4x2xf32>
+// CHECK: fp8.scaled_matmul (%[[XQ]], %[[XS]] by {{.*}}), (%[[WQ]], %[[WS]] by
+// CHECK: %[[DYQ:.+]], %[[DYS:.+]], %[[DYQT:.+]], %[[DYST:.+]] = fp8.quantize_dual %[[DY]]
+// CHECK: fp8.scaled_matmul (%[[DYQ]], %[[DYS]] by {{.*}}), (%[[WQT]], %[[WST]] by
+// CHECK: fp8.scaled_matmul (%[[DYQT]], %[[DYST]] by {{.*}}), (%[[XQT]], %[[XST]] by
+// CHECK-NOT: infir2.transpose
+// CHECK-NOT: fp8.quantize
+func.func @layer(%w: tensor<256x512xbf16>, %x: tensor<256x512xbf16>, %dy: tensor<256x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x512xbf16>, tensor<256x512xf32>) {
+  %y = infir2.matmul %x, %w {transpose_rhs, fp8.decision = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      : tensor<256x512xbf16>, tensor<256x512xbf16> -> tensor<256x256xbf16>
+  %dx = infir2.matmul %dy, %w {fp8.decision = #fp8.decision<precision = fp8, role = dgrad, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      : tensor<256x256xbf16>, tensor<256x512xbf16> -> tensor<256x512xbf16>
+  %dw = infir2.matmul %dy, %x {transpose_lhs, fp8.decision = #fp8.decision<precision = fp8, role = wgrad, lhs = #fp8.groups<128, dim = 0>, rhs = #fp8.groups<128, dim = 0>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      : tensor<256x256xbf16>, tensor<256x512xbf16> -> tensor<256x512xf32>
+  return %y, %dx, %dw : tensor<256x256xbf16>, tensor<256x512xbf16>, tensor<256x512xf32>
+}
+
+// -----
+
+// Tests that the two layouts are not merged when they disagree on the format
+// (an E5M2 copy and an E4M3 copy of one tensor are two different passes).
+// CHECK-LABEL: func.func @formats_differ
+// CHECK-NOT: fp8.quantize_dual
+// CHECK: fp8.quantize %{{.+}} to e4m3
+// CHECK: infir2.transpose
+// CHECK: fp8.quantize %{{.+}} to e5m2
+func.func @formats_differ(%a: tensor<256x256xbf16>, %b: tensor<256x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x256xbf16>) {
+  %0 = infir2.matmul %a, %b {transpose_rhs, fp8.decision = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      : tensor<256x256xbf16>, tensor<256x256xbf16> -> tensor<256x256xbf16>
+  %1 = infir2.matmul %b, %a {fp8.decision = #fp8.decision<precision = fp8, role = dgrad, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e5m2, scales = pow2, reason = "x">}
+      : tensor<256x256xbf16>, tensor<256x256xbf16> -> tensor<256x256xbf16>
+  return %0, %1 : tensor<256x256xbf16>, tensor<256x256xbf16>
 }
 
 // -----

@@ -40,13 +40,15 @@ func.func @untiled(%w: tensor<96x128xbf16>, %x: tensor<128x128xbf16>) {
 // -----
 
 // Tests that FP32 scales are refused when power-of-two scales were asked for,
-// in a decision and in a quantize.
+// in a decision, in a quantize and in a quantize_dual.
 func.func @scales(%w: tensor<128x128xbf16>, %x: tensor<128x128xbf16>) {
   // expected-error @+1 {{is decided with fp32 scales, but pow2 was asked for}}
   %y = infir2.matmul %x, %w {transpose_rhs, fp8.decision = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.tensorwise, rhs = #fp8.tensorwise, lhs_format = e4m3, rhs_format = e4m3, scales = fp32, reason = "x">}
       : tensor<128x128xbf16>, tensor<128x128xbf16> -> tensor<128x128xbf16>
   // expected-error @+1 {{uses fp32 scales, but pow2 was asked for}}
   %q, %s = fp8.quantize %x to e4m3 by #fp8.tensorwise scale fp32 : tensor<128x128xbf16> -> tensor<128x128xf8E4M3FN>, tensor<1x1xf32>
+  // expected-error @+1 {{uses fp32 scales, but pow2 was asked for}}
+  %d:4 = fp8.quantize_dual %x to e4m3 by #fp8.tensorwise and transposed by #fp8.tensorwise scale fp32 : tensor<128x128xbf16> -> tensor<128x128xf8E4M3FN>, tensor<1x1xf32>, tensor<128x128xf8E4M3FN>, tensor<1x1xf32>
   return
 }
 

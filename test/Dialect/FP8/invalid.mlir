@@ -298,3 +298,160 @@ func.func @unknown_fp8_attr(%a: tensor<4x4xf32>) {
   %0 = infir2.matmul %a, %a {fp8.precision} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+// Tests that quantize_dual needs a matrix to transpose.
+func.func @dual_rank(%x: tensor<256xbf16>) {
+  // expected-error @+1 {{expects 'input' of rank at least 2 (it has a transposed copy), got shape [256]}}
+  %q:4 = fp8.quantize_dual %x to e4m3 by #fp8.tensorwise and transposed by #fp8.tensorwise scale pow2 : tensor<256xbf16> -> tensor<256xf8E4M3FN>, tensor<1xf32>, tensor<256xf8E4M3FN>, tensor<1xf32>
+  return
+}
+
+// -----
+
+// Tests that quantize_dual's row-wise copy has the input's shape.
+func.func @dual_data_shape(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{expects 'data' to have the shape of 'input' [128, 256], got [256, 128]}}
+  %q:4 = fp8.quantize_dual %x to e4m3 by #fp8.tensorwise and transposed by #fp8.tensorwise scale pow2 : tensor<128x256xbf16> -> tensor<256x128xf8E4M3FN>, tensor<1x1xf32>, tensor<256x128xf8E4M3FN>, tensor<1x1xf32>
+  return
+}
+
+// -----
+
+// Tests that quantize_dual's column-wise copy is the [K, T] transpose.
+func.func @dual_data_t_shape(%x: tensor<2x128x256xbf16>) {
+  // expected-error @+1 {{expects 'data_t' of shape [256, 256] (the transpose of 'input' viewed as [T, K]), got [2, 256, 128]}}
+  %q:4 = fp8.quantize_dual %x to e4m3 by #fp8.tensorwise and transposed by #fp8.tensorwise scale pow2 : tensor<2x128x256xbf16> -> tensor<2x128x256xf8E4M3FN>, tensor<1x1x1xf32>, tensor<2x256x128xf8E4M3FN>, tensor<1x1x1xf32>
+  return
+}
+
+// -----
+
+// Tests that both copies of a quantize_dual have the format's element type.
+func.func @dual_format(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{expects 'data_t' of element type 'f8E5M2' for format e5m2, got 'f8E4M3FN'}}
+  %q:4 = fp8.quantize_dual %x to e5m2 by #fp8.tensorwise and transposed by #fp8.tensorwise scale pow2 : tensor<128x256xbf16> -> tensor<128x256xf8E5M2>, tensor<1x1xf32>, tensor<256x128xf8E4M3FN>, tensor<1x1xf32>
+  return
+}
+
+// -----
+
+// Tests that quantize_dual keeps E8M0 scales to the pow2 rule.
+func.func @dual_e8m0(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{expects f32 scales with scale rule fp32 (f8E8M0FNU holds only powers of two)}}
+  %q:4 = fp8.quantize_dual %x to e4m3 by #fp8.tensorwise and transposed by #fp8.tensorwise scale fp32 : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<1x1xf8E8M0FNU>, tensor<256x128xf8E4M3FN>, tensor<1x1xf32>
+  return
+}
+
+// -----
+
+// Tests that the column-wise scales follow the transposed granularity.
+func.func @dual_scale_t(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{expects 'scale_t' of shape [256, 1] (one scale per #fp8.groups<128, dim = 1> block of 'data_t' [256, 128]), got [2, 1]}}
+  %q:4 = fp8.quantize_dual %x to e4m3 by #fp8.groups<128, dim = 1> and transposed by #fp8.groups<128, dim = 1> scale pow2 : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<128x2xf32>, tensor<256x128xf8E4M3FN>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+// Tests that the row-wise scales follow the granularity.
+func.func @dual_scale(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{expects 'scale' of shape [128, 2] (one scale per #fp8.groups<128, dim = 1> block of 'data' [128, 256]), got [1, 2]}}
+  %q:4 = fp8.quantize_dual %x to e4m3 by #fp8.groups<128, dim = 1> and transposed by #fp8.groups<128, dim = 1> scale pow2 : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<1x2xf32>, tensor<256x128xf8E4M3FN>, tensor<256x1xf32>
+  return
+}
+
+// -----
+
+// Tests that an fp8.fused body ends with fp8.yield.
+func.func @fused_no_yield(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{expects its body to end with fp8.yield}}
+  fp8.fused {
+    %n = infir2.silu %x : tensor<128x256xbf16>
+    %a, %b = fp8.quantize %n to e4m3 by #fp8.tensorwise scale pow2 : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<1x1xf32>
+    func.return
+  }
+  return
+}
+
+// -----
+
+// Tests that an fp8.fused body is not empty.
+func.func @fused_empty() {
+  // expected-error @+1 {{expects a producer op and its quantizations, got an empty body}}
+  fp8.fused {
+    fp8.yield
+  }
+  return
+}
+
+// -----
+
+// Tests that an fp8.fused body begins with its producer.
+func.func @fused_quantize_first(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{expects its body to begin with the producer, not a quantization}}
+  fp8.fused {
+    %a, %b = fp8.quantize %x to e4m3 by #fp8.tensorwise scale pow2 : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<1x1xf32>
+    fp8.yield
+  }
+  return
+}
+
+// -----
+
+// Tests that the producer of an fp8.fused body has one result.
+func.func @fused_two_results(%g: tensor<128x256xbf16>, %u: tensor<128x256xbf16>, %dy: tensor<128x256xbf16>) {
+  // expected-error @+1 {{expects a producer of one result, got 'infir2.swiglu_grad' with 2}}
+  fp8.fused {
+    %dg, %du = infir2.swiglu_grad %g, %u, %dy : tensor<128x256xbf16>
+    fp8.yield
+  }
+  return
+}
+
+// -----
+
+// Tests that everything after the producer quantizes the producer's result.
+func.func @fused_foreign(%x: tensor<128x256xbf16>) {
+  fp8.fused {
+    %n = infir2.silu %x : tensor<128x256xbf16>
+    // expected-error @+1 {{in an fp8.fused body must be a quantization of the producer's result}}
+    %a, %b = fp8.quantize %x to e4m3 by #fp8.tensorwise scale pow2 : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<1x1xf32>
+    fp8.yield
+  }
+  return
+}
+
+// -----
+
+// Tests that an fp8.fused body fuses at least one quantization.
+func.func @fused_nothing(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{fuses no quantization into 'infir2.silu'}}
+  %y = fp8.fused -> (tensor<128x256xbf16>) {
+    %n = infir2.silu %x : tensor<128x256xbf16>
+    fp8.yield %n : tensor<128x256xbf16>
+  }
+  return
+}
+
+// -----
+
+// Tests that an fp8.fused body yields values of its result types.
+func.func @fused_yield_types(%x: tensor<128x256xbf16>) {
+  // expected-error @+1 {{yields 1 value(s) whose types do not match its 2 result(s)}}
+  %y:2 = fp8.fused -> (tensor<128x256xbf16>, tensor<1x1xf32>) {
+    %n = infir2.silu %x : tensor<128x256xbf16>
+    %a, %b = fp8.quantize %n to e4m3 by #fp8.tensorwise scale pow2 : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<1x1xf32>
+    fp8.yield %n : tensor<128x256xbf16>
+  }
+  return
+}
+
+// -----
+
+// Tests that fp8.yield appears only in an fp8.fused body.
+func.func @yield_outside() {
+  // expected-error @+1 {{expects parent op 'fp8.fused'}}
+  fp8.yield
+}

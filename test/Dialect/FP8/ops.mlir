@@ -93,3 +93,38 @@ func.func @other_dialects() {
 func.func @attributes() attributes {fmt = #fp8<format e5m2>, gran = #fp8.groups<128, dim = 0>, rule = #fp8<scale_rule fp32>} {
   return
 }
+
+// -----
+
+// Tests quantize_dual: the row-wise copy of a [batch, seq, hidden] activation
+// and the [hidden, tokens] column-wise copy, with their scales.
+// CHECK-LABEL: func.func @dual
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} = fp8.quantize_dual %{{.+}} to e4m3 by #fp8.groups<128, dim = 2> and transposed by #fp8.groups<128, dim = 1> scale pow2 : tensor<2x128x512xbf16> -> tensor<2x128x512xf8E4M3FN>, tensor<2x128x4xf32>, tensor<512x256xf8E4M3FN>, tensor<512x2xf32>
+func.func @dual(%x: tensor<2x128x512xbf16>) {
+  %q, %s, %qt, %st = fp8.quantize_dual %x to e4m3 by #fp8.groups<128, dim = 2>
+      and transposed by #fp8.groups<128, dim = 1> scale pow2
+      : tensor<2x128x512xbf16> -> tensor<2x128x512xf8E4M3FN>, tensor<2x128x4xf32>,
+        tensor<512x256xf8E4M3FN>, tensor<512x2xf32>
+  return
+}
+
+// -----
+
+// Tests fp8.fused: a producer from another dialect, its quantization, and a
+// yield of the FP8 copy and of the high-precision value.
+// CHECK-LABEL: func.func @fused
+// CHECK: %[[F:.+]]:3 = fp8.fused -> (tensor<128x256xbf16>, tensor<128x256xf8E4M3FN>, tensor<128x2xf32>) {
+// CHECK-NEXT: %[[N:.+]] = infir2.silu
+// CHECK-NEXT: %[[Q:.+]], %[[S:.+]] = fp8.quantize %[[N]]
+// CHECK-NEXT: fp8.yield %[[N]], %[[Q]], %[[S]] : tensor<128x256xbf16>, tensor<128x256xf8E4M3FN>, tensor<128x2xf32>
+// CHECK-NEXT: }
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @fused(%x: tensor<128x256xbf16>) -> (tensor<128x256xbf16>, tensor<128x256xf8E4M3FN>) {
+  %y, %q, %s = fp8.fused -> (tensor<128x256xbf16>, tensor<128x256xf8E4M3FN>, tensor<128x2xf32>) {
+    %n = infir2.silu %x : tensor<128x256xbf16>
+    %a, %b = fp8.quantize %n to e4m3 by #fp8.groups<128, dim = 1> scale pow2
+        : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<128x2xf32>
+    fp8.yield %n, %a, %b : tensor<128x256xbf16>, tensor<128x256xf8E4M3FN>, tensor<128x2xf32>
+  }
+  return %y, %q : tensor<128x256xbf16>, tensor<128x256xf8E4M3FN>
+}

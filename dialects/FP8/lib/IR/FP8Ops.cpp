@@ -41,6 +41,24 @@ LogicalResult verifyScale(Operation *op, StringRef dataName, Value data,
                              << "[" << actual << "]";
   return success();
 }
+/// Checks the element type of `data` against `format` and the scale type
+/// against `rule`.
+LogicalResult verifyFormat(Operation *op, StringRef dataName, Value data,
+                           Value scale, Format format, ScaleRule rule) {
+  Type expectedElt = getElementType(op->getContext(), format);
+  if (tensorOf(data).getElementType() != expectedElt)
+    return op->emitOpError()
+           << "expects '" << dataName << "' of element type " << expectedElt
+           << " for format " << stringifyFormat(format) << ", got "
+           << tensorOf(data).getElementType();
+  if (isa<Float8E8M0FNUType>(tensorOf(scale).getElementType()) &&
+      rule != ScaleRule::pow2)
+    return op->emitOpError()
+           << "expects f32 scales with scale rule " << stringifyScaleRule(rule)
+           << " (f8E8M0FNU holds only powers of two)";
+  return success();
+}
+
 } // namespace
 
 LogicalResult QuantizeOp::verify() {
@@ -50,18 +68,77 @@ LogicalResult QuantizeOp::verify() {
                          << "[" << in.getShape() << "]"
                          << ", got "
                          << "[" << data.getShape() << "]";
-  Type expectedElt = getElementType(getContext(), getFormat());
-  if (data.getElementType() != expectedElt)
-    return emitOpError() << "expects 'data' of element type " << expectedElt
-                         << " for format " << stringifyFormat(getFormat())
-                         << ", got " << data.getElementType();
-  if (isa<Float8E8M0FNUType>(tensorOf(getScale()).getElementType()) &&
-      getScaleRule() != ScaleRule::pow2)
-    return emitOpError() << "expects f32 scales with scale rule "
-                         << stringifyScaleRule(getScaleRule())
-                         << " (f8E8M0FNU holds only powers of two)";
+  if (failed(verifyFormat(*this, "data", getData(), getScale(), getFormat(),
+                          getScaleRule())))
+    return failure();
   return verifyScale(*this, "input", getInput(), "scale", getScale(),
                      getGranularity());
+}
+
+LogicalResult QuantizeDualOp::verify() {
+  ArrayRef<int64_t> in = tensorOf(getInput()).getShape();
+  if (in.size() < 2)
+    return emitOpError() << "expects 'input' of rank at least 2 (it has a "
+                            "transposed copy), got shape "
+                         << "[" << in << "]";
+  ArrayRef<int64_t> data = tensorOf(getData()).getShape();
+  if (data != in)
+    return emitOpError() << "expects 'data' to have the shape of 'input' "
+                         << "[" << in << "]"
+                         << ", got "
+                         << "[" << data << "]";
+  SmallVector<int64_t> transposed = {
+      in.back(), ShapedType::getNumElements(in.drop_back())};
+  ArrayRef<int64_t> dataT = tensorOf(getDataT()).getShape();
+  if (dataT != ArrayRef<int64_t>(transposed))
+    return emitOpError() << "expects 'data_t' of shape "
+                         << "[" << transposed << "]"
+                         << " (the transpose of 'input' viewed as [T, K]), "
+                            "got "
+                         << "[" << dataT << "]";
+  if (failed(verifyFormat(*this, "data", getData(), getScale(), getFormat(),
+                          getScaleRule())) ||
+      failed(verifyFormat(*this, "data_t", getDataT(), getScaleT(), getFormat(),
+                          getScaleRule())) ||
+      failed(verifyScale(*this, "data", getData(), "scale", getScale(),
+                         getGranularity())))
+    return failure();
+  return verifyScale(*this, "data_t", getDataT(), "scale_t", getScaleT(),
+                     getTransposedGranularity());
+}
+
+LogicalResult FusedOp::verify() {
+  Block &body = getBody().front();
+  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
+  if (!yield)
+    return emitOpError() << "expects its body to end with fp8.yield";
+  Operation *producer = &body.front();
+  if (producer == yield)
+    return emitOpError() << "expects a producer op and its quantizations, "
+                            "got an empty body";
+  if (isa<QuantizeOp, QuantizeDualOp>(producer))
+    return emitOpError() << "expects its body to begin with the producer, "
+                            "not a quantization";
+  if (producer->getNumResults() != 1)
+    return emitOpError() << "expects a producer of one result, got '"
+                         << producer->getName() << "' with "
+                         << producer->getNumResults();
+  int64_t quantizations = 0;
+  for (Operation &op : llvm::drop_begin(body.without_terminator())) {
+    if (!isa<QuantizeOp, QuantizeDualOp>(op) ||
+        op.getOperand(0) != producer->getResult(0))
+      return op.emitOpError() << "in an fp8.fused body must be a quantization "
+                                 "of the producer's result";
+    ++quantizations;
+  }
+  if (quantizations == 0)
+    return emitOpError() << "fuses no quantization into '"
+                         << producer->getName() << "'";
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " value(s) whose types do not match its "
+                         << getNumResults() << " result(s)";
+  return success();
 }
 
 LogicalResult DequantizeOp::verify() {

@@ -48,6 +48,52 @@ def FP8_QuantizeOp : FP8_Op<"quantize", [Pure]> {
   let hasVerifier = 1;
 }
 
+def FP8_QuantizeDualOp : FP8_Op<"quantize_dual", [Pure]> {
+  let summary = "Quantizes a tensor in both layouts in one pass: row-wise and column-wise copies.";
+  let description = [{
+    A tensor that a training step reads in both layouts — an activation
+    (forward GEMM: contraction over features; weight-gradient GEMM:
+    contraction over tokens), an output gradient, or a weight (forward and
+    data-gradient GEMMs) — is quantized once, producing two FP8 copies with
+    their scales:
+
+    - `data`, `scale`: `input` quantized by `granularity`, exactly as
+      `fp8.quantize` would;
+    - `data_t`, `scale_t`: the transpose of `input` viewed as a matrix of rows
+      (`[T, K]`, `T` the product of the leading dimensions, `K` the last one),
+      so of shape `[K, T]`, quantized by `transposed_granularity`, exactly as
+      `fp8.quantize` of that explicit transpose would.
+
+    Both copies keep the contraction dimension last, the layout
+    `fp8.scaled_matmul` takes: a `[batch, seq, hidden]` activation is read
+    per token by its forward GEMM and per feature (all tokens of the step
+    contracted) by its weight-gradient GEMM. One kernel reads the
+    high-precision tensor once and writes both copies, instead of two passes
+    over the data with a transpose in between.
+
+    ```mlir
+    %q, %s, %qt, %st = fp8.quantize_dual %x to e4m3 by #fp8.groups<128, dim = 2>
+        and transposed by #fp8.groups<128, dim = 1> scale pow2
+        : tensor<2x128x512xbf16> -> tensor<2x128x512xf8E4M3FN>,
+          tensor<2x128x4xf32>, tensor<512x256xf8E4M3FN>, tensor<512x2xf32>
+    ```
+  }];
+  let arguments = (ins FP8_HighPrecisionTensor:$input,
+                       FP8_FormatAttr:$format,
+                       FP8_GranularityAttrInterface:$granularity,
+                       FP8_GranularityAttrInterface:$transposed_granularity,
+                       FP8_ScaleRuleAttr:$scale_rule);
+  let results = (outs FP8_DataTensor:$data, FP8_ScaleTensor:$scale,
+                      FP8_DataTensor:$data_t, FP8_ScaleTensor:$scale_t);
+  let assemblyFormat = [{
+    $input `to` `` $format `by` $granularity `and` `transposed` `by`
+    $transposed_granularity `scale` `` $scale_rule attr-dict
+    `:` type($input) `->` type($data) `,` type($scale) `,` type($data_t) `,`
+    type($scale_t)
+  }];
+  let hasVerifier = 1;
+}
+
 def FP8_DequantizeOp : FP8_Op<"dequantize", [Pure]> {
   let summary = "Multiplies FP8 data by its per-block scales back to high precision.";
   let description = [{
@@ -123,6 +169,57 @@ def FP8_AmaxOp : FP8_Op<"amax", [Pure]> {
     ` ` `(` $input `by` $granularity `)` attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+def FP8_FusedOp : FP8_Op<"fused", [
+    SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "A producer and the quantizations of its result, run as one kernel.";
+  let description = [{
+    Marks cast fusion: the body holds one single-result producer op followed
+    by `fp8.quantize` / `fp8.quantize_dual` ops of its result, and yields
+    what the rest of the step reads. A backend runs the body as one kernel
+    that writes FP8 data and scales straight from its registers: the
+    high-precision result is yielded only when something else still reads it,
+    and a `scaled_matmul` is fused only when every reader of its result is
+    such a quantization (FP8 output for the next FP8 GEMM).
+    `--infir2-fuse-casts` creates it for `infir2.rms_norm`, `infir2.swiglu`
+    and `fp8.scaled_matmul` producers.
+
+    The body reads values from the enclosing region directly; the semantics
+    are those of the body's ops run in order.
+
+    ```mlir
+    %y, %q, %s, %qt, %st = fp8.fused -> (tensor<256x512xbf16>,
+        tensor<256x512xf8E4M3FN>, tensor<256x4xf32>,
+        tensor<512x256xf8E4M3FN>, tensor<512x2xf32>) {
+      %n = infir2.rms_norm %x, %w epsilon = 1.0e-06 : ...
+      %a, %b, %c, %d = fp8.quantize_dual %n to e4m3 by ... : ...
+      fp8.yield %n, %a, %b, %c, %d : ...
+    }
+    ```
+  }];
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`->` `(` type($results)^ `)`)? $body attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The op whose result the body quantizes.
+    ::mlir::Operation *getProducer() { return &getBody().front().front(); }
+  }];
+  let hasVerifier = 1;
+}
+
+def FP8_YieldOp : FP8_Op<"yield", [
+    Pure, Terminator, HasParent<"FusedOp">]> {
+  let summary = "Returns the values an fp8.fused body makes visible.";
+  let description = [{
+    ```mlir
+    fp8.yield %q, %s : tensor<256x512xf8E4M3FN>, tensor<256x4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 #endif // INFIR2_DIALECT_FP8_IR_FP8OPS_TD
