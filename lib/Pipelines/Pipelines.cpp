@@ -38,6 +38,8 @@ void infir2::buildFP8RecipePipeline(OpPassManager &pm,
   pm.addPass(createInsertQuantizationPass());
   // One quantization per value and granularity, however many GEMMs read it.
   pm.addPass(createCSEPass());
+  if (options.fuseCasts)
+    pm.addPass(createFuseCastsPass());
   VerifyPrecisionPassOptions verify;
   verify.scales = options.scales;
   pm.addPass(createVerifyPrecisionPass(verify));

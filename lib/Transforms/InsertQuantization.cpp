@@ -86,13 +86,6 @@ FailureOr<std::pair<Value, Value>> quantize(OpBuilder &b, Operation *op,
   return std::pair<Value, Value>(q.getData(), q.getScale());
 }
 
-/// Whether a linalg init is known to be all zeros.
-bool isZeroFill(Value init) {
-  auto fill = init.getDefiningOp<linalg::FillOp>();
-  return fill && (matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
-                  matchPattern(fill.getInputs()[0], m_Zero()));
-}
-
 /// The tensor `q` quantizes. When `q` quantizes the [K, T] transpose of a
 /// tensor viewed as a matrix of rows [T, K] — a rank-2 transpose of the
 /// tensor itself, or of its leading dimensions collapsed by a reshape —
@@ -192,8 +185,9 @@ struct InsertQuantizationPass
       if (failed(rewrite(gemm)))
         return signalPassFailure();
     }
-    for (Block *block : blocks)
-      mergeDualLayouts(*block);
+    if (dualLayouts)
+      for (Block *block : blocks)
+        mergeDualLayouts(*block);
   }
 
   LogicalResult rewrite(GemmOpInterface gemm) {
@@ -211,7 +205,6 @@ struct InsertQuantizationPass
              << "is decided fp8 but writes " << resultType.getElementType()
              << "; FP8 GEMMs write bf16 or f32";
     OpBuilder b(op);
-    Location loc = op->getLoc();
     // Keep the weight's name: once quantized, no operand is the parameter.
     std::optional<StringRef> weight;
     for (Value v : {gemm.getGemmRhs(), gemm.getGemmLhs()})
@@ -230,12 +223,10 @@ struct InsertQuantizationPass
       return failure();
     auto [qa, sa] = *lhs;
     auto [qb, sb] = *rhs;
-    auto mm =
-        fp8::ScaledMatmulOp::create(b, loc, resultType, qa, sa, ga, qb, sb, gb);
-    // The decision, now with the granularities of the TN operands, and the
-    // other discardable attributes move to the FP8 GEMM.
-    for (NamedAttribute attr : op->getDiscardableAttrs())
-      mm->setAttr(attr.getName(), attr.getValue());
+    // The decision moves along, now with the granularities of the TN
+    // operands.
+    fp8::ScaledMatmulOp mm =
+        recipe::replaceWithScaledMatmul(gemm, qa, sa, ga, qb, sb, gb);
     if (weight)
       mm->setAttr(Infir2Dialect::getGemmWeightAttrName(),
                   b.getStringAttr(*weight));
@@ -244,14 +235,6 @@ struct InsertQuantizationPass
                                        d.getRole(), ga, gb, d.getLhsFormat(),
                                        d.getRhsFormat(), d.getScales(),
                                        d.getReason()));
-    Value replacement = mm.getResult();
-    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-      Value init = linalgOp.getDpsInits()[0];
-      if (!isZeroFill(init))
-        replacement = AddOp::create(b, loc, replacement, init);
-    }
-    result.replaceAllUsesWith(replacement);
-    op->erase();
     return success();
   }
 };

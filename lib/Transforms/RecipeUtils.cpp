@@ -8,6 +8,9 @@
 
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
+
 using namespace mlir;
 using namespace infir2;
 
@@ -54,4 +57,35 @@ bool recipe::isLMHead(GemmOpInterface gemm, const llvm::StringSet<> &lmHead) {
   auto weight =
       gemm->getAttrOfType<StringAttr>(Infir2Dialect::getGemmWeightAttrName());
   return role && weight && lmHead.contains(weight.getValue());
+}
+
+/// Whether a linalg init is known to be all zeros.
+static bool isZeroFill(Value init) {
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  return fill && (matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
+                  matchPattern(fill.getInputs()[0], m_Zero()));
+}
+
+fp8::ScaledMatmulOp
+recipe::replaceWithScaledMatmul(GemmOpInterface gemm, Value lhs, Value lhsScale,
+                                fp8::GranularityAttrInterface lhsGranularity,
+                                Value rhs, Value rhsScale,
+                                fp8::GranularityAttrInterface rhsGranularity) {
+  Operation *op = gemm.getOperation();
+  OpBuilder b(op);
+  Value result = gemm.getGemmResult();
+  auto mm = fp8::ScaledMatmulOp::create(b, op->getLoc(), result.getType(), lhs,
+                                        lhsScale, lhsGranularity, rhs, rhsScale,
+                                        rhsGranularity);
+  for (NamedAttribute attr : op->getDiscardableAttrs())
+    mm->setAttr(attr.getName(), attr.getValue());
+  Value replacement = mm.getResult();
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    Value init = linalgOp.getDpsInits()[0];
+    if (!isZeroFill(init))
+      replacement = AddOp::create(b, op->getLoc(), replacement, init);
+  }
+  result.replaceAllUsesWith(replacement);
+  op->erase();
+  return mm;
 }

@@ -46,6 +46,11 @@ struct FP8RecipeOptions : public mlir::PassPipelineOptions<FP8RecipeOptions> {
       *this, "optimizer",
       llvm::cl::desc("adamw or sgd, for a forward-only input"),
       llvm::cl::init("adamw")};
+  Option<bool> fuseCasts{
+      *this, "fuse-casts",
+      llvm::cl::desc("Fuse quantizations into norms, SwiGLU and GEMMs "
+                     "(numerics unchanged; off: one op per cast)"),
+      llvm::cl::init(true)};
 };
 
 /// `--bf16-recipe`: the baseline the InfiR2 paper compares against, the same
@@ -58,8 +63,8 @@ struct BF16RecipeOptions : public mlir::PassPipelineOptions<BF16RecipeOptions> {
 };
 
 /// Adds the FP8 recipe: autodiff and the optimizer when the module has no
-/// training step yet, then assign-precision, insert-quantization, CSE and
-/// verify-precision.
+/// training step yet, then assign-precision, insert-quantization, CSE,
+/// fuse-casts and verify-precision.
 void buildFP8RecipePipeline(mlir::OpPassManager &pm,
                             const FP8RecipeOptions &options);
 

@@ -212,8 +212,58 @@ def InsertQuantizationPass
     GEMM) is physically transposed first, and its granularity is transposed
     with it, so that a weight-gradient GEMM's operands are quantized in 1×128
     groups along tokens. A linalg GEMM's init is added back unless it is a
-    zero fill. The decision moves to the new `fp8.scaled_matmul`. Identical
-    quantizations of one value are left to `--cse`.
+    zero fill. The decision moves to the new `fp8.scaled_matmul`.
+
+    A tensor read in both layouts — by a forward or data-gradient GEMM
+    (`[T, K]`) and, transposed, by a weight-gradient GEMM (`[K, T]`, through a
+    reshape that collapses its leading dimensions if it has more than two) —
+    gets one `fp8.quantize_dual` that writes both FP8 copies, in place of all
+    of its quantizations and transposes. Other identical quantizations of one
+    value are left to `--cse`.
+  }];
+  let options = [
+    Option<"dualLayouts", "dual-layouts", "bool", /*default=*/"true",
+           "Quantize a tensor read in both layouts once, into both copies "
+           "(off: one quantize per layout, after an explicit transpose)">
+  ];
+  let dependentDialects = ["infir2::Infir2Dialect", "infir2::fp8::FP8Dialect"];
+}
+
+def FuseCastsPass : Pass<"infir2-fuse-casts", "mlir::ModuleOp"> {
+  let summary = "Fuses FP8 casts into the ops around them: dequantize into GEMMs, quantize into its producer.";
+  let description = [{
+    Runs after `--infir2-insert-quantization`; the numerics do not change,
+    only which ops a backend runs as one kernel.
+
+    - **Dequantization into the GEMM.** A GEMM (any `GemmOpInterface` op in a
+      form the recipe handles) whose operands are both `fp8.dequantize`
+      results, stored with the contraction dimension last, becomes an
+      `fp8.scaled_matmul` of the FP8 data with the scales riding along, as
+      cuBLASLt's block-scaled modes take them. The FP8 recipe's own GEMMs are
+      built that way already.
+    - **Quantization into a norm or SwiGLU.** An `infir2.rms_norm` or
+      `infir2.swiglu` whose result is quantized (`fp8.quantize`,
+      `fp8.quantize_dual`) becomes one `fp8.fused` op with those
+      quantizations: one kernel writes FP8 data and scales. The
+      high-precision result is still yielded if anything else reads it.
+    - **FP8 output of a GEMM.** An `fp8.scaled_matmul` whose result is read
+      only by quantizations (so only by other FP8 GEMMs) becomes an
+      `fp8.fused` op that yields only the FP8 copies: the high-precision
+      product is never a tensor the step keeps. A GEMM whose result anything
+      else reads is left alone. (cuBLASLt's block-scaled modes have no FP8
+      output, so a cuBLASLt backend runs this group as the GEMM into a
+      workspace and one quantize kernel.)
+
+    Example: `%n = infir2.rms_norm ...` read only by `fp8.quantize_dual %n`
+    becomes
+
+    ```mlir
+    %q, %s, %qt, %st = fp8.fused -> (...) {
+      %n = infir2.rms_norm %x, %w ...
+      %0:4 = fp8.quantize_dual %n ...
+      fp8.yield %0#0, %0#1, %0#2, %0#3 : ...
+    }
+    ```
   }];
   let dependentDialects = ["infir2::Infir2Dialect", "infir2::fp8::FP8Dialect"];
 }
