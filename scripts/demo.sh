@@ -62,6 +62,10 @@ echo "== --fp8-recipe: the precision decision of every GEMM of the training step
 echo "  ..."
 "$build/bin/infir2-opt" "$model" --fp8-recipe --infir2-fp8-report=to-stdout -o /dev/null |
   awk '/@train_step/ {on = 1} on && /(fprop|dgrad|wgrad): / {print}'
+awk '/func.func @train_step\(/ {on = 1} on && /^  }/ {on = 0} on' "$out/fp8.mlir" > "$out/step.mlir"
+echo "  casts in the step: $(grep -c 'fp8.quantize_dual ' "$out/step.mlir") quantize_dual (row- and" \
+  "column-wise copy in one pass), $(grep -c 'fp8.quantize ' "$out/step.mlir" || true) single-layout quantize," \
+  "$(grep -c 'fp8.fused ' "$out/step.mlir") fused into their norm or SwiGLU"
 
 echo
 echo "== the FP8 forward against the exact one (FP64 interpreter, same inputs)"
