@@ -1,0 +1,428 @@
+//===- MemoryPlan.cpp - State layout and liveness-based arena planning ----===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Lowering/Lowering.h"
+
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace infir2;
+using namespace infir2::lowering;
+
+StringRef lowering::categoryName(Category c) {
+  static const char *names[kNumCategories] = {"BF16 weights",
+                                              "FP32 master weights",
+                                              "optimizer moments",
+                                              "gradients",
+                                              "inputs",
+                                              "activations saved for backward",
+                                              "FP8 copies and scales",
+                                              "workspace"};
+  return names[static_cast<int>(c)];
+}
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t bytesOf(RankedTensorType t) {
+  Type e = t.getElementType();
+  int64_t bits = e.isIntOrFloat() ? e.getIntOrFloatBitWidth() : 8;
+  return t.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+/// First-fit allocation in one arena, with coalescing frees.
+class Arena {
+public:
+  int64_t allocate(int64_t bytes) {
+    bytes = aligned(std::max<int64_t>(bytes, 1));
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= bytes) {
+        int64_t offset = it->first, rest = it->second - bytes;
+        free_.erase(it);
+        if (rest)
+          free_[offset + bytes] = rest;
+        return offset;
+      }
+    // Grow: extend a free block that ends at the top, or start a new one.
+    int64_t offset = top_;
+    if (!free_.empty()) {
+      auto last = std::prev(free_.end());
+      if (last->first + last->second == top_) {
+        offset = last->first;
+        free_.erase(last);
+      }
+    }
+    top_ = offset + bytes;
+    return offset;
+  }
+
+  void release(int64_t offset, int64_t bytes) {
+    bytes = aligned(std::max<int64_t>(bytes, 1));
+    auto it = free_.emplace(offset, bytes).first;
+    auto next = std::next(it);
+    if (next != free_.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+
+  int64_t size() const { return top_; }
+
+private:
+  std::map<int64_t, int64_t> free_;
+  int64_t top_ = 0;
+};
+
+class Planner {
+public:
+  explicit Planner(ModelPlan &plan) : plan(plan) {}
+
+  LogicalResult planFunction(func::FuncOp fn, StringRef symbol);
+
+private:
+  FailureOr<int64_t> slot(Operation *where, StringRef kind, StringRef name,
+                          RankedTensorType type, ParamAttr param = {});
+  FailureOr<int64_t> argumentSlot(func::FuncOp fn, BlockArgument arg);
+  FailureOr<int64_t> resultSlot(func::FuncOp fn, unsigned i);
+  Category categoryOf(Value v, int64_t def, int64_t last, int64_t lossAt,
+                      bool isTrainStep);
+
+  ModelPlan &plan;
+  llvm::StringMap<int64_t> slotIndex;
+};
+
+FailureOr<int64_t> Planner::slot(Operation *where, StringRef kind,
+                                 StringRef name, RankedTensorType type,
+                                 ParamAttr param) {
+  std::string key = (kind + ":" + name).str();
+  auto it = slotIndex.find(key);
+  if (it != slotIndex.end()) {
+    StateSlot &s = plan.state[it->second];
+    if (s.type != type)
+      return where->emitError()
+             << "state tensor " << kind << " '" << name << "' is " << type
+             << " here but " << s.type << " elsewhere";
+    if (param) {
+      s.init = stringifyInitKind(param.getInit()).str();
+      s.std = param.getStd().convertToDouble();
+    }
+    return it->second;
+  }
+  StateSlot s;
+  s.kind = kind.str();
+  s.name = name.str();
+  s.type = type;
+  s.bytes = bytesOf(type);
+  s.offset = plan.stateBytes;
+  plan.stateBytes += aligned(s.bytes);
+  if (param) {
+    s.init = stringifyInitKind(param.getInit()).str();
+    s.std = param.getStd().convertToDouble();
+  }
+  plan.state.push_back(std::move(s));
+  slotIndex[key] = plan.state.size() - 1;
+  return plan.state.size() - 1;
+}
+
+/// The batch input an unannotated argument is, from how the model uses it.
+static std::optional<StringRef> batchRole(BlockArgument arg) {
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getIds() == arg)
+      return StringRef("input_ids");
+    if (auto ce = dyn_cast<CrossEntropyOp>(user)) {
+      if (ce.getTargets() == arg)
+        return StringRef("targets");
+      if (ce.getLossMask() == arg)
+        return StringRef("loss_mask");
+    }
+    if (auto r = dyn_cast<RopeOp>(user); r && r.getPositions() == arg)
+      return StringRef("positions");
+  }
+  return std::nullopt;
+}
+
+FailureOr<int64_t> Planner::argumentSlot(func::FuncOp fn, BlockArgument arg) {
+  unsigned i = arg.getArgNumber();
+  auto type = dyn_cast<RankedTensorType>(arg.getType());
+  if (!type || !type.hasStaticShape())
+    return fn.emitError() << "argument #" << i
+                          << " is not a statically shaped tensor";
+  if (auto p =
+          fn.getArgAttrOfType<ParamAttr>(i, Infir2Dialect::getParamAttrName()))
+    return slot(fn, "param", p.getName(), type, p);
+  for (auto [attr, kind] : {std::pair<StringRef, StringRef>{
+                                Infir2Dialect::getGradOfAttrName(), "grad"},
+                            {Infir2Dialect::getMasterOfAttrName(), "master"},
+                            {Infir2Dialect::getMoment1OfAttrName(), "moment1"},
+                            {Infir2Dialect::getMoment2OfAttrName(), "moment2"},
+                            {Infir2Dialect::getInputAttrName(), "input"}})
+    if (auto name = fn.getArgAttrOfType<StringAttr>(i, attr))
+      return slot(fn, kind, name.getValue(), type);
+  if (std::optional<StringRef> role = batchRole(arg))
+    return slot(fn, "input", *role, type);
+  return fn.emitError() << "argument #" << i << " of @" << fn.getSymName()
+                        << " has no role the trainer can fill (not a "
+                           "parameter, state tensor, token ids, targets, "
+                           "loss mask or positions)";
+}
+
+FailureOr<int64_t> Planner::resultSlot(func::FuncOp fn, unsigned i) {
+  auto type = cast<RankedTensorType>(fn.getResultTypes()[i]);
+  for (auto [attr, kind] :
+       {std::pair<StringRef, StringRef>{Infir2Dialect::getGradOfAttrName(),
+                                        "grad"},
+        {Infir2Dialect::getMasterOfAttrName(), "master"},
+        {Infir2Dialect::getMoment1OfAttrName(), "moment1"},
+        {Infir2Dialect::getMoment2OfAttrName(), "moment2"},
+        {Infir2Dialect::getWorkingCopyOfAttrName(), "param"}})
+    if (auto name = fn.getResultAttrOfType<StringAttr>(i, attr))
+      return slot(fn, kind, name.getValue(), type);
+  // The one scalar result: the loss (@train_step, @forward), or the global
+  // gradient norm (@optimizer_step), which the trainer logs.
+  if (type.getRank() == 0) {
+    StringRef name = fn.getSymName() == "forward"          ? "eval_loss"
+                     : fn.getSymName() == "optimizer_step" ? "grad_norm"
+                                                           : "loss";
+    return slot(fn, "output", name, type);
+  }
+  return fn.emitError() << "result #" << i << " of @" << fn.getSymName()
+                        << " has no state slot to go to";
+}
+
+Category Planner::categoryOf(Value v, int64_t def, int64_t last, int64_t lossAt,
+                             bool isTrainStep) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (isa<Float8E4M3FNType, Float8E5M2Type, Float8E8M0FNUType>(
+          type.getElementType()) ||
+      isa_and_nonnull<fp8::QuantizeOp, fp8::QuantizeDualOp>(v.getDefiningOp()))
+    return Category::FP8;
+  if (isTrainStep && def < lossAt && last > lossAt)
+    return Category::SavedActivations;
+  return Category::Workspace;
+}
+
+/// Appends `op` to the schedule, with fused bodies inlined.
+static void schedule(Operation *op, SmallVectorImpl<Operation *> &out,
+                     DenseMap<Value, Value> &alias) {
+  if (auto fused = dyn_cast<fp8::FusedOp>(op)) {
+    Block &body = fused.getBody().front();
+    for (Operation &inner : body.without_terminator())
+      schedule(&inner, out, alias);
+    for (auto [r, v] : llvm::zip_equal(fused.getResults(),
+                                       body.getTerminator()->getOperands()))
+      alias[r] = v;
+    return;
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    alias[reshape.getResult()] = reshape.getInput();
+  out.push_back(op);
+}
+
+LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
+  FunctionPlan fp;
+  fp.symbol = symbol.str();
+  fp.fn = fn;
+  if (!llvm::hasSingleElement(fn.getBody()))
+    return fn.emitError() << "can only lower single-block functions";
+  Block &entry = fn.getBody().front();
+  for (BlockArgument arg : entry.getArguments()) {
+    FailureOr<int64_t> s = argumentSlot(fn, arg);
+    if (failed(s))
+      return failure();
+    fp.buffers[arg] = {0, plan.state[*s].offset};
+  }
+
+  DenseMap<Value, Value> alias;
+  for (Operation &op : entry.without_terminator())
+    schedule(&op, fp.schedule, alias);
+  auto root = [&](Value v) {
+    for (auto it = alias.find(v); it != alias.end(); it = alias.find(v))
+      v = it->second;
+    return v;
+  };
+
+  // Liveness: the last schedule position reading each root buffer.
+  int64_t end = fp.schedule.size();
+  DenseMap<Value, int64_t> defAt, lastUse;
+  int64_t lossAt = end;
+  for (auto [i, op] : llvm::enumerate(fp.schedule)) {
+    if (isa<CrossEntropyOp>(op) && lossAt == end)
+      lossAt = i;
+    for (Value v : op->getOperands())
+      lastUse[root(v)] = i;
+    for (Value r : op->getResults())
+      if (root(r) == r) {
+        defAt[r] = i;
+        lastUse.try_emplace(r, i);
+      }
+  }
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    FailureOr<int64_t> s = resultSlot(fn, i);
+    if (failed(s))
+      return failure();
+    fp.copyOut.push_back({root(v), *s});
+    lastUse[root(v)] = end;
+  }
+  // Allocation in schedule order; a buffer is released after its last
+  // reader, never before the op that writes its successor runs.
+  Arena arena;
+  DenseMap<int64_t, SmallVector<Value>> releaseAfter;
+  for (auto &[v, last] : lastUse)
+    if (!isa<BlockArgument>(v))
+      releaseAfter[last].push_back(v);
+  std::array<int64_t, kNumCategories> live{};
+  int64_t liveTotal = 0, peak = -1;
+  bool isTrainStep = fn.getSymName() == "train_step";
+  DenseMap<Value, Category> category;
+  for (auto [i, op] : llvm::enumerate(fp.schedule)) {
+    for (Value r : op->getResults()) {
+      if (root(r) != r)
+        continue;
+      auto type = dyn_cast<RankedTensorType>(r.getType());
+      if (!type || !type.hasStaticShape())
+        return op->emitError() << "result is not a statically shaped tensor";
+      int64_t bytes = bytesOf(type);
+      fp.buffers[r] = {1, arena.allocate(bytes)};
+      Category c = categoryOf(r, i, lastUse[r], lossAt, isTrainStep);
+      category[r] = c;
+      live[static_cast<int>(c)] += aligned(bytes);
+      liveTotal += aligned(bytes);
+    }
+    if (liveTotal > peak) {
+      peak = liveTotal;
+      fp.peakByCategory = live;
+    }
+    auto it = releaseAfter.find(i);
+    if (it == releaseAfter.end())
+      continue;
+    for (Value v : it->second) {
+      int64_t bytes = bytesOf(cast<RankedTensorType>(v.getType()));
+      arena.release(fp.buffers[v].offset, bytes);
+      live[static_cast<int>(category[v])] -= aligned(bytes);
+      liveTotal -= aligned(bytes);
+    }
+  }
+  // Aliases share their root's buffer.
+  for (Operation *op : fp.schedule)
+    for (Value r : op->getResults())
+      if (root(r) != r)
+        fp.buffers[r] = fp.buffers[root(r)];
+  for (auto &[r, v] : alias)
+    fp.buffers[r] = fp.buffers[root(v)];
+  fp.scratchBytes = arena.size();
+  plan.scratchBytes = std::max(plan.scratchBytes, fp.scratchBytes);
+  plan.functions.push_back(std::move(fp));
+  return success();
+}
+
+} // namespace
+
+FailureOr<ModelPlan> lowering::planModel(ModuleOp module) {
+  ModelPlan plan;
+  Planner planner(plan);
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  auto opt = module.lookupSymbol<func::FuncOp>("optimizer_step");
+  if (!train || !opt)
+    return module.emitError()
+           << "expects @train_step and @optimizer_step (run a recipe "
+              "pipeline, e.g. --fp8-recipe or --bf16-recipe, first)";
+  if (failed(planner.planFunction(train, "infir2_train_step")) ||
+      failed(planner.planFunction(opt, "infir2_optimizer_step")))
+    return failure();
+  if (auto fwd = module.lookupSymbol<func::FuncOp>("forward"))
+    if (failed(planner.planFunction(fwd, "infir2_eval_step")))
+      return failure();
+  // The batch geometry, from the token ids and the logits.
+  for (const StateSlot &s : plan.state)
+    if (s.kind == "input" && s.name == "input_ids" && s.type.getRank() == 2) {
+      plan.batch = s.type.getDimSize(0);
+      plan.seqLen = s.type.getDimSize(1);
+    }
+  train.walk([&](CrossEntropyOp ce) {
+    plan.vocab =
+        cast<RankedTensorType>(ce.getLogits().getType()).getShape().back();
+  });
+  if (!plan.batch || !plan.vocab)
+    return train.emitError() << "expects token ids of shape [batch, seq] and "
+                                "a cross_entropy loss";
+  return plan;
+}
+
+void lowering::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
+  std::array<int64_t, kNumCategories> state{};
+  for (const StateSlot &s : plan.state) {
+    Category c = s.kind == "param"     ? Category::Weights
+                 : s.kind == "master"  ? Category::Masters
+                 : s.kind == "grad"    ? Category::Gradients
+                 : s.kind == "moment1" ? Category::Moments
+                 : s.kind == "moment2" ? Category::Moments
+                                       : Category::Inputs;
+    state[static_cast<int>(c)] += aligned(s.bytes);
+  }
+  const FunctionPlan *train = nullptr;
+  for (const FunctionPlan &f : plan.functions)
+    if (f.symbol == "infir2_train_step")
+      train = &f;
+  auto gib = [](int64_t b) { return double(b) / (1024.0 * 1024.0 * 1024.0); };
+  os << "planned memory (batch " << plan.batch << " x seq " << plan.seqLen
+     << " tokens, vocab " << plan.vocab << ")\n";
+  int64_t total = 0;
+  for (int c = 0; c < kNumCategories; ++c) {
+    int64_t bytes = state[c] + (train ? train->peakByCategory[c] : 0);
+    total += bytes;
+    os << llvm::format("  %-32s %12.3f GiB\n",
+                       categoryName(static_cast<Category>(c)).str().c_str(),
+                       gib(bytes));
+  }
+  os << llvm::format("  %-32s %12.3f GiB\n", "peak (training step)",
+                     gib(total));
+  for (const FunctionPlan &f : plan.functions)
+    os << llvm::format("  scratch arena of %-15s %12.3f GiB\n",
+                       f.fn.getSymName().str().c_str(), gib(f.scratchBytes));
+}
+
+std::string lowering::buildManifest(const ModelPlan &plan) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "infir2-model 1\n";
+  os << "state_bytes " << plan.stateBytes << "\n";
+  os << "scratch_bytes " << plan.scratchBytes << "\n";
+  os << "batch " << plan.batch << "\nseq " << plan.seqLen << "\nvocab "
+     << plan.vocab << "\n";
+  for (const StateSlot &s : plan.state) {
+    std::string dtype;
+    llvm::raw_string_ostream ds(dtype);
+    ds << s.type.getElementType();
+    os << "slot " << s.kind << " " << s.name << " " << dtype << " " << s.offset
+       << " " << s.type.getRank();
+    for (int64_t d : s.type.getShape())
+      os << " " << d;
+    os << " " << s.init << " " << llvm::format("%.17g", s.std) << "\n";
+  }
+  for (const FunctionPlan &f : plan.functions)
+    os << "function " << f.symbol << " " << f.scratchBytes << "\n";
+  return out;
+}

@@ -1,0 +1,93 @@
+//===- ABI.h - The C ABI between compiled steps and the runtime -*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A compiled training step is a sequence of calls into the runtime, one per
+// op, each with a constant descriptor. All tensors live in two regions the
+// trainer owns: the state (parameters, master weights, moments, gradient
+// accumulators, inputs, scalars; persistent across steps) and the scratch
+// arena (everything a step computes; planned by the compiler with
+// liveness-based reuse).
+//
+// Descriptor layout (int64 words):
+//   desc[0] = number of operands (inputs first, then outputs)
+//   desc[1] = number of attribute words
+//   then kOperandWords words per operand:
+//     region, element type, rank, byte offset, element count, shape[kMaxRank]
+//   then the attribute words: doubles, stored as their bit patterns.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_ABI_H
+#define INFIR2_RUNTIME_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { INFIR2RT_ABI_VERSION = 1 };
+
+enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
+
+/// Where an operand lives.
+enum infir2rt_region { INFIR2RT_STATE = 0, INFIR2RT_SCRATCH = 1 };
+
+/// Element types, as stored.
+enum infir2rt_dtype {
+  INFIR2RT_F32 = 0,
+  INFIR2RT_BF16 = 1,
+  INFIR2RT_F16 = 2,
+  INFIR2RT_F64 = 3,
+  INFIR2RT_E4M3 = 4,
+  INFIR2RT_E5M2 = 5,
+  INFIR2RT_E8M0 = 6,
+  INFIR2RT_I32 = 7,
+  INFIR2RT_I64 = 8,
+  INFIR2RT_I1 = 9,
+};
+
+/// What a compiled step runs against.
+typedef struct infir2rt_context {
+  uint8_t *regions[2]; ///< state, scratch
+  char error[512];     ///< the message of the call that failed
+} infir2rt_context;
+
+#define INFIR2RT_ENTRY(name, attributes)                                       \
+  int32_t infir2rt_##name(infir2rt_context *ctx, const int64_t *desc,          \
+                          const char *where);
+#include "infir2/runtime/ABI.def"
+
+/// Bytes per element of a dtype.
+static inline int64_t infir2rt_dtype_size(int64_t dtype) {
+  switch (dtype) {
+  case INFIR2RT_F32:
+  case INFIR2RT_I32:
+    return 4;
+  case INFIR2RT_BF16:
+  case INFIR2RT_F16:
+    return 2;
+  case INFIR2RT_F64:
+  case INFIR2RT_I64:
+    return 8;
+  default:
+    return 1;
+  }
+}
+
+// What a compiled model object exports. The manifest is text, one record per
+// line (see docs/Runtime.md): the layout of the state region, the scratch
+// size, and the planned memory by category.
+extern const char infir2_model_manifest[];
+int32_t infir2_train_step(infir2rt_context *ctx);
+int32_t infir2_optimizer_step(infir2rt_context *ctx);
+int32_t infir2_eval_step(infir2rt_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // INFIR2_RUNTIME_ABI_H

@@ -1,0 +1,942 @@
+//===- Kernels.cpp - The CPU backend of the InfiR2 runtime ----------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Every entry point of ABI.def on the CPU. Kernels read their operands as
+// FP32 (BF16 and FP8 widen exactly), compute in FP32 (FP64 for the few
+// reductions whose order would otherwise show, noted where), and round once
+// to the result's element type, so a BF16 tensor really holds BF16 values.
+// GEMMs go through BLAS (cblas_sgemm) with FP32 accumulation; FP8 GEMMs on
+// exactly dequantized operands. Loops over rows, heads and elements use
+// OpenMP.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/runtime/ABI.h"
+#include "infir2/runtime/FP8.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+using namespace infir2::rt;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Element types
+//===----------------------------------------------------------------------===//
+
+float bf16ToFloat(uint16_t v) { return detail::bitsFloat(uint32_t(v) << 16); }
+
+uint16_t floatToBF16(float f) {
+  uint32_t u = detail::floatBits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet
+    return uint16_t((u >> 16) | 0x40);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
+           man = h & 0x3ff;
+  if (exp == 0)
+    return (sign ? -1.0f : 1.0f) * std::ldexp(float(man), -24);
+  if (exp == 31)
+    return detail::bitsFloat(sign | 0x7f800000u | (man << 13));
+  return detail::bitsFloat(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+uint16_t floatToHalf(float f) {
+  // Through the FP8 machinery's round-to-nearest-even, generalised: IEEE
+  // half has 10 mantissa bits and bias 15.
+  uint32_t u = detail::floatBits(f), sign = (u >> 16) & 0x8000;
+  float a = std::fabs(f);
+  if (std::isnan(f))
+    return uint16_t(sign | 0x7e00);
+  if (a >= 65520.0f)
+    return uint16_t(sign | 0x7c00);
+  if (a < std::ldexp(1.0f, -14)) // subnormal: multiples of 2^-24
+    return uint16_t(sign | uint32_t(std::nearbyint(a * 16777216.0f)));
+  uint32_t au = detail::floatBits(a);
+  uint32_t r = detail::shiftRoundEven(au, 13) - (112u << 10);
+  return uint16_t(sign | r);
+}
+
+float e8m0ToFloat(uint8_t v) {
+  return v == 0xff ? std::numeric_limits<float>::quiet_NaN()
+                   : std::ldexp(1.0f, int(v) - 127);
+}
+
+uint8_t floatToE8M0(float f) {
+  int e = 0;
+  std::frexp(f, &e); // f = m·2^e, m in [0.5, 1); pow2 scales are exact
+  return uint8_t(std::clamp(e - 1 + 127, 0, 254));
+}
+
+//===----------------------------------------------------------------------===//
+// Operands
+//===----------------------------------------------------------------------===//
+
+struct Operand {
+  uint8_t *ptr;
+  int64_t dtype, rank, numel;
+  const int64_t *shape;
+
+  int64_t dim(int64_t i) const { return shape[i < 0 ? rank + i : i]; }
+  int64_t last() const { return shape[rank - 1]; }
+  int64_t rows() const { return rank ? numel / last() : 1; }
+
+  float get(int64_t i) const {
+    switch (dtype) {
+    case INFIR2RT_F32:
+      return reinterpret_cast<const float *>(ptr)[i];
+    case INFIR2RT_BF16:
+      return bf16ToFloat(reinterpret_cast<const uint16_t *>(ptr)[i]);
+    case INFIR2RT_F16:
+      return halfToFloat(reinterpret_cast<const uint16_t *>(ptr)[i]);
+    case INFIR2RT_F64:
+      return float(reinterpret_cast<const double *>(ptr)[i]);
+    case INFIR2RT_E4M3:
+      return e4m3ToFloat(ptr[i]);
+    case INFIR2RT_E5M2:
+      return e5m2ToFloat(ptr[i]);
+    case INFIR2RT_E8M0:
+      return e8m0ToFloat(ptr[i]);
+    case INFIR2RT_I32:
+      return float(reinterpret_cast<const int32_t *>(ptr)[i]);
+    case INFIR2RT_I64:
+      return float(reinterpret_cast<const int64_t *>(ptr)[i]);
+    default:
+      return ptr[i] ? 1.0f : 0.0f;
+    }
+  }
+
+  int64_t getIndex(int64_t i) const {
+    if (dtype == INFIR2RT_I64)
+      return reinterpret_cast<const int64_t *>(ptr)[i];
+    return reinterpret_cast<const int32_t *>(ptr)[i];
+  }
+
+  void set(int64_t i, float v) const {
+    switch (dtype) {
+    case INFIR2RT_F32:
+      reinterpret_cast<float *>(ptr)[i] = v;
+      break;
+    case INFIR2RT_BF16:
+      reinterpret_cast<uint16_t *>(ptr)[i] = floatToBF16(v);
+      break;
+    case INFIR2RT_F16:
+      reinterpret_cast<uint16_t *>(ptr)[i] = floatToHalf(v);
+      break;
+    case INFIR2RT_F64:
+      reinterpret_cast<double *>(ptr)[i] = v;
+      break;
+    case INFIR2RT_E4M3:
+      ptr[i] = floatToE4M3(v);
+      break;
+    case INFIR2RT_E5M2:
+      ptr[i] = floatToE5M2(v);
+      break;
+    case INFIR2RT_E8M0:
+      ptr[i] = floatToE8M0(v);
+      break;
+    case INFIR2RT_I32:
+      reinterpret_cast<int32_t *>(ptr)[i] = int32_t(v);
+      break;
+    case INFIR2RT_I64:
+      reinterpret_cast<int64_t *>(ptr)[i] = int64_t(v);
+      break;
+    default:
+      ptr[i] = v != 0.0f;
+    }
+  }
+
+  /// The operand as FP32: the storage itself when it is FP32, else a copy.
+  const float *floats(std::vector<float> &buffer) const {
+    if (dtype == INFIR2RT_F32)
+      return reinterpret_cast<const float *>(ptr);
+    buffer.resize(numel);
+    float *out = buffer.data();
+#pragma omp parallel for if (numel > 65536)
+    for (int64_t i = 0; i < numel; ++i)
+      out[i] = get(i);
+    return out;
+  }
+
+  /// A zeroed place to write FP32 results: the storage itself when it is
+  /// FP32, else `buffer` (then call store()).
+  float *output(std::vector<float> &buffer) const {
+    if (dtype == INFIR2RT_F32) {
+      std::memset(ptr, 0, numel * sizeof(float));
+      return reinterpret_cast<float *>(ptr);
+    }
+    buffer.assign(numel, 0.0f);
+    return buffer.data();
+  }
+
+  /// Rounds `values` (from output()) into the storage.
+  void store(const float *values) const {
+    if (dtype == INFIR2RT_F32)
+      return;
+#pragma omp parallel for if (numel > 65536)
+    for (int64_t i = 0; i < numel; ++i)
+      set(i, values[i]);
+  }
+};
+
+/// One call: its operands and attributes, decoded from the descriptor.
+struct Call {
+  infir2rt_context *ctx;
+  const int64_t *desc;
+  const char *where;
+
+  int64_t numOperands() const { return desc[0]; }
+  int64_t numAttrs() const { return desc[1]; }
+  Operand operand(int64_t i) const {
+    const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
+    return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
+  }
+  double attr(int64_t i) const {
+    double d;
+    std::memcpy(&d, desc + 2 + numOperands() * INFIR2RT_OPERAND_WORDS + i,
+                sizeof d);
+    return d;
+  }
+  int64_t intAttr(int64_t i) const { return int64_t(attr(i)); }
+
+  int32_t fail(const char *fmt, ...) const
+      __attribute__((format(printf, 2, 3))) {
+    int n = std::snprintf(ctx->error, sizeof ctx->error, "%s: ", where);
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(ctx->error + n, sizeof ctx->error - n, fmt, args);
+    va_end(args);
+    return 1;
+  }
+};
+
+/// C[m, n] = op(A)·op(B) for row-major FP32 matrices.
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+           const float *b, float *c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, ta ? m : k, b,
+              tb ? k : n, 0.0f, c, n);
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+/// The index of the scale block of every element of a tensor of `shape`
+/// quantized in blocks of `block`.
+std::vector<int64_t> blockMap(const Operand &x, const int64_t *block) {
+  int64_t rank = x.rank;
+  std::vector<int64_t> scaleStride(rank, 1), idx(rank, 0);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    scaleStride[i] = scaleStride[i + 1] * (x.shape[i + 1] / block[i + 1]);
+  std::vector<int64_t> map(x.numel);
+  for (int64_t flat = 0; flat < x.numel; ++flat) {
+    int64_t s = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      s += (idx[i] / block[i]) * scaleStride[i];
+    map[flat] = s;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < x.shape[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+  return map;
+}
+
+/// Quantizes the FP32 values `x` (numel of `data`) into `data` and `scale`.
+int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
+                     const Operand &scale, FP8Format format, bool pow2,
+                     const int64_t *block) {
+  std::vector<int64_t> map = blockMap(data, block);
+  std::vector<float> amax(scale.numel, 0.0f);
+  for (int64_t i = 0; i < data.numel; ++i) {
+    float a = std::fabs(x[i]);
+    float &m = amax[map[i]];
+    if (std::isnan(a) || std::isnan(m))
+      m = std::numeric_limits<float>::quiet_NaN();
+    else
+      m = std::max(m, a);
+  }
+  std::vector<float> s(scale.numel);
+  for (int64_t b = 0; b < scale.numel; ++b) {
+    if (!std::isfinite(amax[b]))
+      return c.fail("non-finite amax (%s) in scale block %lld: refusing to "
+                    "quantize it",
+                    std::isnan(amax[b]) ? "nan" : "inf", (long long)b);
+    s[b] = fp8Scale(amax[b], format, pow2);
+    scale.set(b, s[b]);
+  }
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t i = 0; i < data.numel; ++i)
+    data.ptr[i] = floatToFP8(x[i] / s[map[i]], format);
+  return 0;
+}
+
+/// The exact FP32 values data·scale of a quantized operand.
+std::vector<float> dequantized(const Operand &data, const Operand &scale,
+                               const int64_t *block) {
+  std::vector<int64_t> map = blockMap(data, block);
+  std::vector<float> out(data.numel);
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t i = 0; i < data.numel; ++i)
+    out[i] = data.get(i) * scale.get(map[i]);
+  return out;
+}
+
+/// The geometry of attention and its gradient.
+struct Attention {
+  int64_t batch, sq, skv, heads, group, hd, qw, kw;
+  float scale;
+  bool causal;
+
+  explicit Attention(const Call &c) {
+    Operand q = c.operand(0), k = c.operand(1);
+    heads = c.intAttr(0);
+    group = heads / c.intAttr(1);
+    hd = c.intAttr(2);
+    scale = float(c.attr(3));
+    causal = c.attr(4) != 0.0;
+    batch = q.dim(0);
+    sq = q.dim(1);
+    skv = k.dim(1);
+    qw = heads * hd;
+    kw = (heads / group) * hd;
+  }
+
+  /// The softmax probabilities of query (b, h, s) over the keys it sees.
+  int64_t probabilities(const float *q, const float *k, int64_t b, int64_t h,
+                        int64_t s, float *p) const {
+    const float *qv = q + (b * sq + s) * qw + h * hd;
+    int64_t visible = causal ? s + 1 : skv;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t t = 0; t < visible; ++t) {
+      const float *kv = k + (b * skv + t) * kw + (h / group) * hd;
+      float dot = 0.0f;
+      for (int64_t i = 0; i < hd; ++i)
+        dot += qv[i] * kv[i];
+      p[t] = scale * dot;
+      mx = std::max(mx, p[t]);
+    }
+    float sum = 0.0f;
+    for (int64_t t = 0; t < visible; ++t)
+      sum += (p[t] = std::exp(p[t] - mx));
+    for (int64_t t = 0; t < visible; ++t)
+      p[t] /= sum;
+    return visible;
+  }
+};
+
+/// Per-token loss weight (mask, 0 for the ignore index) of a cross-entropy.
+struct TokenWeights {
+  std::vector<float> w;
+  double total = 0.0;
+};
+
+int32_t tokenWeights(const Call &c, const Operand &targets, bool hasMask,
+                     int64_t vocab, TokenWeights &out) {
+  int64_t ignore = c.intAttr(0);
+  Operand mask = hasMask ? c.operand(2) : Operand{};
+  out.w.resize(targets.numel);
+  for (int64_t t = 0; t < targets.numel; ++t) {
+    int64_t id = targets.getIndex(t);
+    float w = id == ignore ? 0.0f : (hasMask ? mask.get(t) : 1.0f);
+    if (w != 0.0f && (id < 0 || id >= vocab))
+      return c.fail("target %lld at position %lld is out of range [0, %lld)",
+                    (long long)id, (long long)t, (long long)vocab);
+    out.w[t] = w;
+    out.total += w;
+  }
+  return 0;
+}
+
+float logSumExp(const float *row, int64_t n) {
+  float mx = *std::max_element(row, row + n);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::exp(double(row[i] - mx));
+  return mx + float(std::log(sum));
+}
+
+/// grad_scale times the global-norm clipping coefficient.
+float clippedScale(float gradScale, float norm, double maxGradNorm) {
+  if (maxGradNorm <= 0.0)
+    return gradScale;
+  return gradScale * float(std::min(1.0, maxGradNorm / (norm + 1e-6)));
+}
+
+template <typename Fn>
+int32_t elementwise(const Call &c, int64_t inputs, Fn fn) {
+  Operand out = c.operand(inputs);
+  std::vector<float> b0, b1, b2, bo;
+  const float *in[3] = {};
+  int64_t n[3] = {};
+  std::vector<float> *bufs[3] = {&b0, &b1, &b2};
+  for (int64_t i = 0; i < inputs; ++i) {
+    Operand o = c.operand(i);
+    in[i] = o.floats(*bufs[i]);
+    n[i] = o.numel;
+  }
+  float *o = out.output(bo);
+#pragma omp parallel for if (out.numel > 65536)
+  for (int64_t i = 0; i < out.numel; ++i)
+    o[i] = fn(in, n, i);
+  out.store(o);
+  return 0;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+#define ENTRY(name)                                                            \
+  static int32_t name##Impl(const Call &c);                                    \
+  extern "C" int32_t infir2rt_##name(infir2rt_context *ctx,                    \
+                                     const int64_t *desc, const char *where) { \
+    return name##Impl(Call{ctx, desc, where});                                 \
+  }                                                                            \
+  static int32_t name##Impl(const Call &c)
+
+ENTRY(copy) {
+  Operand in = c.operand(0), out = c.operand(1);
+  if (in.dtype == out.dtype) {
+    std::memmove(out.ptr, in.ptr, in.numel * infir2rt_dtype_size(in.dtype));
+    return 0;
+  }
+#pragma omp parallel for if (in.numel > 65536)
+  for (int64_t i = 0; i < in.numel; ++i)
+    out.set(i, in.get(i));
+  return 0;
+}
+
+ENTRY(fill) {
+  Operand out = c.operand(0);
+  float v = float(c.attr(0));
+  for (int64_t i = 0; i < out.numel; ++i)
+    out.set(i, v);
+  return 0;
+}
+
+ENTRY(transpose) {
+  Operand in = c.operand(0), out = c.operand(1);
+  int64_t rank = in.rank;
+  std::vector<int64_t> inStride(rank, 1), idx(rank, 0);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    inStride[i] = inStride[i + 1] * in.shape[i + 1];
+  int64_t size = infir2rt_dtype_size(in.dtype);
+  for (int64_t flat = 0; flat < out.numel; ++flat) {
+    int64_t src = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      src += idx[i] * inStride[c.intAttr(i)];
+    std::memcpy(out.ptr + flat * size, in.ptr + src * size, size);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < out.shape[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+  return 0;
+}
+
+ENTRY(embedding) {
+  Operand table = c.operand(0), ids = c.operand(1), out = c.operand(2);
+  int64_t vocab = table.dim(0), dim = table.dim(1);
+  int64_t size = infir2rt_dtype_size(table.dtype);
+  for (int64_t t = 0; t < ids.numel; ++t) {
+    int64_t id = ids.getIndex(t);
+    if (id < 0 || id >= vocab)
+      return c.fail("token id %lld at position %lld is out of range [0, %lld)",
+                    (long long)id, (long long)t, (long long)vocab);
+    if (table.dtype == out.dtype)
+      std::memcpy(out.ptr + t * dim * size, table.ptr + id * dim * size,
+                  dim * size);
+    else
+      for (int64_t i = 0; i < dim; ++i)
+        out.set(t * dim + i, table.get(id * dim + i));
+  }
+  return 0;
+}
+
+ENTRY(matmul) {
+  Operand a = c.operand(0), b = c.operand(1), out = c.operand(2);
+  bool ta = c.attr(0) != 0.0, tb = c.attr(1) != 0.0;
+  int64_t m = a.dim(ta ? -1 : -2), k = a.dim(ta ? -2 : -1);
+  int64_t n = b.dim(tb ? -2 : -1);
+  int64_t batch = a.numel / (m * k);
+  bool sharedRhs = b.rank == 2;
+  std::vector<float> ba, bb, bo;
+  const float *A = a.floats(ba), *B = b.floats(bb);
+  float *C = out.output(bo);
+  if (sharedRhs && !ta) {
+    sgemm(false, tb, batch * m, n, k, A, B, C); // one GEMM over all rows
+  } else {
+    for (int64_t p = 0; p < batch; ++p)
+      sgemm(ta, tb, m, n, k, A + p * m * k, B + (sharedRhs ? 0 : p * k * n),
+            C + p * m * n);
+  }
+  out.store(C);
+  return 0;
+}
+
+ENTRY(rms_norm) {
+  Operand x = c.operand(0), w = c.operand(1), out = c.operand(2);
+  float eps = float(c.attr(0));
+  int64_t d = x.last(), rows = x.rows();
+  std::vector<float> bx, bw, bo;
+  const float *X = x.floats(bx), *W = w.floats(bw);
+  float *O = out.output(bo);
+#pragma omp parallel for
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = X + r * d;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < d; ++i)
+      ss += row[i] * row[i];
+    float inv = 1.0f / std::sqrt(ss / d + eps);
+    for (int64_t i = 0; i < d; ++i)
+      O[r * d + i] = row[i] * inv * W[i];
+  }
+  out.store(O);
+  return 0;
+}
+
+ENTRY(rope) {
+  Operand x = c.operand(0), pos = c.operand(1), out = c.operand(2);
+  int64_t hd = c.intAttr(0), half = hd / 2;
+  double theta = c.attr(1), sign = c.attr(2);
+  int64_t width = x.last(), seq = x.dim(-2), heads = width / hd;
+  int64_t tokens = x.rows();
+  bool shared = pos.rank == 1;
+  std::vector<float> bx, bo;
+  const float *X = x.floats(bx);
+  float *O = out.output(bo);
+#pragma omp parallel for
+  for (int64_t t = 0; t < tokens; ++t) {
+    double p = double(pos.getIndex(shared ? t % seq : t));
+    for (int64_t i = 0; i < half; ++i) {
+      // The angle in FP64, as the frequencies span many magnitudes.
+      double angle = sign * p * std::pow(theta, -2.0 * double(i) / double(hd));
+      float cs = float(std::cos(angle)), sn = float(std::sin(angle));
+      for (int64_t h = 0; h < heads; ++h) {
+        const float *in = X + t * width + h * hd;
+        float *o = O + t * width + h * hd;
+        o[i] = in[i] * cs - in[i + half] * sn;
+        o[i + half] = in[i + half] * cs + in[i] * sn;
+      }
+    }
+  }
+  out.store(O);
+  return 0;
+}
+
+ENTRY(attention) {
+  Attention a(c);
+  Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
+          out = c.operand(3);
+  std::vector<float> bq, bk, bv, bo;
+  const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv);
+  float *O = out.output(bo);
+#pragma omp parallel
+  {
+    std::vector<float> p(a.skv);
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t h = 0; h < a.heads; ++h)
+        for (int64_t s = 0; s < a.sq; ++s) {
+          int64_t visible = a.probabilities(Q, K, b, h, s, p.data());
+          float *o = O + (b * a.sq + s) * a.qw + h * a.hd;
+          std::fill(o, o + a.hd, 0.0f);
+          for (int64_t t = 0; t < visible; ++t) {
+            const float *vv = V + (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
+            for (int64_t i = 0; i < a.hd; ++i)
+              o[i] += p[t] * vv[i];
+          }
+        }
+  }
+  out.store(O);
+  return 0;
+}
+
+ENTRY(silu) {
+  return elementwise(c, 1, [](const float **in, const int64_t *, int64_t i) {
+    return in[0][i] * sigmoid(in[0][i]);
+  });
+}
+
+ENTRY(swiglu) {
+  return elementwise(c, 2, [](const float **in, const int64_t *, int64_t i) {
+    return in[0][i] * sigmoid(in[0][i]) * in[1][i];
+  });
+}
+
+ENTRY(add) {
+  return elementwise(c, 2, [](const float **in, const int64_t *n, int64_t i) {
+    return in[0][i] + in[1][i % n[1]];
+  });
+}
+
+ENTRY(mul) {
+  return elementwise(c, 2, [](const float **in, const int64_t *n, int64_t i) {
+    return in[0][i] * in[1][i % n[1]];
+  });
+}
+
+ENTRY(cross_entropy) {
+  Operand logits = c.operand(0), targets = c.operand(1);
+  bool hasMask = c.attr(1) != 0.0;
+  Operand out = c.operand(hasMask ? 3 : 2);
+  int64_t vocab = logits.last();
+  TokenWeights w;
+  if (int32_t err = tokenWeights(c, targets, hasMask, vocab, w))
+    return err;
+  std::vector<float> bl;
+  const float *L = logits.floats(bl);
+  double total = 0.0; // FP64 sum over tokens: order-independent enough
+#pragma omp parallel for reduction(+ : total)
+  for (int64_t t = 0; t < targets.numel; ++t) {
+    if (w.w[t] == 0.0f)
+      continue;
+    const float *row = L + t * vocab;
+    total += double(w.w[t]) *
+             double(logSumExp(row, vocab) - row[targets.getIndex(t)]);
+  }
+  out.set(0, w.total == 0.0 ? 0.0f : float(total / w.total));
+  return 0;
+}
+
+ENTRY(reduce_sum) {
+  Operand x = c.operand(0), out = c.operand(1);
+  std::vector<float> bx;
+  const float *X = x.floats(bx);
+  int64_t n = out.numel, rows = x.numel / n;
+  std::vector<double> acc(n, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] += X[r * n + i];
+  for (int64_t i = 0; i < n; ++i)
+    out.set(i, float(acc[i]));
+  return 0;
+}
+
+ENTRY(silu_grad) {
+  return elementwise(c, 2, [](const float **in, const int64_t *, int64_t i) {
+    float x = in[0][i], s = sigmoid(x);
+    return in[1][i] * (s + x * s * (1.0f - s));
+  });
+}
+
+ENTRY(swiglu_grad) {
+  Operand g = c.operand(0), u = c.operand(1), dy = c.operand(2),
+          dg = c.operand(3), du = c.operand(4);
+  std::vector<float> bg, bu, bd, bdg, bdu;
+  const float *G = g.floats(bg), *U = u.floats(bu), *D = dy.floats(bd);
+  float *DG = dg.output(bdg), *DU = du.output(bdu);
+#pragma omp parallel for
+  for (int64_t i = 0; i < g.numel; ++i) {
+    float s = sigmoid(G[i]);
+    DU[i] = D[i] * G[i] * s;
+    DG[i] = D[i] * U[i] * (s + G[i] * s * (1.0f - s));
+  }
+  dg.store(DG);
+  du.store(DU);
+  return 0;
+}
+
+ENTRY(rms_norm_grad) {
+  Operand x = c.operand(0), w = c.operand(1), dy = c.operand(2),
+          dx = c.operand(3), dw = c.operand(4);
+  float eps = float(c.attr(0));
+  int64_t d = x.last(), rows = x.rows();
+  std::vector<float> bx, bw, bd, bdx, bdw;
+  const float *X = x.floats(bx), *W = w.floats(bw), *D = dy.floats(bd);
+  float *DX = dx.output(bdx), *DW = dw.output(bdw);
+  std::vector<double> dwAcc(d, 0.0);
+#pragma omp parallel
+  {
+    std::vector<double> local(d, 0.0);
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = X + r * d, *gr = D + r * d;
+      float ss = 0.0f, dot = 0.0f;
+      for (int64_t i = 0; i < d; ++i) {
+        ss += xr[i] * xr[i];
+        dot += W[i] * gr[i] * xr[i];
+      }
+      float inv = 1.0f / std::sqrt(ss / d + eps);
+      for (int64_t i = 0; i < d; ++i) {
+        local[i] += double(gr[i] * xr[i] * inv);
+        DX[r * d + i] = inv * W[i] * gr[i] - inv * inv * inv / d * xr[i] * dot;
+      }
+    }
+#pragma omp critical
+    for (int64_t i = 0; i < d; ++i)
+      dwAcc[i] += local[i];
+  }
+  for (int64_t i = 0; i < d; ++i)
+    DW[i] = float(dwAcc[i]);
+  dx.store(DX);
+  dw.store(DW);
+  return 0;
+}
+
+ENTRY(attention_grad) {
+  Attention a(c);
+  Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
+          dout = c.operand(3), dq = c.operand(4), dk = c.operand(5),
+          dv = c.operand(6);
+  std::vector<float> bq, bk, bv, bo, bdq, bdk, bdv;
+  const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv),
+              *GO = dout.floats(bo);
+  float *DQ = dq.output(bdq), *DK = dk.output(bdk), *DV = dv.output(bdv);
+  // dK and dV of a KV head collect from every query head of its group: one
+  // thread per (batch, KV head) keeps the accumulation race-free.
+  int64_t kvHeads = a.heads / a.group;
+#pragma omp parallel
+  {
+    std::vector<float> p(a.skv), dp(a.skv);
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t kh = 0; kh < kvHeads; ++kh)
+        for (int64_t h = kh * a.group; h < (kh + 1) * a.group; ++h)
+          for (int64_t s = 0; s < a.sq; ++s) {
+            int64_t visible = a.probabilities(Q, K, b, h, s, p.data());
+            const float *qv = Q + (b * a.sq + s) * a.qw + h * a.hd;
+            const float *go = GO + (b * a.sq + s) * a.qw + h * a.hd;
+            float pdp = 0.0f;
+            for (int64_t t = 0; t < visible; ++t) {
+              const float *vv = V + (b * a.skv + t) * a.kw + kh * a.hd;
+              float dot = 0.0f;
+              for (int64_t i = 0; i < a.hd; ++i)
+                dot += go[i] * vv[i];
+              dp[t] = dot;
+              pdp += p[t] * dot;
+            }
+            float *dqv = DQ + (b * a.sq + s) * a.qw + h * a.hd;
+            for (int64_t t = 0; t < visible; ++t) {
+              float ds = p[t] * (dp[t] - pdp) * a.scale;
+              int64_t kvOff = (b * a.skv + t) * a.kw + kh * a.hd;
+              for (int64_t i = 0; i < a.hd; ++i) {
+                dqv[i] += ds * K[kvOff + i];
+                DK[kvOff + i] += ds * qv[i];
+                DV[kvOff + i] += p[t] * go[i];
+              }
+            }
+          }
+  }
+  dq.store(DQ);
+  dk.store(DK);
+  dv.store(DV);
+  return 0;
+}
+
+ENTRY(cross_entropy_grad) {
+  Operand logits = c.operand(0), targets = c.operand(1);
+  bool hasMask = c.attr(1) != 0.0;
+  Operand dloss = c.operand(hasMask ? 3 : 2), out = c.operand(hasMask ? 4 : 3);
+  int64_t vocab = logits.last();
+  TokenWeights w;
+  if (int32_t err = tokenWeights(c, targets, hasMask, vocab, w))
+    return err;
+  float g = dloss.get(0);
+  std::vector<float> bl, bo;
+  const float *L = logits.floats(bl);
+  float *O = out.output(bo);
+#pragma omp parallel for
+  for (int64_t t = 0; t < targets.numel; ++t) {
+    float *o = O + t * vocab;
+    if (w.w[t] == 0.0f || w.total == 0.0) {
+      std::fill(o, o + vocab, 0.0f);
+      continue;
+    }
+    const float *row = L + t * vocab;
+    float lse = logSumExp(row, vocab), coeff = float(g * w.w[t] / w.total);
+    int64_t target = targets.getIndex(t);
+    for (int64_t i = 0; i < vocab; ++i)
+      o[i] = coeff * (std::exp(row[i] - lse) - (i == target ? 1.0f : 0.0f));
+  }
+  out.store(O);
+  return 0;
+}
+
+ENTRY(embedding_grad) {
+  Operand ids = c.operand(0), dy = c.operand(1), out = c.operand(2);
+  int64_t vocab = out.dim(0), dim = out.dim(1);
+  std::vector<float> bd, bo;
+  const float *D = dy.floats(bd);
+  float *O = out.output(bo);
+  for (int64_t t = 0; t < ids.numel; ++t) {
+    int64_t id = ids.getIndex(t);
+    if (id < 0 || id >= vocab)
+      return c.fail("token id %lld at position %lld is out of range [0, %lld)",
+                    (long long)id, (long long)t, (long long)vocab);
+    for (int64_t i = 0; i < dim; ++i)
+      O[id * dim + i] += D[t * dim + i];
+  }
+  out.store(O);
+  return 0;
+}
+
+ENTRY(global_norm) {
+  int64_t n = c.numOperands();
+  float scale = c.operand(n - 2).get(0);
+  double ss = 0.0;
+  for (int64_t g = 0; g < n - 2; ++g) {
+    Operand o = c.operand(g);
+    std::vector<float> buf;
+    const float *x = o.floats(buf);
+    double local = 0.0;
+#pragma omp parallel for reduction(+ : local)
+    for (int64_t i = 0; i < o.numel; ++i)
+      local += double(scale * x[i]) * double(scale * x[i]);
+    ss += local;
+  }
+  c.operand(n - 1).set(0, float(std::sqrt(ss)));
+  return 0;
+}
+
+ENTRY(adamw) {
+  Operand p = c.operand(0), g = c.operand(1), m = c.operand(2),
+          v = c.operand(3), np = c.operand(8), nm = c.operand(9),
+          nv = c.operand(10);
+  float lr = c.operand(4).get(0), t = c.operand(5).get(0);
+  if (!(t >= 1.0f))
+    return c.fail("step must be at least 1, got %g", double(t));
+  float scale =
+      clippedScale(c.operand(6).get(0), c.operand(7).get(0), c.attr(4));
+  double b1 = c.attr(0), b2 = c.attr(1), eps = c.attr(2), wd = c.attr(3);
+  float c1 = float(1.0 - std::pow(b1, double(t))),
+        c2 = float(1.0 - std::pow(b2, double(t)));
+  const float *P = reinterpret_cast<const float *>(p.ptr),
+              *G = reinterpret_cast<const float *>(g.ptr),
+              *M = reinterpret_cast<const float *>(m.ptr),
+              *V = reinterpret_cast<const float *>(v.ptr);
+  float *NP = reinterpret_cast<float *>(np.ptr),
+        *NM = reinterpret_cast<float *>(nm.ptr),
+        *NV = reinterpret_cast<float *>(nv.ptr);
+  float fb1 = float(b1), fb2 = float(b2), feps = float(eps), fwd = float(wd);
+#pragma omp parallel for if (p.numel > 16384)
+  for (int64_t i = 0; i < p.numel; ++i) {
+    float gi = G[i] * scale;
+    float mi = fb1 * M[i] + (1.0f - fb1) * gi;
+    float vi = fb2 * V[i] + (1.0f - fb2) * gi * gi;
+    NM[i] = mi;
+    NV[i] = vi;
+    NP[i] = P[i] - lr * (fwd * P[i] + (mi / c1) / (std::sqrt(vi / c2) + feps));
+  }
+  return 0;
+}
+
+ENTRY(sgd) {
+  Operand p = c.operand(0), g = c.operand(1), np = c.operand(5);
+  float lr = c.operand(2).get(0);
+  float scale =
+      clippedScale(c.operand(3).get(0), c.operand(4).get(0), c.attr(1));
+  float wd = float(c.attr(0));
+  const float *P = reinterpret_cast<const float *>(p.ptr),
+              *G = reinterpret_cast<const float *>(g.ptr);
+  float *NP = reinterpret_cast<float *>(np.ptr);
+  for (int64_t i = 0; i < p.numel; ++i)
+    NP[i] = P[i] - lr * (G[i] * scale + wd * P[i]);
+  return 0;
+}
+
+ENTRY(quantize) {
+  Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2);
+  FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
+  std::vector<int64_t> block(x.rank);
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = c.intAttr(2 + i);
+  std::vector<float> bx;
+  return quantizeInto(c, x.floats(bx), data, scale, format, c.attr(1) != 0.0,
+                      block.data());
+}
+
+ENTRY(quantize_dual) {
+  Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2),
+          dataT = c.operand(3), scaleT = c.operand(4);
+  FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
+  bool pow2 = c.attr(1) != 0.0;
+  std::vector<int64_t> block(x.rank);
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = c.intAttr(2 + i);
+  int64_t blockT[2] = {c.intAttr(2 + x.rank), c.intAttr(3 + x.rank)};
+  std::vector<float> bx;
+  const float *X = x.floats(bx);
+  if (int32_t err = quantizeInto(c, X, data, scale, format, pow2, block.data()))
+    return err;
+  // The [K, T] transpose of the [T, K] view.
+  int64_t cols = x.last(), rows = x.rows();
+  std::vector<float> t(x.numel);
+#pragma omp parallel for
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i)
+      t[j * rows + i] = X[i * cols + j];
+  return quantizeInto(c, t.data(), dataT, scaleT, format, pow2, blockT);
+}
+
+ENTRY(dequantize) {
+  Operand data = c.operand(0), scale = c.operand(1), out = c.operand(2);
+  std::vector<int64_t> block(data.rank);
+  for (int64_t i = 0; i < data.rank; ++i)
+    block[i] = c.intAttr(i);
+  std::vector<float> x = dequantized(data, scale, block.data());
+  for (int64_t i = 0; i < out.numel; ++i)
+    out.set(i, x[i]);
+  return 0;
+}
+
+ENTRY(scaled_matmul) {
+  Operand a = c.operand(0), sa = c.operand(1), b = c.operand(2),
+          sb = c.operand(3), out = c.operand(4);
+  std::vector<int64_t> blockA(a.rank), blockB(b.rank);
+  for (int64_t i = 0; i < a.rank; ++i)
+    blockA[i] = c.intAttr(i);
+  for (int64_t i = 0; i < b.rank; ++i)
+    blockB[i] = c.intAttr(a.rank + i);
+  // FP8 values times their scales are exact in FP32 under the pow2 rule
+  // (and rounded once under fp32 scales); the GEMM accumulates in FP32.
+  std::vector<float> A = dequantized(a, sa, blockA.data());
+  std::vector<float> B = dequantized(b, sb, blockB.data());
+  int64_t k = a.last(), m = a.dim(-2), n = b.dim(-2);
+  int64_t batch = a.numel / (m * k);
+  std::vector<float> bo;
+  float *C = out.output(bo);
+  if (b.rank == 2)
+    sgemm(false, true, batch * m, n, k, A.data(), B.data(), C);
+  else
+    for (int64_t p = 0; p < batch; ++p)
+      sgemm(false, true, m, n, k, A.data() + p * m * k, B.data() + p * n * k,
+            C + p * m * n);
+  out.store(C);
+  return 0;
+}
+
+ENTRY(amax) {
+  Operand x = c.operand(0), out = c.operand(1);
+  std::vector<int64_t> block(x.rank);
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = c.intAttr(i);
+  std::vector<int64_t> map = blockMap(x, block.data());
+  std::vector<float> amax(out.numel, 0.0f);
+  for (int64_t i = 0; i < x.numel; ++i) {
+    float a = std::fabs(x.get(i)), &m = amax[map[i]];
+    m = (std::isnan(a) || std::isnan(m))
+            ? std::numeric_limits<float>::quiet_NaN()
+            : std::max(m, a);
+  }
+  for (int64_t i = 0; i < out.numel; ++i)
+    out.set(i, amax[i]);
+  return 0;
+}
