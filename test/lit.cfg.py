@@ -19,8 +19,11 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%torch-python", "/usr/bin/python3"))
 config.substitutions.append(("%test-python", os.path.join(config.test_source_root, "python")))
 config.substitutions.append(("%examples", os.path.join(config.infir2_src_root, "examples")))
+# Real English text for trainer tests that need some (the README itself).
+config.substitutions.append(("%text", os.path.join(config.infir2_src_root, "README.md")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["infir2-opt", "infir2-import", "infir2-run"], [config.infir2_tools_dir, config.llvm_tools_dir])
+    ["infir2-opt", "infir2-import", "infir2-run", "infir2-compile"],
+    [config.infir2_tools_dir, config.llvm_tools_dir])

@@ -262,16 +262,25 @@ LogicalResult Interpreter::matmul(MatmulOp op) {
   int64_t batch = product(as.drop_back(2));
   bool sharedRhs = bs.size() == 2;
   Tensor out(shapeOf(op.getResult()));
+  // Both operands copied to K-contiguous rows ([m, k] and [n, k]), so that
+  // every dot product reads memory in order; the sum order is unchanged.
+  std::vector<double> A(m * k), B(n * k);
   for (int64_t p = 0; p < batch; ++p) {
-    const double *A = a.data.data() + p * m * k;
-    const double *B = b.data.data() + (sharedRhs ? 0 : p * k * n);
+    const double *pa = a.data.data() + p * m * k;
+    const double *pb = b.data.data() + (sharedRhs ? 0 : p * k * n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t l = 0; l < k; ++l)
+        A[i * k + l] = ta ? pa[l * m + i] : pa[i * k + l];
+    if (p == 0 || !sharedRhs)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t l = 0; l < k; ++l)
+          B[j * k + l] = tb ? pb[j * k + l] : pb[l * n + j];
     double *C = out.data.data() + p * m * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double acc = 0.0;
         for (int64_t l = 0; l < k; ++l)
-          acc += (ta ? A[l * m + i] : A[i * k + l]) *
-                 (tb ? B[j * k + l] : B[l * n + j]);
+          acc += A[i * k + l] * B[j * k + l];
         C[i * n + j] = acc;
       }
   }

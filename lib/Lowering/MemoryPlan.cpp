@@ -145,24 +145,6 @@ FailureOr<int64_t> Planner::slot(Operation *where, StringRef kind,
   return plan.state.size() - 1;
 }
 
-/// The batch input an unannotated argument is, from how the model uses it.
-static std::optional<StringRef> batchRole(BlockArgument arg) {
-  for (OpOperand &use : arg.getUses()) {
-    Operation *user = use.getOwner();
-    if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getIds() == arg)
-      return StringRef("input_ids");
-    if (auto ce = dyn_cast<CrossEntropyOp>(user)) {
-      if (ce.getTargets() == arg)
-        return StringRef("targets");
-      if (ce.getLossMask() == arg)
-        return StringRef("loss_mask");
-    }
-    if (auto r = dyn_cast<RopeOp>(user); r && r.getPositions() == arg)
-      return StringRef("positions");
-  }
-  return std::nullopt;
-}
-
 FailureOr<int64_t> Planner::argumentSlot(func::FuncOp fn, BlockArgument arg) {
   unsigned i = arg.getArgNumber();
   auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -180,7 +162,7 @@ FailureOr<int64_t> Planner::argumentSlot(func::FuncOp fn, BlockArgument arg) {
                             {Infir2Dialect::getInputAttrName(), "input"}})
     if (auto name = fn.getArgAttrOfType<StringAttr>(i, attr))
       return slot(fn, kind, name.getValue(), type);
-  if (std::optional<StringRef> role = batchRole(arg))
+  if (std::optional<StringRef> role = getBatchInputRole(arg))
     return slot(fn, "input", *role, type);
   return fn.emitError() << "argument #" << i << " of @" << fn.getSymName()
                         << " has no role the trainer can fill (not a "

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Checkpoint.h"
+#include "infir2/runtime/Checkpoint.h"
 
 #include "infir2/runtime/ABI.h"
 
@@ -595,26 +595,42 @@ bool Trainer::gradientsFinite() {
   return true;
 }
 
+/// The first step, for checks against the reference interpreter and
+/// PyTorch: every parameter (its BF16 working value, as F32) under its name,
+/// zero gradient accumulators as grad.<name> (the step's inputs), the batch
+/// as input.<role>, the loss as output.loss, and each computed gradient as
+/// gradient.<name>.
 void Trainer::dumpStep() {
   std::vector<StoredTensor> store;
-  store.reserve(m.slots.size() + 1);
+  store.reserve(2 * m.slots.size());
   std::vector<std::pair<std::string, const StoredTensor *>> out;
-  for (const Slot &s : m.slots) {
-    if (s.kind == "master" || s.kind == "moment1" || s.kind == "moment2")
-      continue;
+  auto add = [&](const std::string &name, const Slot &s, bool zero) {
     StoredTensor t;
     t.dtype = "F32";
     t.shape = s.shape;
-    t.bytes.resize(s.numel * 4);
+    t.bytes.assign(s.numel * 4, 0);
     float *f = reinterpret_cast<float *>(t.bytes.data());
     const uint8_t *p = state.data() + s.offset;
-    for (int64_t i = 0; i < s.numel; ++i)
+    for (int64_t i = 0; i < s.numel && !zero; ++i)
       f[i] = s.dtype == "bf16"
                  ? fromBF16(reinterpret_cast<const uint16_t *>(p)[i])
-             : s.dtype == "i32" ? float(reinterpret_cast<const int32_t *>(p)[i])
-                                : reinterpret_cast<const float *>(p)[i];
+             : s.dtype == "i32"
+                 ? float(reinterpret_cast<const int32_t *>(p)[i])
+                 : reinterpret_cast<const float *>(p)[i];
     store.push_back(std::move(t));
-    out.push_back({s.kind + "." + s.name, &store.back()});
+    out.push_back({name, &store.back()});
+  };
+  for (const Slot &s : m.slots) {
+    if (s.kind == "param")
+      add(s.name, s, false);
+    else if (s.kind == "grad") {
+      add("grad." + s.name, s, true);
+      add("gradient." + s.name, s, false);
+    } else if (s.kind == "input" && s.name != "learning_rate" &&
+               s.name != "step" && s.name != "grad_scale")
+      add("input." + s.name, s, false);
+    else if (s.kind == "output" && s.name == "loss")
+      add("output.loss", s, false);
   }
   std::string error;
   if (!writeSafetensors(o.dumpStep, out, error))

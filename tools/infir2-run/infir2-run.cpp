@@ -22,6 +22,7 @@
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/InitAll.h"
 #include "infir2/Interpreter/Interpreter.h"
+#include "infir2/runtime/Checkpoint.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -36,6 +37,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <map>
 #include <random>
 
 using namespace mlir;
@@ -78,6 +80,14 @@ static cl::opt<uint64_t> maxElements(
     cl::desc("Refuse functions whose inputs hold more elements than this "
              "(the FP64 interpreter is for small models; 2^28 elements are "
              "2 GiB)"));
+static cl::opt<std::string> inputsPath(
+    "inputs",
+    cl::desc("Take inputs from this safetensors file (F32 or F64) instead of "
+             "drawing them: parameters by name, optimizer state as "
+             "grad.<name> etc., batch inputs as input.input_ids, "
+             "input.targets, input.loss_mask, input.positions (what a "
+             "compiled trainer's --dump-step writes), others as arg<N>"),
+    cl::value_desc("file"), cl::init(""));
 static cl::opt<std::string>
     dumpPath("dump",
              cl::desc("Write inputs and results to this safetensors file"),
@@ -287,7 +297,7 @@ static int runGradcheck(func::FuncOp forward, func::FuncOp step,
             [](double a, double b) { return std::fabs(a) < std::fabs(b); }) -
         g.data.begin())};
     std::uniform_int_distribution<int64_t> pick(0, n - 1);
-    while (coords.size() < std::min<int64_t>(gradcheckSamples, n))
+    while (int64_t(coords.size()) < std::min<int64_t>(gradcheckSamples, n))
       coords.push_back(pick(rng));
     double worst = 0.0;
     for (int64_t c : coords) {
@@ -381,6 +391,31 @@ int main(int argc, char **argv) {
                     : role.first.empty()
                         ? "arg" + std::to_string(arg.getArgNumber())
                         : role.first + "." + role.second);
+  }
+
+  if (!inputsPath.empty()) {
+    std::map<std::string, infir2::rt::StoredTensor> stored;
+    if (!infir2::rt::readSafetensors(inputsPath, stored, error))
+      return fail(error);
+    for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+      std::optional<StringRef> role = infir2::getBatchInputRole(arg);
+      auto it = stored.find(names[i]);
+      if (it == stored.end() && role)
+        it = stored.find(("input." + *role).str());
+      if (it == stored.end())
+        return fail(inputsPath + ": no tensor '" + names[i] + "'" +
+                    (role ? " or 'input." + role->str() + "'" : "") +
+                    " for argument #" + std::to_string(i));
+      const infir2::rt::StoredTensor &t = it->second;
+      Tensor &in = inputs[i];
+      if (ArrayRef<int64_t>(t.shape) != ArrayRef<int64_t>(in.shape) ||
+          (t.dtype != "F32" && t.dtype != "F64"))
+        return fail(inputsPath + ": tensor '" + it->first +
+                    "' is not F32/F64 of the shape of argument #" +
+                    std::to_string(i));
+      for (int64_t e = 0, n = in.getNumElements(); e < n; ++e)
+        in.data[e] = infir2::rt::storedFloat(t, e);
+    }
   }
 
   if (gradcheck) {

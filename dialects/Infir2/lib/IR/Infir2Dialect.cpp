@@ -106,6 +106,23 @@ infir2::getParams(FunctionOpInterface fn) {
   return params;
 }
 
+std::optional<StringRef> infir2::getBatchInputRole(BlockArgument arg) {
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getIds() == arg)
+      return StringRef("input_ids");
+    if (auto ce = dyn_cast<CrossEntropyOp>(user)) {
+      if (ce.getTargets() == arg)
+        return StringRef("targets");
+      if (ce.getLossMask() == arg)
+        return StringRef("loss_mask");
+    }
+    if (auto r = dyn_cast<RopeOp>(user); r && r.getPositions() == arg)
+      return StringRef("positions");
+  }
+  return std::nullopt;
+}
+
 //===----------------------------------------------------------------------===//
 // Function-argument attributes
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,8 @@
 
 #include "infir2/Dialect/Infir2/IR/Infir2Enums.h.inc"
 
+#include <optional>
+
 #define GET_ATTRDEF_CLASSES
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h.inc"
 
@@ -23,6 +25,11 @@ namespace infir2 {
 /// (argument index, declaration) pairs in argument order.
 llvm::SmallVector<std::pair<unsigned, ParamAttr>>
 getParams(mlir::FunctionOpInterface fn);
+
+/// The batch input an unannotated function argument is, from how the model
+/// uses it: "input_ids" (an embedding's ids), "targets" or "loss_mask" (a
+/// cross_entropy's), "positions" (a rope's); std::nullopt otherwise.
+std::optional<llvm::StringRef> getBatchInputRole(mlir::BlockArgument arg);
 
 } // namespace infir2
 

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_CHECKPOINT_H
-#define INFIR2_RUNTIME_DRIVER_CHECKPOINT_H
+#ifndef INFIR2_RUNTIME_CHECKPOINT_H
+#define INFIR2_RUNTIME_CHECKPOINT_H
 
 #include <cstdint>
 #include <map>
@@ -38,4 +38,4 @@ float storedFloat(const StoredTensor &t, int64_t i);
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_CHECKPOINT_H
+#endif // INFIR2_RUNTIME_CHECKPOINT_H

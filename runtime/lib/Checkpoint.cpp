@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Checkpoint.h"
+#include "infir2/runtime/Checkpoint.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,0 +1,244 @@
+//===- KernelsVsInterpreterTest.cpp - CPU FP8 kernels against the oracle --===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CPU runtime's quantize / quantize_dual / scaled_matmul entry points,
+// called through the ABI with hand-built descriptors, against the reference
+// interpreter running the same fp8 ops on the same inputs. The two are
+// independent implementations (bit manipulation in runtime/FP8.h; APFloat
+// in the interpreter). Quantized data and scales must be identical, value
+// for value; the GEMM, FP32 accumulation against FP64 of identical FP8
+// operands, must agree to 1e-5 relative to each output row's RMS (K = 512
+// terms of FP32 rounding error, about sqrt(K)·6e-8 ≈ 1.4e-6, plus one FP32
+// rounding per dequantized operand under fp32 scales; margin ~7x).
+// Inputs are N(0, 1) scaled per row by 10^U(-3, 3), so blocks span many
+// scales; the seed is printed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/InitAll.h"
+#include "infir2/Interpreter/Interpreter.h"
+#include "infir2/runtime/ABI.h"
+#include "infir2/runtime/FP8.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace mlir;
+using infir2::interp::Tensor;
+
+namespace {
+
+/// A region of the fake state and descriptors addressing it.
+struct Call {
+  std::vector<uint8_t> state;
+  std::vector<int64_t> desc = {0, 0};
+  std::vector<std::pair<int64_t, int64_t>> operands; // (offset, bytes)
+
+  /// Adds an operand of `shape` with `dtype` (ABI.h); returns its index.
+  int add(std::vector<int64_t> shape, int64_t dtype) {
+    int64_t numel = 1;
+    for (int64_t d : shape)
+      numel *= d;
+    int64_t offset = (state.size() + 63) / 64 * 64,
+            bytes = numel * infir2rt_dtype_size(dtype);
+    state.resize(offset + bytes);
+    std::vector<int64_t> words = {INFIR2RT_STATE, dtype, int64_t(shape.size()),
+                                  offset, numel};
+    for (int i = 0; i < INFIR2RT_MAX_RANK; ++i)
+      words.push_back(i < int(shape.size()) ? shape[i] : 1);
+    desc.insert(desc.begin() + 2 + desc[0] * INFIR2RT_OPERAND_WORDS,
+                words.begin(), words.end());
+    ++desc[0];
+    operands.push_back({offset, bytes});
+    return operands.size() - 1;
+  }
+  void attrs(std::vector<double> values) {
+    for (double v : values) {
+      int64_t w;
+      std::memcpy(&w, &v, 8);
+      desc.push_back(w);
+    }
+    desc[1] = values.size();
+  }
+  float *f32(int i) {
+    return reinterpret_cast<float *>(state.data() + operands[i].first);
+  }
+  uint8_t *u8(int i) { return state.data() + operands[i].first; }
+  int32_t run(int32_t (*entry)(infir2rt_context *, const int64_t *,
+                               const char *)) {
+    infir2rt_context ctx{};
+    ctx.regions[0] = ctx.regions[1] = state.data();
+    return entry(&ctx, desc.data(), "test");
+  }
+};
+
+class KernelsVsInterpreter : public ::testing::TestWithParam<bool> {
+protected:
+  KernelsVsInterpreter() : ctx(makeRegistry()) {}
+  static DialectRegistry makeRegistry() {
+    DialectRegistry r;
+    infir2::registerAllDialects(r);
+    return r;
+  }
+  SmallVector<Tensor> interpret(const std::string &source,
+                                ArrayRef<Tensor> inputs) {
+    module = parseSourceString<ModuleOp>(source, &ctx);
+    EXPECT_TRUE(module) << source;
+    auto r = infir2::interp::run(module->lookupSymbol<func::FuncOp>("f"),
+                                 inputs);
+    EXPECT_TRUE(succeeded(r));
+    return succeeded(r) ? *r : SmallVector<Tensor>{};
+  }
+  /// Rows of N(0,1) scaled by 10^U(-3,3), rounded to FP32.
+  Tensor draw(std::vector<int64_t> shape, std::mt19937_64 &rng) {
+    Tensor t(shape);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> exponent(-3.0f, 3.0f);
+    int64_t cols = shape.back();
+    float rowScale = 1.0f;
+    for (int64_t i = 0; i < t.getNumElements(); ++i) {
+      if (i % cols == 0)
+        rowScale = std::pow(10.0f, exponent(rng));
+      t.data[i] = double(normal(rng) * rowScale);
+    }
+    return t;
+  }
+  MLIRContext ctx;
+  OwningOpRef<ModuleOp> module;
+};
+
+uint64_t seedFor(const char *test) {
+  uint64_t seed = std::random_device{}();
+  std::printf("%s: seed %llu\n", test, (unsigned long long)seed);
+  return seed;
+}
+
+TEST_P(KernelsVsInterpreter, QuantizeDualIsIdentical) {
+  bool e5m2 = GetParam();
+  std::mt19937_64 rng(seedFor("QuantizeDualIsIdentical"));
+  // A [2, 128, 256] activation: 1x128 row groups, and the [256, 256]
+  // column-wise copy in 1x128 groups along tokens; pow2 scales.
+  const char *fmt = e5m2 ? "e5m2" : "e4m3";
+  const char *elt = e5m2 ? "f8E5M2" : "f8E4M3FN";
+  std::string src =
+      std::string("func.func @f(%x: tensor<2x128x256xf32>) -> "
+                  "(tensor<2x128x256x") +
+      elt + ">, tensor<2x128x2xf32>, tensor<256x256x" + elt +
+      ">, tensor<256x2xf32>) {\n  %q, %s, %qt, %st = fp8.quantize_dual %x "
+      "to " +
+      fmt +
+      " by #fp8.groups<128, dim = 2> and transposed by #fp8.groups<128, dim "
+      "= 1> scale pow2 : tensor<2x128x256xf32> -> tensor<2x128x256x" +
+      elt + ">, tensor<2x128x2xf32>, tensor<256x256x" + elt +
+      ">, tensor<256x2xf32>\n  return %q, %s, %qt, %st : tensor<2x128x256x" +
+      elt + ">, tensor<2x128x2xf32>, tensor<256x256x" + elt +
+      ">, tensor<256x2xf32>\n}\n";
+  Tensor x = draw({2, 128, 256}, rng);
+  SmallVector<Tensor> expected = interpret(src, {x});
+  ASSERT_EQ(expected.size(), 4u);
+
+  Call c;
+  int in = c.add({2, 128, 256}, INFIR2RT_F32);
+  int64_t dt = e5m2 ? INFIR2RT_E5M2 : INFIR2RT_E4M3;
+  int q = c.add({2, 128, 256}, dt), s = c.add({2, 128, 2}, INFIR2RT_F32);
+  int qt = c.add({256, 256}, dt), st = c.add({256, 2}, INFIR2RT_F32);
+  c.attrs({e5m2 ? 1.0 : 0.0, 1.0, 1, 1, 128, 1, 128});
+  for (int64_t i = 0; i < x.getNumElements(); ++i)
+    c.f32(in)[i] = float(x.data[i]);
+  ASSERT_EQ(c.run(infir2rt_quantize_dual), 0);
+
+  auto fmtEnum = e5m2 ? infir2::rt::FP8Format::E5M2 : infir2::rt::FP8Format::E4M3;
+  int64_t mismatches = 0;
+  for (auto [out, scale, idx] :
+       {std::tuple<int, int, int>{q, s, 0}, {qt, st, 2}}) {
+    const Tensor &data = expected[idx], &scales = expected[idx + 1];
+    for (int64_t i = 0; i < data.getNumElements(); ++i)
+      mismatches += double(infir2::rt::fp8ToFloat(c.u8(out)[i], fmtEnum)) !=
+                    data.data[i];
+    for (int64_t i = 0; i < scales.getNumElements(); ++i)
+      mismatches += double(c.f32(scale)[i]) != scales.data[i];
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
+  bool fp32Scales = GetParam();
+  std::mt19937_64 rng(seedFor("ScaledMatmulAgrees"));
+  // Quantize x [256, 512] by 1x128 and w [384, 512] by 128x128 with the
+  // runtime, then multiply with both.
+  const char *rule = fp32Scales ? "fp32" : "pow2";
+  std::string src =
+      std::string(
+          "func.func @f(%x: tensor<256x512xf32>, %w: tensor<384x512xf32>) -> "
+          "tensor<256x384xf32> {\n"
+          "  %xq, %xs = fp8.quantize %x to e4m3 by #fp8.groups<128, dim = 1> "
+          "scale ") +
+      rule +
+      " : tensor<256x512xf32> -> tensor<256x512xf8E4M3FN>, "
+      "tensor<256x4xf32>\n"
+      "  %wq, %ws = fp8.quantize %w to e4m3 by #fp8.blocks<128, 128> scale " +
+      rule +
+      " : tensor<384x512xf32> -> tensor<384x512xf8E4M3FN>, tensor<3x4xf32>\n"
+      "  %y = fp8.scaled_matmul (%xq, %xs by #fp8.groups<128, dim = 1>), "
+      "(%wq, %ws by #fp8.blocks<128, 128>) : (tensor<256x512xf8E4M3FN>, "
+      "tensor<256x4xf32>), (tensor<384x512xf8E4M3FN>, tensor<3x4xf32>) -> "
+      "tensor<256x384xf32>\n"
+      "  return %y : tensor<256x384xf32>\n}\n";
+  Tensor x = draw({256, 512}, rng), w = draw({384, 512}, rng);
+  SmallVector<Tensor> expected = interpret(src, {x, w});
+  ASSERT_EQ(expected.size(), 1u);
+
+  double pow2 = fp32Scales ? 0.0 : 1.0;
+  Call qx, qw, mm;
+  int xi = qx.add({256, 512}, INFIR2RT_F32),
+      xq = qx.add({256, 512}, INFIR2RT_E4M3),
+      xs = qx.add({256, 4}, INFIR2RT_F32);
+  qx.attrs({0.0, pow2, 1, 128});
+  int wi = qw.add({384, 512}, INFIR2RT_F32),
+      wq = qw.add({384, 512}, INFIR2RT_E4M3), ws = qw.add({3, 4}, INFIR2RT_F32);
+  qw.attrs({0.0, pow2, 128, 128});
+  for (int64_t i = 0; i < x.getNumElements(); ++i)
+    qx.f32(xi)[i] = float(x.data[i]);
+  for (int64_t i = 0; i < w.getNumElements(); ++i)
+    qw.f32(wi)[i] = float(w.data[i]);
+  ASSERT_EQ(qx.run(infir2rt_quantize), 0);
+  ASSERT_EQ(qw.run(infir2rt_quantize), 0);
+  int a = mm.add({256, 512}, INFIR2RT_E4M3), as = mm.add({256, 4}, INFIR2RT_F32),
+      b = mm.add({384, 512}, INFIR2RT_E4M3), bs = mm.add({3, 4}, INFIR2RT_F32),
+      y = mm.add({256, 384}, INFIR2RT_F32);
+  mm.attrs({1, 128, 128, 128});
+  std::memcpy(mm.u8(a), qx.u8(xq), 256 * 512);
+  std::memcpy(mm.f32(as), qx.f32(xs), 256 * 4 * 4);
+  std::memcpy(mm.u8(b), qw.u8(wq), 384 * 512);
+  std::memcpy(mm.f32(bs), qw.f32(ws), 3 * 4 * 4);
+  ASSERT_EQ(mm.run(infir2rt_scaled_matmul), 0);
+
+  // Rows span 10^±3 in scale: errors are measured against each row's RMS.
+  const Tensor &e = expected[0];
+  double worst = 0.0;
+  for (int64_t i = 0; i < 256; ++i) {
+    double rms = 0.0, err = 0.0;
+    for (int64_t j = 0; j < 384; ++j) {
+      double v = e.data[i * 384 + j];
+      rms += v * v;
+      err = std::max(err, std::fabs(double(mm.f32(y)[i * 384 + j]) - v));
+    }
+    worst = std::max(worst, err / std::sqrt(rms / 384));
+  }
+  EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, KernelsVsInterpreter, ::testing::Bool());
+
+} // namespace

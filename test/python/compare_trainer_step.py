@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""Compares a compiled trainer's first step (`trainer --dump-step`) with the
+reference interpreter's (`infir2-run --entry train_step --inputs` on the same
+dump): the loss, and for every parameter the cosine similarity and relative
+L2 error of the gradient.
+
+Usage: compare_trainer_step.py TRAINER.safetensors INTERPRETER.safetensors
+           MAX_LOSS_REL MIN_COSINE MAX_GRAD_REL
+
+The interpreter's dump holds result0 = loss and result1.. = the updated
+accumulators (0 + g), in parameter order, which is the trainer's order of
+gradient.<name> tensors.
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+
+
+def load(path):
+    """Returns ({name: flat float64 array}, names in file order, {name: shape})."""
+    blob = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8 : 8 + n])
+    header.pop("__metadata__", None)
+    out, order, shapes = {}, [], {}
+    for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+        b, e = info["data_offsets"]
+        dtype = {"F32": "<f4", "F64": "<f8"}[info["dtype"]]
+        out[name] = np.frombuffer(blob[8 + n + b : 8 + n + e], dtype=dtype).astype(np.float64)
+        order.append(name)
+        shapes[name] = info["shape"]
+    return out, order, shapes
+
+
+def main():
+    trainer, order, _ = load(sys.argv[1])
+    interp, _, _ = load(sys.argv[2])
+    max_loss, min_cos, max_rel = (float(x) for x in sys.argv[3:6])
+    grads = [k[len("gradient."):] for k in order if k.startswith("gradient.")]
+
+    ok = True
+    loss_t, loss_i = float(trainer["output.loss"][0]), float(interp["result0"][0])
+    loss_rel = abs(loss_t - loss_i) / abs(loss_i)
+    print(f"loss: trainer {loss_t:.9g}, interpreter {loss_i:.12g}, relative difference "
+          f"{loss_rel:.3g} (bound {max_loss:g})")
+    ok &= loss_rel <= max_loss
+    worst_cos, worst_rel = 1.0, 0.0
+    for i, name in enumerate(grads):
+        g, ref = trainer["gradient." + name], interp[f"result{i + 1}"]
+        norm = np.linalg.norm(ref)
+        if norm == 0:
+            continue
+        cos = float(g @ ref / (np.linalg.norm(g) * norm))
+        rel = float(np.linalg.norm(g - ref) / norm)
+        if cos < min_cos or rel > max_rel:
+            print(f"  {name}: cosine {cos:.6f}, relative error {rel:.3g}  <- out of bounds")
+            ok = False
+        worst_cos, worst_rel = min(worst_cos, cos), max(worst_rel, rel)
+    print(f"gradients of {len(grads)} parameters: worst cosine {worst_cos:.6f} (bound {min_cos}), "
+          f"worst relative L2 error {worst_rel:.3g} (bound {max_rel:g})")
+    print("OK" if ok else "FAIL: the compiled trainer disagrees with the interpreter")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
