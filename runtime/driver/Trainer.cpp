@@ -614,9 +614,8 @@ void Trainer::dumpStep() {
     for (int64_t i = 0; i < s.numel && !zero; ++i)
       f[i] = s.dtype == "bf16"
                  ? fromBF16(reinterpret_cast<const uint16_t *>(p)[i])
-             : s.dtype == "i32"
-                 ? float(reinterpret_cast<const int32_t *>(p)[i])
-                 : reinterpret_cast<const float *>(p)[i];
+             : s.dtype == "i32" ? float(reinterpret_cast<const int32_t *>(p)[i])
+                                : reinterpret_cast<const float *>(p)[i];
     store.push_back(std::move(t));
     out.push_back({name, &store.back()});
   };

@@ -18,6 +18,7 @@
 #include "infir2/runtime/FP8.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -165,17 +166,26 @@ struct Operand {
       return reinterpret_cast<const float *>(ptr);
     buffer.resize(numel);
     float *out = buffer.data();
+    if (dtype == INFIR2RT_BF16) { // the common case, kept branch-free
+      const uint16_t *in = reinterpret_cast<const uint16_t *>(ptr);
+#pragma omp parallel for if (numel > 65536)
+      for (int64_t i = 0; i < numel; ++i)
+        out[i] = bf16ToFloat(in[i]);
+      return out;
+    }
 #pragma omp parallel for if (numel > 65536)
     for (int64_t i = 0; i < numel; ++i)
       out[i] = get(i);
     return out;
   }
 
-  /// A zeroed place to write FP32 results: the storage itself when it is
-  /// FP32, else `buffer` (then call store()).
-  float *output(std::vector<float> &buffer) const {
+  /// A place to write FP32 results: the storage itself when it is FP32,
+  /// else `buffer` (then call store()). Zeroed only when `zero` is set, for
+  /// kernels that accumulate into their output.
+  float *output(std::vector<float> &buffer, bool zero = false) const {
     if (dtype == INFIR2RT_F32) {
-      std::memset(ptr, 0, numel * sizeof(float));
+      if (zero)
+        std::memset(ptr, 0, numel * sizeof(float));
       return reinterpret_cast<float *>(ptr);
     }
     buffer.assign(numel, 0.0f);
@@ -186,6 +196,13 @@ struct Operand {
   void store(const float *values) const {
     if (dtype == INFIR2RT_F32)
       return;
+    if (dtype == INFIR2RT_BF16) {
+      uint16_t *out = reinterpret_cast<uint16_t *>(ptr);
+#pragma omp parallel for if (numel > 65536)
+      for (int64_t i = 0; i < numel; ++i)
+        out[i] = floatToBF16(values[i]);
+      return;
+    }
 #pragma omp parallel for if (numel > 65536)
     for (int64_t i = 0; i < numel; ++i)
       set(i, values[i]);
@@ -223,51 +240,158 @@ struct Call {
   }
 };
 
-/// C[m, n] = op(A)·op(B) for row-major FP32 matrices.
+/// C[m, n] = op(A)·op(B) for row-major FP32 matrices (leading dimensions
+/// lda, ldb, ldc), split by rows of C across the OpenMP threads. OpenBLAS
+/// itself runs single-threaded (see the constructor below): one thread pool,
+/// instead of OpenMP's and OpenBLAS's spinning against each other on the
+/// same cores.
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  int threads = omp_get_max_threads();
+  int64_t chunk = std::max<int64_t>(16, (m + threads - 1) / threads);
+  int64_t parts = (m + chunk - 1) / chunk;
+#pragma omp parallel for if (parts > 1 && m * n * k > (1 << 18))
+  for (int64_t part = 0; part < parts; ++part) {
+    int64_t m0 = part * chunk, rows = std::min(chunk, m - m0);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, rows, n, k, 1.0f,
+                a + (ta ? m0 : m0 * lda), lda, b, ldb, 0.0f, c + m0 * ldc, ldc);
+  }
+}
+
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
            const float *b, float *c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, ta ? m : k, b,
-              tb ? k : n, 0.0f, c, n);
+  sgemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n);
 }
+
+struct SingleThreadedBlas {
+  SingleThreadedBlas() { openblas_set_num_threads(1); }
+} singleThreadedBlas;
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-/// The index of the scale block of every element of a tensor of `shape`
-/// quantized in blocks of `block`.
-std::vector<int64_t> blockMap(const Operand &x, const int64_t *block) {
-  int64_t rank = x.rank;
-  std::vector<int64_t> scaleStride(rank, 1), idx(rank, 0);
-  for (int64_t i = rank - 2; i >= 0; --i)
-    scaleStride[i] = scaleStride[i + 1] * (x.shape[i + 1] / block[i + 1]);
-  std::vector<int64_t> map(x.numel);
-  for (int64_t flat = 0; flat < x.numel; ++flat) {
-    int64_t s = 0;
-    for (int64_t i = 0; i < rank; ++i)
-      s += (idx[i] / block[i]) * scaleStride[i];
-    map[flat] = s;
-    for (int64_t i = rank - 1; i >= 0; --i) {
-      if (++idx[i] < x.shape[i])
-        break;
-      idx[i] = 0;
+/// Where the scale of each element of a tensor quantized in blocks of
+/// `block` is. The tensor is seen as rows of its last dimension; blocks span
+/// `br` rows of the second-to-last dimension and `bc` columns, and the
+/// leading dimensions either all have block 1 or are all covered by one
+/// block (tensorwise): then the scale index is linear in c / bc along a row
+/// ("fast"). Other mixes take the general path.
+struct Blocks {
+  const int64_t *shape, *block;
+  int64_t rank, R, C, br, bc;
+  bool leadOne = true, leadAll = true;
+
+  Blocks(const Operand &x, const int64_t *b)
+      : shape(x.shape), block(b), rank(x.rank) {
+    C = x.last();
+    bc = block[rank - 1];
+    R = rank >= 2 ? shape[rank - 2] : 1;
+    br = rank >= 2 ? block[rank - 2] : 1;
+    for (int64_t i = 0; i + 2 < rank; ++i) {
+      leadOne &= block[i] == 1;
+      leadAll &= block[i] == shape[i];
     }
   }
-  return map;
+  bool fast() const { return leadOne || leadAll; }
+  /// The scale index of element (row q, column 0); fast geometry only.
+  int64_t rowBase(int64_t q) const {
+    int64_t p = leadOne ? q / R : 0, r = q % R;
+    return (p * (R / br) + r / br) * (C / bc);
+  }
+  /// The scale index of element (row q, column c), any geometry.
+  int64_t index(int64_t q, int64_t c) const {
+    if (fast())
+      return rowBase(q) + c / bc;
+    int64_t s = 0, stride = 1, rest = q;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      int64_t idx = i == rank - 1 ? c : rest % shape[i];
+      if (i != rank - 1)
+        rest /= shape[i];
+      s += (idx / block[i]) * stride;
+      stride *= shape[i] / block[i];
+    }
+    return s;
+  }
+};
+
+/// Calls fn(element index, scale index) for every element of rows [q0, q1).
+template <typename Fn>
+void forEachBlocked(const Blocks &g, int64_t q0, int64_t q1, Fn fn) {
+  for (int64_t q = q0; q < q1; ++q) {
+    if (g.fast()) {
+      int64_t base = g.rowBase(q);
+      for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb)
+        for (int64_t c = cb * g.bc, e = c + g.bc; c < e; ++c)
+          fn(q * g.C + c, base + cb);
+    } else {
+      for (int64_t c = 0; c < g.C; ++c)
+        fn(q * g.C + c, g.index(q, c));
+    }
+  }
+}
+
+float nanMax(float a, float b) {
+  return (std::isnan(a) || std::isnan(b))
+             ? std::numeric_limits<float>::quiet_NaN()
+             : std::max(a, b);
+}
+
+/// The largest magnitude of n floats, or NaN if any is not finite. Eight
+/// independent lanes, so that the compiler vectorizes it.
+float blockAbsMax(const float *x, int64_t n) {
+  float m[8] = {}, poison[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      float a = std::fabs(x[i + l]);
+      m[l] = a > m[l] ? a : m[l];
+      poison[l] += x[i + l] * 0.0f; // NaN for NaN or ±inf
+    }
+  float r = 0.0f, p = 0.0f;
+  for (; i < n; ++i) {
+    r = std::max(r, std::fabs(x[i]));
+    p += x[i] * 0.0f;
+  }
+  for (int l = 0; l < 8; ++l) {
+    r = std::max(r, m[l]);
+    p += poison[l];
+  }
+  return p == 0.0f ? r : std::numeric_limits<float>::quiet_NaN();
 }
 
 /// Quantizes the FP32 values `x` (numel of `data`) into `data` and `scale`.
 int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
                      const Operand &scale, FP8Format format, bool pow2,
                      const int64_t *block) {
-  std::vector<int64_t> map = blockMap(data, block);
+  Blocks g(data, block);
+  int64_t rows = data.numel / g.C;
   std::vector<float> amax(scale.numel, 0.0f);
-  for (int64_t i = 0; i < data.numel; ++i) {
-    float a = std::fabs(x[i]);
-    float &m = amax[map[i]];
-    if (std::isnan(a) || std::isnan(m))
-      m = std::numeric_limits<float>::quiet_NaN();
-    else
-      m = std::max(m, a);
+#pragma omp parallel if (data.numel > 65536)
+  {
+    std::vector<float> local(scale.numel, 0.0f);
+#pragma omp for
+    for (int64_t q = 0; q < rows; ++q) {
+      if (!g.fast()) {
+        forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+          local[b] = nanMax(local[b], std::fabs(x[i]));
+        });
+        continue;
+      }
+      int64_t base = g.rowBase(q);
+      for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb) {
+        const float *chunk = x + q * g.C + cb * g.bc;
+        float m = blockAbsMax(chunk, g.bc);
+        if (std::isnan(m)) { // a non-finite value: NaN, or else inf
+          m = 0.0f;
+          for (int64_t c = 0; c < g.bc; ++c)
+            m = nanMax(m, std::fabs(chunk[c]));
+        }
+        local[base + cb] = nanMax(local[base + cb], m);
+      }
+    }
+#pragma omp critical
+    for (int64_t b = 0; b < scale.numel; ++b)
+      amax[b] = nanMax(amax[b], local[b]);
   }
   std::vector<float> s(scale.numel);
   for (int64_t b = 0; b < scale.numel; ++b) {
@@ -278,20 +402,43 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
     s[b] = fp8Scale(amax[b], format, pow2);
     scale.set(b, s[b]);
   }
+  // x / s: for a power-of-two scale (>= 2^-57, kAmaxFloor / 57344) the
+  // reciprocal is exact, so multiplying by it is the same rounding.
+  std::vector<float> inv(scale.numel);
+  for (int64_t b = 0; b < scale.numel; ++b)
+    inv[b] = 1.0f / s[b];
+  if (pow2) {
 #pragma omp parallel for if (data.numel > 65536)
-  for (int64_t i = 0; i < data.numel; ++i)
-    data.ptr[i] = floatToFP8(x[i] / s[map[i]], format);
+    for (int64_t q = 0; q < rows; ++q)
+      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+        data.ptr[i] = floatToFP8(x[i] * inv[b], format);
+      });
+    return 0;
+  }
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t q = 0; q < rows; ++q)
+    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+      data.ptr[i] = floatToFP8(x[i] / s[b], format);
+    });
   return 0;
 }
 
-/// The exact FP32 values data·scale of a quantized operand.
+/// The FP32 values data·scale of a quantized operand (exact under pow2
+/// scales).
 std::vector<float> dequantized(const Operand &data, const Operand &scale,
                                const int64_t *block) {
-  std::vector<int64_t> map = blockMap(data, block);
-  std::vector<float> out(data.numel);
+  Blocks g(data, block);
+  int64_t rows = data.numel / g.C;
+  std::vector<float> s(scale.numel), out(data.numel);
+  for (int64_t b = 0; b < scale.numel; ++b)
+    s[b] = scale.get(b);
+  FP8Format format =
+      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3;
 #pragma omp parallel for if (data.numel > 65536)
-  for (int64_t i = 0; i < data.numel; ++i)
-    out[i] = data.get(i) * scale.get(map[i]);
+  for (int64_t q = 0; q < rows; ++q)
+    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+      out[i] = fp8ToFloat(data.ptr[i], format) * s[b];
+    });
   return out;
 }
 
@@ -699,7 +846,8 @@ ENTRY(attention_grad) {
   std::vector<float> bq, bk, bv, bo, bdq, bdk, bdv;
   const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv),
               *GO = dout.floats(bo);
-  float *DQ = dq.output(bdq), *DK = dk.output(bdk), *DV = dv.output(bdv);
+  float *DQ = dq.output(bdq, true), *DK = dk.output(bdk, true),
+        *DV = dv.output(bdv, true);
   // dK and dV of a KV head collect from every query head of its group: one
   // thread per (batch, KV head) keeps the accumulation race-free.
   int64_t kvHeads = a.heads / a.group;
@@ -775,7 +923,7 @@ ENTRY(embedding_grad) {
   int64_t vocab = out.dim(0), dim = out.dim(1);
   std::vector<float> bd, bo;
   const float *D = dy.floats(bd);
-  float *O = out.output(bo);
+  float *O = out.output(bo, true);
   for (int64_t t = 0; t < ids.numel; ++t) {
     int64_t id = ids.getIndex(t);
     if (id < 0 || id >= vocab)
@@ -928,14 +1076,11 @@ ENTRY(amax) {
   std::vector<int64_t> block(x.rank);
   for (int64_t i = 0; i < x.rank; ++i)
     block[i] = c.intAttr(i);
-  std::vector<int64_t> map = blockMap(x, block.data());
+  Blocks g(x, block.data());
   std::vector<float> amax(out.numel, 0.0f);
-  for (int64_t i = 0; i < x.numel; ++i) {
-    float a = std::fabs(x.get(i)), &m = amax[map[i]];
-    m = (std::isnan(a) || std::isnan(m))
-            ? std::numeric_limits<float>::quiet_NaN()
-            : std::max(m, a);
-  }
+  forEachBlocked(g, 0, x.numel / g.C, [&](int64_t i, int64_t b) {
+    amax[b] = nanMax(amax[b], std::fabs(x.get(i)));
+  });
   for (int64_t i = 0; i < out.numel; ++i)
     out.set(i, amax[i]);
   return 0;

@@ -32,7 +32,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <string>
 
 using namespace mlir;
 using infir2::interp::Tensor;
@@ -95,8 +97,8 @@ protected:
                                 ArrayRef<Tensor> inputs) {
     module = parseSourceString<ModuleOp>(source, &ctx);
     EXPECT_TRUE(module) << source;
-    auto r = infir2::interp::run(module->lookupSymbol<func::FuncOp>("f"),
-                                 inputs);
+    auto r =
+        infir2::interp::run(module->lookupSymbol<func::FuncOp>("f"), inputs);
     EXPECT_TRUE(succeeded(r));
     return succeeded(r) ? *r : SmallVector<Tensor>{};
   }
@@ -158,14 +160,15 @@ TEST_P(KernelsVsInterpreter, QuantizeDualIsIdentical) {
     c.f32(in)[i] = float(x.data[i]);
   ASSERT_EQ(c.run(infir2rt_quantize_dual), 0);
 
-  auto fmtEnum = e5m2 ? infir2::rt::FP8Format::E5M2 : infir2::rt::FP8Format::E4M3;
+  auto fmtEnum =
+      e5m2 ? infir2::rt::FP8Format::E5M2 : infir2::rt::FP8Format::E4M3;
   int64_t mismatches = 0;
   for (auto [out, scale, idx] :
        {std::tuple<int, int, int>{q, s, 0}, {qt, st, 2}}) {
     const Tensor &data = expected[idx], &scales = expected[idx + 1];
     for (int64_t i = 0; i < data.getNumElements(); ++i)
-      mismatches += double(infir2::rt::fp8ToFloat(c.u8(out)[i], fmtEnum)) !=
-                    data.data[i];
+      mismatches +=
+          double(infir2::rt::fp8ToFloat(c.u8(out)[i], fmtEnum)) != data.data[i];
     for (int64_t i = 0; i < scales.getNumElements(); ++i)
       mismatches += double(c.f32(scale)[i]) != scales.data[i];
   }
@@ -214,7 +217,8 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
     qw.f32(wi)[i] = float(w.data[i]);
   ASSERT_EQ(qx.run(infir2rt_quantize), 0);
   ASSERT_EQ(qw.run(infir2rt_quantize), 0);
-  int a = mm.add({256, 512}, INFIR2RT_E4M3), as = mm.add({256, 4}, INFIR2RT_F32),
+  int a = mm.add({256, 512}, INFIR2RT_E4M3),
+      as = mm.add({256, 4}, INFIR2RT_F32),
       b = mm.add({384, 512}, INFIR2RT_E4M3), bs = mm.add({3, 4}, INFIR2RT_F32),
       y = mm.add({256, 384}, INFIR2RT_F32);
   mm.attrs({1, 128, 128, 128});
@@ -240,5 +244,32 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, KernelsVsInterpreter, ::testing::Bool());
+
+// A block holding NaN or ±inf has no scale: the call fails and names it,
+// whether the bad value comes first, last or amid finite ones.
+TEST(RuntimeQuantize, NonFiniteBlocksAreRefused) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()})
+    for (int position : {0, 77, 127}) {
+      Call c;
+      int in = c.add({2, 256}, INFIR2RT_F32),
+          q = c.add({2, 256}, INFIR2RT_E4M3);
+      int s = c.add({2, 2}, INFIR2RT_F32);
+      (void)q;
+      (void)s;
+      c.attrs({0.0, 1.0, 1, 128});
+      for (int i = 0; i < 512; ++i)
+        c.f32(in)[i] = 0.25f * float(i % 13) - 1.0f;
+      c.f32(in)[256 + 128 + position] = bad; // row 1, second block
+      infir2rt_context ctx{};
+      ctx.regions[0] = ctx.regions[1] = c.state.data();
+      ASSERT_NE(infir2rt_quantize(&ctx, c.desc.data(), "q"), 0);
+      EXPECT_EQ(std::string(ctx.error),
+                std::string("q: non-finite amax (") +
+                    (std::isnan(bad) ? "nan" : "inf") +
+                    ") in scale block 3: refusing to quantize it");
+    }
+}
 
 } // namespace
