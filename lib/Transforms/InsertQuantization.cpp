@@ -131,7 +131,11 @@ void mergeDualLayouts(Block &block) {
     });
   };
   for (auto &[src, uses] : bySource) {
-    if (uses.direct.empty() || uses.transposed.empty())
+    // A weight's two copies are made where each is read (fprop, dgrad): one
+    // quantize_dual in the forward pass would keep the dgrad copy alive
+    // through the whole step, while the BF16 weight is resident anyway.
+    if (uses.direct.empty() || uses.transposed.empty() ||
+        recipe::paramName(src))
       continue;
     fp8::QuantizeOp d = uses.direct.front(), t = uses.transposed.front();
     if (!agree(uses.direct, d) || !agree(uses.transposed, t) ||

@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @forward(
 // CHECK-LABEL: func.func @train_step(
 // CHECK: fp8.quantize_dual {{.*}} by #fp8.groups<128, dim = 2> and transposed by #fp8.groups<128, dim = 1> scale pow2
-// CHECK: fp8.quantize_dual {{.*}} by #fp8.blocks<128, 128> and transposed by #fp8.blocks<128, 128> scale pow2
+// CHECK: fp8.quantize {{.*}} by #fp8.blocks<128, 128> scale pow2
 // CHECK: fp8.scaled_matmul
 // CHECK: infir2.matmul {{.*}} {fp8.decision = #fp8.decision<precision = high, role = fprop, reason = "the LM head stays in high precision">
 // CHECK-LABEL: func.func @optimizer_step(

@@ -78,6 +78,24 @@ func.func @layer(%w: tensor<256x512xbf16>, %x: tensor<256x512xbf16>, %dy: tensor
 
 // -----
 
+// Tests that a parameter's two copies are not merged: the dgrad copy is made
+// where dgrad reads it, so it does not live from the forward pass on.
+// CHECK-LABEL: func.func @weight_param
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<256x512xbf16>
+// CHECK-NOT: fp8.quantize_dual %[[W]]
+// CHECK: fp8.quantize %[[W]] to e4m3 by #fp8.blocks<128, 128>
+// CHECK: %[[WT:.+]] = infir2.transpose %[[W]] [1, 0]
+// CHECK: fp8.quantize %[[WT]] to e4m3 by #fp8.blocks<128, 128>
+func.func @weight_param(%w: tensor<256x512xbf16> {infir2.param = #infir2.param<"w", normal(std = 0.02)>}, %x: tensor<256x512xbf16>, %dy: tensor<256x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x512xbf16>) {
+  %y = infir2.matmul %x, %w {transpose_rhs, fp8.decision = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      : tensor<256x512xbf16>, tensor<256x512xbf16> -> tensor<256x256xbf16>
+  %dx = infir2.matmul %dy, %w {fp8.decision = #fp8.decision<precision = fp8, role = dgrad, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      : tensor<256x256xbf16>, tensor<256x512xbf16> -> tensor<256x512xbf16>
+  return %y, %dx : tensor<256x256xbf16>, tensor<256x512xbf16>
+}
+
+// -----
+
 // Tests that the two layouts are not merged when they disagree on the format
 // (an E5M2 copy and an E4M3 copy of one tensor are two different passes).
 // CHECK-LABEL: func.func @formats_differ
