@@ -8,6 +8,7 @@
 
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/runtime/ABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -15,6 +16,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -34,32 +36,43 @@ using namespace infir2::lowering;
 
 namespace {
 
-// The runtime's element type codes and descriptor geometry (ABI.h). Kept in
-// sync by the static_asserts in runtime/lib/cpu/Kernels.cpp's test, and by
-// every compiled-trainer test.
-constexpr int64_t kMaxRank = 7, kOperandWords = 5 + kMaxRank;
+// The descriptor geometry and element type codes come from the runtime's
+// own header (runtime/include/infir2/runtime/ABI.h), the entry points from
+// its one list (ABI.def): the lowering cannot name a call the runtime does
+// not define.
+constexpr int64_t kMaxRank = INFIR2RT_MAX_RANK,
+                  kOperandWords = INFIR2RT_OPERAND_WORDS;
+static_assert(kOperandWords == 5 + kMaxRank, "descriptor layout of ABI.h");
+
+bool isEntryPoint(StringRef name) {
+  static const llvm::StringSet<> entries = {
+#define INFIR2RT_ENTRY(n, attributes) #n,
+#include "infir2/runtime/ABI.def"
+  };
+  return entries.contains(name);
+}
 
 FailureOr<int64_t> dtypeCode(Operation *op, Type t) {
   if (t.isF32())
-    return 0;
+    return INFIR2RT_F32;
   if (t.isBF16())
-    return 1;
+    return INFIR2RT_BF16;
   if (t.isF16())
-    return 2;
+    return INFIR2RT_F16;
   if (t.isF64())
-    return 3;
+    return INFIR2RT_F64;
   if (isa<Float8E4M3FNType>(t))
-    return 4;
+    return INFIR2RT_E4M3;
   if (isa<Float8E5M2Type>(t))
-    return 5;
+    return INFIR2RT_E5M2;
   if (isa<Float8E8M0FNUType>(t))
-    return 6;
+    return INFIR2RT_E8M0;
   if (t.isInteger(32))
-    return 7;
+    return INFIR2RT_I32;
   if (t.isInteger(64))
-    return 8;
+    return INFIR2RT_I64;
   if (t.isInteger(1))
-    return 9;
+    return INFIR2RT_I1;
   return op->emitOpError() << "has an element type the runtime does not know: "
                            << t;
 }
@@ -219,6 +232,10 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
     return failure();
   if (c.entry.empty())
     return std::optional<CallSpec>();
+  if (!isEntryPoint(c.entry))
+    return op->emitOpError() << "lowers to '" << c.entry
+                             << "', which runtime/include/infir2/runtime/"
+                                "ABI.def does not list";
   return std::optional<CallSpec>(std::move(c));
 }
 

@@ -297,6 +297,8 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       peak = liveTotal;
       fp.peakByCategory = live;
     }
+    if (int64_t(i) == lossAt)
+      fp.atBackwardStart = live;
     auto it = releaseAfter.find(i);
     if (it == releaseAfter.end())
       continue;
@@ -375,15 +377,24 @@ void lowering::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
   for (int c = 0; c < kNumCategories; ++c) {
     int64_t bytes = state[c] + (train ? train->peakByCategory[c] : 0);
     total += bytes;
-    os << llvm::format("  %-32s %12.3f GiB\n",
+    os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
                        categoryName(static_cast<Category>(c)).str().c_str(),
-                       gib(bytes));
+                       gib(bytes), (long long)bytes);
   }
-  os << llvm::format("  %-32s %12.3f GiB\n", "peak (training step)",
-                     gib(total));
+  os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
+                     "peak (training step)", gib(total), (long long)total);
+  if (train)
+    for (Category c : {Category::SavedActivations, Category::FP8})
+      os << llvm::format(
+          "  %-32s %12.3f GiB %16lld bytes\n",
+          (c == Category::FP8 ? "FP8 saved, at backward start"
+                              : "saved, at backward start"),
+          gib(train->atBackwardStart[static_cast<int>(c)]),
+          (long long)train->atBackwardStart[static_cast<int>(c)]);
   for (const FunctionPlan &f : plan.functions)
-    os << llvm::format("  scratch arena of %-15s %12.3f GiB\n",
-                       f.fn.getSymName().str().c_str(), gib(f.scratchBytes));
+    os << llvm::format("  scratch arena of %-15s %12.3f GiB %16lld bytes\n",
+                       f.fn.getSymName().str().c_str(), gib(f.scratchBytes),
+                       (long long)f.scratchBytes);
 }
 
 std::string lowering::buildManifest(const ModelPlan &plan) {

@@ -69,7 +69,9 @@ struct FunctionPlan {
   /// (returned value, state slot index): copied out after the schedule.
   llvm::SmallVector<std::pair<mlir::Value, int64_t>> copyOut;
   int64_t scratchBytes = 0;
-  std::array<int64_t, kNumCategories> peakByCategory{};
+  /// Live scratch bytes by category at the step's peak, and when the loss
+  /// is computed (all activations saved for backward are live then).
+  std::array<int64_t, kNumCategories> peakByCategory{}, atBackwardStart{};
 };
 
 struct ModelPlan {
