@@ -79,7 +79,7 @@ static inline int64_t infir2rt_dtype_size(int64_t dtype) {
 }
 
 // What a compiled model object exports. The manifest is text, one record per
-// line (see docs/Runtime.md): the layout of the state region, the scratch
+// line (see runtime/README.md): the layout of the state region, the scratch
 // size, and the planned memory by category.
 extern const char infir2_model_manifest[];
 int32_t infir2_train_step(infir2rt_context *ctx);
