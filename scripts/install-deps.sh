@@ -15,8 +15,9 @@ packages=(
   # Unit tests, and PyTorch as an independent numerical oracle (run with
   # Debian's /usr/bin/python3, which sees Debian's Python packages).
   libgtest-dev python3-torch python3-numpy
-  # The CPU runtime: BLAS for its GEMMs (OpenMP comes with g++).
-  libopenblas-dev
+  # The CPU runtime: BLAS for its GEMMs (OpenMP comes with g++), and MPI for
+  # data-parallel CPU training (mpirun).
+  libopenblas-dev libopenmpi-dev openmpi-bin
   # Loss-curve plots of the demo and the benchmarks.
   python3-matplotlib
 )

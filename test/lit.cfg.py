@@ -27,3 +27,10 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["infir2-opt", "infir2-import", "infir2-run", "infir2-compile"],
     [config.infir2_tools_dir, config.llvm_tools_dir])
+
+# Data-parallel trainer tests need MPI (trainers built with it, and mpirun).
+# mpirun runs as root here only when told it may.
+if config.infir2_have_mpi:
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"

@@ -847,6 +847,12 @@ LogicalResult Interpreter::run(Operation *op) {
         set(o.getUpGrad(), std::move(du));
         return success();
       })
+      .Case([&](AllReduceOp o) {
+        // The interpreter is one rank: the sum over ranks is the operand.
+        for (auto [in, out] : llvm::zip_equal(o.getInputs(), o.getResults()))
+          set(out, get(in));
+        return success();
+      })
       .Case([&](fp8::QuantizeOp o) { return quantize(o); })
       .Case([&](fp8::QuantizeDualOp o) { return quantizeDual(o); })
       .Case([&](fp8::FusedOp o) { return fused(o); })

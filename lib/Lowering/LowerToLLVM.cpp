@@ -182,6 +182,7 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
           })
           .Case([&](EmbeddingGradOp) { return named("embedding_grad"); })
           .Case([&](GlobalNormOp) { return named("global_norm"); })
+          .Case([&](AllReduceOp) { return named("all_reduce"); })
           .Case([&](AdamWOp a) {
             return named("adamw", {a.getBeta1().convertToDouble(),
                                    a.getBeta2().convertToDouble(),

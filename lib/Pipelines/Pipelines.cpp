@@ -14,8 +14,10 @@
 
 using namespace mlir;
 
-/// Derives the training step unless the module already has one.
-static void addTrainingStep(OpPassManager &pm, StringRef optimizer) {
+/// Derives the training step unless the module already has one, and makes
+/// it data-parallel when asked.
+static void addTrainingStep(OpPassManager &pm, StringRef optimizer,
+                            bool dataParallel) {
   infir2::AutodiffPassOptions autodiff;
   autodiff.skipIfPresent = true;
   pm.addPass(infir2::createAutodiffPass(autodiff));
@@ -23,11 +25,13 @@ static void addTrainingStep(OpPassManager &pm, StringRef optimizer) {
   opt.optimizer = optimizer.str();
   opt.skipIfPresent = true;
   pm.addPass(infir2::createOptimizerPass(opt));
+  if (dataParallel)
+    pm.addPass(infir2::createDataParallelPass());
 }
 
 void infir2::buildFP8RecipePipeline(OpPassManager &pm,
                                     const FP8RecipeOptions &options) {
-  addTrainingStep(pm, options.optimizer);
+  addTrainingStep(pm, options.optimizer, options.dataParallel);
   AssignPrecisionPassOptions assign;
   assign.recipe = options.recipe;
   assign.format = options.format;
@@ -47,7 +51,7 @@ void infir2::buildFP8RecipePipeline(OpPassManager &pm,
 
 void infir2::buildBF16RecipePipeline(OpPassManager &pm,
                                      const BF16RecipeOptions &options) {
-  addTrainingStep(pm, options.optimizer);
+  addTrainingStep(pm, options.optimizer, options.dataParallel);
   pm.addPass(createCSEPass());
 }
 

@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Communicator.h"
+
 #include "infir2/runtime/Checkpoint.h"
 
 #include "infir2/runtime/ABI.h"
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -37,10 +40,17 @@ using namespace infir2::rt;
 
 namespace {
 
+/// This process's rank in a data-parallel run, or -1 when alone; messages
+/// name it.
+int gRank = -1;
+
 [[noreturn]] void die(const char *fmt, ...) {
   va_list args;
   va_start(args, fmt);
-  std::fprintf(stderr, "trainer: error: ");
+  if (gRank >= 0)
+    std::fprintf(stderr, "trainer (rank %d): error: ", gRank);
+  else
+    std::fprintf(stderr, "trainer: error: ");
   std::vfprintf(stderr, fmt, args);
   std::fprintf(stderr, "\n");
   va_end(args);
@@ -328,13 +338,16 @@ float fromBF16(uint16_t h) {
 
 class Trainer {
 public:
-  Trainer(Model model, Options options)
-      : m(std::move(model)), o(std::move(options)), rng(o.seed) {
+  Trainer(Model model, Options options, Communicator &comm)
+      : m(std::move(model)), o(std::move(options)), comm(comm), rng(o.seed) {
     state.assign(m.stateBytes + 64, 0);
     scratch.assign(m.scratchBytes + 64, 0);
     ctx.regions[0] = state.data();
     ctx.regions[1] = scratch.data();
     ctx.error[0] = 0;
+    ctx.all_reduce_sum = nullptr;
+    ctx.comm = nullptr;
+    comm.attach(ctx);
   }
 
   int run();
@@ -351,10 +364,18 @@ private:
   }
 
   void initialize();
+  /// Sets element i of a parameter's working copy (BF16 or FP32).
+  void setParam(const Slot &s, int64_t i, float v) {
+    if (s.dtype == "bf16")
+      at<uint16_t>(s)[i] = toBF16(v);
+    else
+      at<float>(s)[i] = v;
+  }
   void loadCheckpoint(const std::string &path);
   void loadWeights(const std::string &path);
   void saveCheckpoint(int64_t step);
-  void fillBatch(const std::vector<uint32_t> &tokens, int64_t &position);
+  void fillBatch(const std::vector<uint32_t> &tokens, int64_t &position,
+                 bool shard);
   void call(int32_t (*fn)(infir2rt_context *), const char *what, int64_t step);
   double evaluate();
   void dumpStep();
@@ -362,6 +383,7 @@ private:
 
   Model m;
   Options o;
+  Communicator &comm;
   std::mt19937_64 rng;
   std::vector<uint8_t> state, scratch;
   infir2rt_context ctx;
@@ -376,13 +398,12 @@ void Trainer::initialize() {
       continue;
     const Slot &master = m.get("master", s.name);
     float *mw = at<float>(master);
-    uint16_t *w = at<uint16_t>(s);
     for (int64_t i = 0; i < s.numel; ++i) {
       float v = s.init == "ones"     ? 1.0f
                 : s.init == "normal" ? float(s.std * normal(rng))
                                      : 0.0f;
       mw[i] = v;
-      w[i] = toBF16(v);
+      setParam(s, i, v);
     }
   }
 }
@@ -413,10 +434,9 @@ void Trainer::loadWeights(const std::string &path) {
       die("%s: tensor '%s' has dtype %s (expected F32, BF16, F16 or F64)",
           path.c_str(), s.name.c_str(), t.dtype.c_str());
     float *mw = at<float>(m.get("master", s.name));
-    uint16_t *w = at<uint16_t>(s);
     for (int64_t i = 0; i < s.numel; ++i) {
       mw[i] = storedFloat(t, i);
-      w[i] = toBF16(mw[i]);
+      setParam(s, i, mw[i]);
     }
   }
 }
@@ -488,7 +508,8 @@ void Trainer::loadCheckpoint(const std::string &path) {
       std::istringstream(rngState) >> rng;
     }
   }
-  std::printf("resumed from %s at step %lld\n", dir.c_str(), (long long)step);
+  if (comm.rank() == 0)
+    std::printf("resumed from %s at step %lld\n", dir.c_str(), (long long)step);
 }
 
 void Trainer::saveCheckpoint(int64_t at_) {
@@ -511,10 +532,11 @@ void Trainer::saveCheckpoint(int64_t at_) {
     if (!prefix)
       continue;
     StoredTensor t;
-    t.dtype = s.kind == "param" ? "BF16" : "F32";
+    bool bf16 = s.dtype == "bf16";
+    t.dtype = bf16 ? "BF16" : "F32";
     t.shape = s.shape;
     const uint8_t *p = state.data() + s.offset;
-    t.bytes.assign(p, p + s.numel * (s.kind == "param" ? 2 : 4));
+    t.bytes.assign(p, p + s.numel * (bf16 ? 2 : 4));
     store.push_back(std::move(t));
     (s.kind == "param" ? model : opt)
         .push_back({prefix + s.name, &store.back()});
@@ -542,19 +564,26 @@ void Trainer::saveCheckpoint(int64_t at_) {
                  old.c_str());
 }
 
-void Trainer::fillBatch(const std::vector<uint32_t> &tokens,
-                        int64_t &position) {
+/// The next micro-batch of sequences from `tokens` at `position` (the
+/// global data position). Sharded, the group reads size·B consecutive
+/// sequences and this rank takes its B, so that R ranks of micro-batch B
+/// see exactly what one process of micro-batch R·B would.
+void Trainer::fillBatch(const std::vector<uint32_t> &tokens, int64_t &position,
+                        bool shard) {
   const Slot &ids = m.get("input", "input_ids");
   const Slot &targets = m.get("input", "targets");
   int32_t *id = at<int32_t>(ids), *tg = at<int32_t>(targets);
   int64_t n = tokens.size();
-  for (int64_t b = 0; b < m.batch; ++b) {
+  int64_t ranks = shard ? comm.size() : 1, mine = shard ? comm.rank() : 0;
+  for (int64_t g = 0; g < ranks * m.batch; ++g) {
     if (position + m.seq + 1 > n)
       position = 0;
-    for (int64_t t = 0; t < m.seq; ++t) {
-      id[b * m.seq + t] = int32_t(tokens[position + t]);
-      tg[b * m.seq + t] = int32_t(tokens[position + t + 1]);
-    }
+    int64_t b = g - mine * m.batch;
+    if (b >= 0 && b < m.batch)
+      for (int64_t t = 0; t < m.seq; ++t) {
+        id[b * m.seq + t] = int32_t(tokens[position + t]);
+        tg[b * m.seq + t] = int32_t(tokens[position + t + 1]);
+      }
     position += m.seq;
   }
   if (const Slot *mask = m.find("input", "loss_mask"))
@@ -577,7 +606,7 @@ double Trainer::evaluate() {
                            int64_t(held.size() - 1) / (m.batch * m.seq)));
   double total = 0.0;
   for (int64_t i = 0; i < batches; ++i) {
-    fillBatch(held, position);
+    fillBatch(held, position, /*shard=*/false);
     call(infir2_eval_step, "evaluation", step);
     total += scalar("output", "eval_loss");
   }
@@ -648,7 +677,7 @@ int Trainer::run() {
     train = readTokens(o.data, o.dataFormat, m.vocab, need);
   if (!o.evalData.empty())
     held = readTokens(o.evalData, o.dataFormat, m.vocab, need);
-  if (!o.save.empty()) {
+  if (!o.save.empty() && comm.rank() == 0) {
     mkdir(o.save.c_str(), 0755);
     std::string probe = o.save + "/.write-test";
     std::FILE *f = std::fopen(probe.c_str(), "w");
@@ -663,51 +692,69 @@ int Trainer::run() {
     loadCheckpoint(o.load);
 
   std::FILE *jsonl = nullptr;
-  if (!o.logJsonl.empty() &&
+  if (!o.logJsonl.empty() && comm.rank() == 0 &&
       !(jsonl = std::fopen(o.logJsonl.c_str(), step ? "a" : "w")))
     die("%s: cannot write: %s", o.logJsonl.c_str(), std::strerror(errno));
 
   if (!o.dumpStep.empty()) {
+    if (comm.size() > 1)
+      die("--dump-step runs one process, not %d ranks", comm.size());
     for (const Slot &s : m.slots)
       if (s.kind == "grad")
         std::memset(at<float>(s), 0, s.numel * 4);
     if (train.empty())
       die("--dump-step needs --data");
-    fillBatch(train, dataPosition);
+    fillBatch(train, dataPosition, /*shard=*/false);
     call(infir2_train_step, "training step", 1);
     dumpStep();
     return 0;
   }
 
-  int64_t tokensPerStep = m.batch * m.seq * o.gradAccum;
-  std::printf("training: %lld steps of %lld tokens (micro-batch %lld x %lld, "
-              "%lld accumulated), %.1f MiB state, %.1f MiB scratch\n",
-              (long long)o.steps, (long long)tokensPerStep, (long long)m.batch,
-              (long long)m.seq, (long long)o.gradAccum,
-              m.stateBytes / 1048576.0, m.scratchBytes / 1048576.0);
+  bool lead = comm.rank() == 0;
+  int64_t tokensPerStep = m.batch * m.seq * o.gradAccum * comm.size();
+  if (lead)
+    std::printf("training: %lld steps of %lld tokens (micro-batch %lld x %lld, "
+                "%lld accumulated, %d rank%s), %.1f MiB state, %.1f MiB "
+                "scratch\n",
+                (long long)o.steps, (long long)tokensPerStep,
+                (long long)m.batch, (long long)m.seq, (long long)o.gradAccum,
+                comm.size(), comm.size() > 1 ? "s" : "",
+                m.stateBytes / 1048576.0, m.scratchBytes / 1048576.0);
   auto start = std::chrono::steady_clock::now();
   auto lastLog = start;
   int64_t tokensSinceLog = 0, skippedInARow = 0, startStep = step;
   double lossSinceLog = 0.0;
   int64_t stepsSinceLog = 0;
+  // For the data-parallel failure test only: this rank dies at that step.
+  const char *killRank = std::getenv("INFIR2_TEST_KILL_RANK");
+  const char *killStep = std::getenv("INFIR2_TEST_KILL_STEP");
   while (step < o.steps) {
     ++step;
+    if (killRank && killStep && std::atoi(killRank) == comm.rank() &&
+        std::atoll(killStep) == step)
+      std::raise(SIGKILL);
     for (const Slot &s : m.slots)
       if (s.kind == "grad")
         std::memset(at<float>(s), 0, s.numel * 4);
     double loss = 0.0;
     for (int64_t k = 0; k < o.gradAccum; ++k) {
-      fillBatch(train, dataPosition);
+      fillBatch(train, dataPosition, /*shard=*/true);
       call(infir2_train_step, "training step", step);
       loss += scalar("output", "loss");
     }
-    loss /= double(o.gradAccum);
+    // The group's mean loss; every rank takes the same skip decision, or
+    // the ranks that skip would leave the others waiting in the all-reduce.
+    loss = comm.sum(loss) / double(o.gradAccum * comm.size());
+    bool bad =
+        comm.max(std::isfinite(loss) && gradientsFinite() ? 0.0 : 1.0) != 0.0;
     tokensSinceLog += tokensPerStep;
-    if (!std::isfinite(loss) || !gradientsFinite()) {
-      std::fprintf(stderr,
-                   "trainer: step %lld: non-finite %s; step skipped, weights "
-                   "untouched\n",
-                   (long long)step, std::isfinite(loss) ? "gradient" : "loss");
+    if (bad) {
+      if (comm.rank() == 0)
+        std::fprintf(stderr,
+                     "trainer: step %lld: non-finite %s; step skipped, weights "
+                     "untouched\n",
+                     (long long)step,
+                     std::isfinite(loss) ? "gradient" : "loss");
       if (++skippedInARow >= o.maxSkipped)
         die("%lld steps in a row had non-finite losses or gradients "
             "(last: step %lld); stopping",
@@ -718,7 +765,7 @@ int Trainer::run() {
     double lr = learningRate(o, step);
     setScalar("learning_rate", float(lr));
     setScalar("step", float(++updates));
-    setScalar("grad_scale", float(1.0 / double(o.gradAccum)));
+    setScalar("grad_scale", float(1.0 / double(o.gradAccum * comm.size())));
     call(infir2_optimizer_step, "optimizer step", step);
     double gradNorm = scalar("output", "grad_norm");
     lossSinceLog += loss;
@@ -728,7 +775,7 @@ int Trainer::run() {
                                      step == o.steps);
     bool logNow = step % o.logEvery == 0 || step == o.steps || evalNow;
     double evalLoss = evalNow ? evaluate() : 0.0;
-    if (logNow) {
+    if (logNow && lead) {
       auto now = std::chrono::steady_clock::now();
       double dt = std::chrono::duration<double>(now - lastLog).count();
       double elapsed = std::chrono::duration<double>(now - start).count();
@@ -760,8 +807,12 @@ int Trainer::run() {
       stepsSinceLog = 0;
     }
     if (!o.save.empty() &&
-        ((o.saveEvery && step % o.saveEvery == 0) || step == o.steps))
-      saveCheckpoint(step);
+        ((o.saveEvery && step % o.saveEvery == 0) || step == o.steps)) {
+      // Every rank holds the same weights and state: rank 0 writes them.
+      if (lead)
+        saveCheckpoint(step);
+      comm.barrier();
+    }
   }
   if (jsonl)
     std::fclose(jsonl);
@@ -771,9 +822,17 @@ int Trainer::run() {
 } // namespace
 
 int main(int argc, char **argv) {
+  Communicator comm;
+  std::string error;
+  if (!comm.init(&argc, &argv, error))
+    die("%s", error.c_str());
+  if (comm.size() > 1)
+    gRank = comm.rank();
   Options options = parseOptions(argc, argv);
   Model model = readManifest();
   if (!model.batch || !model.seq || !model.vocab)
     die("the compiled model's manifest is incomplete");
-  return Trainer(std::move(model), std::move(options)).run();
+  int rc = Trainer(std::move(model), std::move(options), comm).run();
+  comm.finalize();
+  return rc;
 }

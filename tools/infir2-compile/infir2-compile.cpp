@@ -115,15 +115,20 @@ int main(int argc, char **argv) {
   if (!module)
     return 1; // The parser or verifier has printed the diagnostic.
 
+  // A trainer is data-parallel unless told otherwise: alone, its all-reduce
+  // is a copy; under mpirun it sums the gradients of all ranks.
+  std::string pipelineOptions = recipeOptions;
+  if (!StringRef(pipelineOptions).contains("data-parallel"))
+    pipelineOptions = "data-parallel=true " + pipelineOptions;
   PassManager pm(&ctx);
   if (recipe == "fp8") {
-    auto options = infir2::FP8RecipeOptions::createFromString(recipeOptions);
+    auto options = infir2::FP8RecipeOptions::createFromString(pipelineOptions);
     if (!options)
       return fail("bad --recipe-options for the fp8 recipe: '" + recipeOptions +
                   "'");
     infir2::buildFP8RecipePipeline(pm, *options);
   } else {
-    auto options = infir2::BF16RecipeOptions::createFromString(recipeOptions);
+    auto options = infir2::BF16RecipeOptions::createFromString(pipelineOptions);
     if (!options)
       return fail("bad --recipe-options for the bf16 recipe: '" +
                   recipeOptions + "'");

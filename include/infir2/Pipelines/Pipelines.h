@@ -46,6 +46,11 @@ struct FP8RecipeOptions : public mlir::PassPipelineOptions<FP8RecipeOptions> {
       *this, "optimizer",
       llvm::cl::desc("adamw or sgd, for a forward-only input"),
       llvm::cl::init("adamw")};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Sum the gradients across data-parallel ranks before "
+                     "the optimizer step (infir2.all_reduce in buckets)"),
+      llvm::cl::init(false)};
   Option<bool> fuseCasts{
       *this, "fuse-casts",
       llvm::cl::desc("Fuse quantizations into norms, SwiGLU and GEMMs "
@@ -60,6 +65,11 @@ struct BF16RecipeOptions : public mlir::PassPipelineOptions<BF16RecipeOptions> {
       *this, "optimizer",
       llvm::cl::desc("adamw or sgd, for a forward-only input"),
       llvm::cl::init("adamw")};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Sum the gradients across data-parallel ranks before "
+                     "the optimizer step (infir2.all_reduce in buckets)"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the FP8 recipe: autodiff and the optimizer when the module has no

@@ -268,4 +268,30 @@ def FuseCastsPass : Pass<"infir2-fuse-casts", "mlir::ModuleOp"> {
   let dependentDialects = ["infir2::Infir2Dialect", "infir2::fp8::FP8Dialect"];
 }
 
+def DataParallelPass : Pass<"infir2-data-parallel", "mlir::ModuleOp"> {
+  let summary = "Sums the gradient accumulators across data-parallel ranks before the optimizer step.";
+  let description = [{
+    Inserts, at the top of `@optimizer_step`, `infir2.all_reduce` ops on the
+    FP32 gradient accumulators (the arguments carrying `infir2.grad_of`), in
+    buckets of at most `bucket-mb` MiB taken in argument order (a tensor larger
+    than a bucket is a bucket of its own), and makes the rest of the step read
+    the sums. Every rank then applies the same update to the same weights.
+
+    The sum over R ranks of K micro-batches each is averaged by the step's
+    `grad_scale` input, which the trainer sets to 1/(K·R). Running the pass
+    again changes nothing.
+
+    ```mlir
+    %r:2 = infir2.all_reduce %arg26, %arg27 : tensor<256x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let options = [
+    Option<"stepName", "step-name", "std::string", "\"optimizer_step\"",
+           "The optimizer step function">,
+    Option<"bucketMB", "bucket-mb", "double", "25.0",
+           "Largest bucket, in MiB of FP32 gradients">
+  ];
+  let dependentDialects = ["infir2::Infir2Dialect"];
+}
+
 #endif // INFIR2_TRANSFORMS_PASSES_TD

@@ -1000,6 +1000,33 @@ ENTRY(sgd) {
   return 0;
 }
 
+ENTRY(all_reduce) {
+  int64_t n = c.numOperands() / 2, total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total += c.operand(i).numel;
+  if (!c.ctx->all_reduce_sum) { // one rank: the sums are the operands
+    for (int64_t i = 0; i < n; ++i)
+      if (c.operand(i).ptr != c.operand(n + i).ptr)
+        std::memcpy(c.operand(n + i).ptr, c.operand(i).ptr,
+                    c.operand(i).numel * sizeof(float));
+    return 0;
+  }
+  // One bucket, one collective call.
+  std::vector<float> bucket(total);
+  for (int64_t i = 0, at = 0; i < n; at += c.operand(i).numel, ++i)
+    std::memcpy(bucket.data() + at, c.operand(i).ptr,
+                c.operand(i).numel * sizeof(float));
+  char error[256] = {0};
+  if (c.ctx->all_reduce_sum(c.ctx->comm, bucket.data(), total, error,
+                            sizeof error) != 0)
+    return c.fail("all-reduce of %lld floats failed: %s", (long long)total,
+                  error);
+  for (int64_t i = 0, at = 0; i < n; at += c.operand(i).numel, ++i)
+    std::memcpy(c.operand(n + i).ptr, bucket.data() + at,
+                c.operand(i).numel * sizeof(float));
+  return 0;
+}
+
 ENTRY(quantize) {
   Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2);
   FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;

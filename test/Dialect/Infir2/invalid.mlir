@@ -702,3 +702,30 @@ func.func @gemm_weight(%a: tensor<4x4xf32>) {
   %0 = infir2.matmul %a, %a {infir2.gemm_weight = ""} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+// Tests that an all-reduce has something to reduce.
+func.func @all_reduce_empty() {
+  // expected-error @+1 {{expects at least one tensor to reduce}}
+  "infir2.all_reduce"() : () -> ()
+  return
+}
+
+// -----
+
+// Tests that an all-reduce's results have its operands' types.
+func.func @all_reduce_types(%g: tensor<4xf32>) {
+  // expected-error @+1 {{expects results of the operands' types}}
+  %r = "infir2.all_reduce"(%g) : (tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that an all-reduce sums FP32 tensors only.
+func.func @all_reduce_bf16(%g: tensor<4xbf16>) {
+  // expected-error @+1 {{operand #0 must be variadic of statically shaped tensor of 32-bit float values}}
+  %r = infir2.all_reduce %g : tensor<4xbf16>
+  return
+}

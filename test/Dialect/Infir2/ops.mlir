@@ -177,3 +177,13 @@ func.func @optimizer_ops(%p: tensor<8x4xf32> {infir2.master_of = "w"}, %g: tenso
   %w = infir2.convert %p3 : tensor<8x4xf32> -> tensor<8x4xbf16>
   return %w : tensor<8x4xbf16>
 }
+
+// -----
+
+// Tests the all-reduce of one gradient bucket.
+// CHECK-LABEL: func.func @all_reduce
+// CHECK: %{{.+}}:2 = infir2.all_reduce %{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<4xf32>
+func.func @all_reduce(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+  %r:2 = infir2.all_reduce %a, %b : tensor<8x4xf32>, tensor<4xf32>
+  return %r#0, %r#1 : tensor<8x4xf32>, tensor<4xf32>
+}

@@ -478,6 +478,23 @@ LogicalResult GlobalNormOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            ValueRange operands, DictionaryAttr,
+                                            OpaqueProperties, RegionRange,
+                                            SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, operands.getTypes());
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "expects at least one tensor to reduce";
+  if (getInputs().getTypes() != getResults().getTypes())
+    return emitOpError() << "expects results of the operands' types";
+  return success();
+}
+
 /// Checks the hyperparameters shared by the update ops.
 static LogicalResult verifyUpdate(Operation *op, double weightDecay,
                                   double maxGradNorm) {

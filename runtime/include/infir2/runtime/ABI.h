@@ -50,10 +50,19 @@ enum infir2rt_dtype {
   INFIR2RT_I1 = 9,
 };
 
+/// The communicator interface: sums `n` floats in place across the
+/// data-parallel ranks (every rank gets the sums); 0 on success, else
+/// non-zero with a message in `error`. The trainer provides it (MPI on CPUs).
+typedef int32_t (*infir2rt_all_reduce_fn)(void *comm, float *data, int64_t n,
+                                          char *error, int64_t error_size);
+
 /// What a compiled step runs against.
 typedef struct infir2rt_context {
   uint8_t *regions[2]; ///< state, scratch
   char error[512];     ///< the message of the call that failed
+  /// Null when the trainer runs as one process: collectives are then copies.
+  infir2rt_all_reduce_fn all_reduce_sum;
+  void *comm;
 } infir2rt_context;
 
 #define INFIR2RT_ENTRY(name, attributes)                                       \

@@ -509,6 +509,31 @@ def Infir2_GlobalNormOp : Infir2_Op<"global_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Infir2_AllReduceOp : Infir2_Op<"all_reduce", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Sums FP32 tensors across the data-parallel ranks (one bucket).";
+  let description = [{
+    Each result is the sum, over all ranks of the data-parallel group, of the
+    corresponding operand; every rank receives the same sums. The operands
+    form one communication bucket: a backend packs them into one buffer and
+    makes one collective call. With a single rank the results equal the
+    operands.
+
+    `--infir2-data-parallel` inserts these ops on the gradient accumulators
+    at the top of `@optimizer_step`, so that the communication is visible in
+    the IR. It has side effects (it talks to the other ranks), so it is
+    neither hoisted, merged nor removed.
+
+    ```mlir
+    %r0, %r1 = infir2.all_reduce %g0, %g1 : tensor<256x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Infir2_FP32Tensor>:$inputs);
+  let results = (outs Variadic<Infir2_FP32Tensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
 class Infir2_UpdateOp<string mnemonic, list<Trait> traits = []>
     : Infir2_Op<mnemonic, !listconcat([Pure], traits)> {
   code clipDescription = [{

@@ -1,0 +1,125 @@
+//===- Communicator.cpp - MPI for data-parallel CPU training --------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Communicator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#ifdef INFIR2_HAVE_MPI
+#include <mpi.h>
+#endif
+
+using namespace infir2::rt;
+
+namespace {
+
+/// The group size a launcher announces through the environment, or 1.
+int launcherSize() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char *v = std::getenv(var))
+      return std::atoi(v);
+  return 1;
+}
+
+#ifdef INFIR2_HAVE_MPI
+int32_t mpiAllReduce(void *, float *data, int64_t n, char *error,
+                     int64_t errorSize) {
+  // MPI counts are int: large buckets go in pieces.
+  const int64_t chunk = int64_t(1) << 30;
+  for (int64_t at = 0; at < n; at += chunk) {
+    int count = int(std::min(chunk, n - at));
+    int rc = MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT, MPI_SUM,
+                           MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING];
+      int len = 0;
+      MPI_Error_string(rc, text, &len);
+      std::snprintf(error, size_t(errorSize), "MPI_Allreduce: %s", text);
+      return 1;
+    }
+  }
+  return 0;
+}
+#endif
+
+} // namespace
+
+bool Communicator::init(int *argc, char ***argv, std::string &error) {
+  int announced = launcherSize();
+#ifdef INFIR2_HAVE_MPI
+  if (announced <= 1)
+    return true; // alone: no MPI needed
+  if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+    error = "MPI_Init failed";
+    return false;
+  }
+  // Errors come back as codes, reported by the caller, instead of aborting
+  // inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  mpi_ = true;
+  if (size_ != announced) {
+    error = "the launcher announced " + std::to_string(announced) +
+            " ranks, MPI has " + std::to_string(size_);
+    return false;
+  }
+  return true;
+#else
+  (void)argc;
+  (void)argv;
+  if (announced > 1) {
+    error = "launched as one of " + std::to_string(announced) +
+            " ranks, but this trainer was built without MPI (install "
+            "libopenmpi-dev, rebuild, recompile)";
+    return false;
+  }
+  return true;
+#endif
+}
+
+void Communicator::finalize() {
+#ifdef INFIR2_HAVE_MPI
+  if (mpi_)
+    MPI_Finalize();
+#endif
+}
+
+void Communicator::attach(infir2rt_context &ctx) {
+#ifdef INFIR2_HAVE_MPI
+  if (size_ > 1) {
+    ctx.all_reduce_sum = mpiAllReduce;
+    ctx.comm = this;
+  }
+#else
+  (void)ctx;
+#endif
+}
+
+double Communicator::sum(double v) {
+#ifdef INFIR2_HAVE_MPI
+  if (size_ > 1)
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+#endif
+  return v;
+}
+
+double Communicator::max(double v) {
+#ifdef INFIR2_HAVE_MPI
+  if (size_ > 1)
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+#endif
+  return v;
+}
+
+void Communicator::barrier() {
+#ifdef INFIR2_HAVE_MPI
+  if (size_ > 1)
+    MPI_Barrier(MPI_COMM_WORLD);
+#endif
+}

@@ -1,0 +1,48 @@
+//===- Communicator.h - The trainer's data-parallel group -------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The ranks of a data-parallel run. Under mpirun (or any MPI launcher) the
+// trainer joins MPI_COMM_WORLD; started alone it is one rank and needs no
+// MPI at all. The compiled step reaches it through the runtime's
+// communicator interface (infir2rt_context::all_reduce_sum).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_DRIVER_COMMUNICATOR_H
+#define INFIR2_RUNTIME_DRIVER_COMMUNICATOR_H
+
+#include "infir2/runtime/ABI.h"
+
+#include <string>
+
+namespace infir2::rt {
+
+class Communicator {
+public:
+  /// Joins the launcher's group if there is one. Fails, with a message, when
+  /// launched by mpirun but built without MPI, or when MPI cannot start.
+  bool init(int *argc, char ***argv, std::string &error);
+  void finalize();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  /// Installs the collectives into a runtime context (nothing for one rank).
+  void attach(infir2rt_context &ctx);
+
+  /// Sums / takes the maximum of a double across the ranks.
+  double sum(double v);
+  double max(double v);
+  void barrier();
+
+private:
+  int rank_ = 0, size_ = 1;
+  bool mpi_ = false;
+};
+
+} // namespace infir2::rt
+
+#endif // INFIR2_RUNTIME_DRIVER_COMMUNICATOR_H
