@@ -88,7 +88,8 @@ INFIR2_HD uint8_t toFP8(float x) {
     if (exp == -127)
       return sign; // float subnormals are far below FP8's smallest subnormal
     uint32_t full = mant | 0x800000u;
-    unsigned shift = static_cast<unsigned>(23 - M + kMinNormalExp - exp);
+    unsigned shift =
+        static_cast<unsigned>(23 - static_cast<int>(M) + kMinNormalExp - exp);
     code = shiftRoundEven(full, shift);
   }
   if (code > MaxCode)

@@ -1,0 +1,40 @@
+//===- CUDA.h - The CUDA backend's entry points -----------------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The part of the CUDA backend that exists so far: device probing and the
+// FP8 quantizers, behind the same descriptor ABI as the CPU backend (ABI.h),
+// with the context's regions in device memory. They run on the current
+// device and stream 0 and return when the work is done.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_CUDA_H
+#define INFIR2_RUNTIME_CUDA_H
+
+#include "infir2/runtime/ABI.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// 0 and the compute capability of device 0 when a GPU is usable; else
+/// non-zero. `why` gets the device's name, or why there is none.
+int32_t infir2rt_cuda_probe(int32_t *major, int32_t *minor, char *why,
+                            int64_t why_size);
+
+/// fp8.quantize and fp8.quantize_dual on the GPU: the same descriptors,
+/// attributes and results (bit for bit) as infir2rt_quantize and
+/// infir2rt_quantize_dual; inputs F32 or BF16, scales F32.
+int32_t infir2rt_cuda_quantize(infir2rt_context *ctx, const int64_t *desc,
+                               const char *where);
+int32_t infir2rt_cuda_quantize_dual(infir2rt_context *ctx, const int64_t *desc,
+                                    const char *where);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // INFIR2_RUNTIME_CUDA_H

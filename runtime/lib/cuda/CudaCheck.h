@@ -1,0 +1,43 @@
+//===- CudaCheck.h - Status checks for the CUDA backend ---------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Every CUDA status is checked and turned into the runtime's error
+// convention (non-zero return, a one-line message in ctx->error); nothing
+// aborts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_CUDA_CUDACHECK_H
+#define INFIR2_RUNTIME_CUDA_CUDACHECK_H
+
+#include "infir2/runtime/ABI.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+namespace infir2::rt::cuda {
+
+/// Records `status` in ctx->error, naming the call and the op; returns 0 on
+/// success and 1 otherwise.
+inline int32_t check(infir2rt_context *ctx, cudaError_t status,
+                     const char *call, const char *where) {
+  if (status == cudaSuccess)
+    return 0;
+  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s failed: %s", where, call,
+                cudaGetErrorString(status));
+  return 1;
+}
+
+} // namespace infir2::rt::cuda
+
+#define INFIR2_CUDA_CHECK(ctx, expr, where)                                    \
+  do {                                                                         \
+    if (int32_t _rc = ::infir2::rt::cuda::check((ctx), (expr), #expr, where))  \
+      return _rc;                                                              \
+  } while (0)
+
+#endif // INFIR2_RUNTIME_CUDA_CUDACHECK_H

@@ -1,0 +1,272 @@
+//===- Quantize.cu - FP8 quantizers on the GPU ----------------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// fp8.quantize and fp8.quantize_dual in three passes over the data:
+//  1. the amax of every scale block: a warp-level max of |x| as unsigned bits
+//     (non-negative floats order like their bits, and NaN's bits exceed
+//     infinity's, so NaN propagates), then one atomicMax per warp;
+//  2. one thread per block: refuse a non-finite amax, else the scale, by the
+//     same fp8Scale the CPU backend uses;
+//  3. every element: x · (1/s) (exact under pow2 scales) or x / s, rounded by
+//     the same floatToFP8 the CPU backend uses.
+// So the results are the CPU backend's, bit for bit; the GPU test compares
+// them. quantize_dual's column-wise copy is written transposed in pass 3;
+// a tiled transpose through shared memory is the obvious next step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../cuda/CudaCheck.h"
+#include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/FP8.h"
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace infir2::rt;
+
+namespace {
+
+/// An operand of a descriptor (ABI.h), with its device pointer.
+struct DeviceOperand {
+  uint8_t *ptr;
+  int64_t dtype, rank, numel;
+  const int64_t *shape;
+};
+
+DeviceOperand operandOf(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
+  const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
+  return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
+}
+
+double attrOf(const int64_t *desc, int64_t i) {
+  double d;
+  std::memcpy(&d, desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS + i, sizeof d);
+  return d;
+}
+
+/// Where an element's scale is: the tensor as rows of its last dimension,
+/// blocks of `br` rows (of the second-to-last dimension) by `bc` columns;
+/// leading dimensions with block 1 (leadOne) or covered by one block.
+struct Geometry {
+  int64_t R, C, br, bc;
+  bool leadOne;
+  __host__ __device__ int64_t index(int64_t q, int64_t c) const {
+    int64_t p = leadOne ? q / R : 0, r = q % R;
+    return (p * (R / br) + r / br) * (C / bc) + c / bc;
+  }
+};
+
+/// The geometry of a block shape, or false if the GPU kernels do not handle
+/// it (mixed leading blocks).
+bool geometryOf(const int64_t *shape, int64_t rank, const int64_t *block,
+                Geometry &g) {
+  g.C = shape[rank - 1];
+  g.bc = block[rank - 1];
+  g.R = rank >= 2 ? shape[rank - 2] : 1;
+  g.br = rank >= 2 ? block[rank - 2] : 1;
+  bool one = true, all = true;
+  for (int64_t i = 0; i + 2 < rank; ++i) {
+    one &= block[i] == 1;
+    all &= block[i] == shape[i];
+  }
+  g.leadOne = one;
+  return one || all;
+}
+
+__device__ float load(const uint8_t *x, int64_t dtype, int64_t i) {
+  if (dtype == INFIR2RT_BF16)
+    return __bfloat162float(reinterpret_cast<const __nv_bfloat16 *>(x)[i]);
+  return reinterpret_cast<const float *>(x)[i];
+}
+
+/// Pass 1 of quantize: amax bits of every scale block. A warp whose
+/// elements share one block (the common case: 128-wide groups and blocks)
+/// reduces first and makes one atomic; otherwise each lane makes its own.
+__global__ void amaxKernel(const uint8_t *x, int64_t dtype, int64_t n,
+                           Geometry g, unsigned *amax) {
+  const unsigned full = 0xffffffffu;
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  bool valid = i < n;
+  unsigned bits = valid ? __float_as_uint(fabsf(load(x, dtype, i))) : 0u;
+  int64_t b = valid ? g.index(i / g.C, i % g.C) : -1;
+  // Lane 0 holds the warp's smallest index: valid if any lane is.
+  int64_t b0 = __shfl_sync(full, b, 0);
+  bool same = __all_sync(full, b == b0 || b == -1);
+  unsigned m = __reduce_max_sync(full, bits);
+  if (same) {
+    if ((threadIdx.x & 31u) == 0 && b0 >= 0)
+      atomicMax(&amax[b0], m);
+  } else if (valid) {
+    atomicMax(&amax[b], bits);
+  }
+}
+
+/// Pass 1 of quantize_dual: both copies' amaxes in one read.
+__global__ void dualAmaxKernel(const uint8_t *x, int64_t dtype, int64_t n,
+                               Geometry g, Geometry gt, unsigned *amax,
+                               unsigned *amaxT) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  unsigned bits = __float_as_uint(fabsf(load(x, dtype, i)));
+  int64_t q = i / g.C, c = i % g.C;
+  atomicMax(&amax[g.index(q, c)], bits);
+  atomicMax(&amaxT[gt.index(c, q)], bits); // [K, T]: row c, column q
+}
+
+/// Pass 2: scales; a non-finite amax sets *bad to its block + 1.
+__global__ void scaleKernel(const unsigned *amax, int64_t blocks,
+                            FP8Format format, bool pow2, float *scale,
+                            float *inverse, unsigned long long *bad) {
+  int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b >= blocks)
+    return;
+  float a = __uint_as_float(amax[b]);
+  if (!isfinite(a)) {
+    atomicMin(bad, (unsigned long long)b + 1);
+    scale[b] = 1.0f;
+    inverse[b] = 1.0f;
+    return;
+  }
+  float s = fp8Scale(a, format, pow2);
+  scale[b] = s;
+  inverse[b] = 1.0f / s;
+}
+
+/// Pass 3: the FP8 data (and, for quantize_dual, the transposed copy).
+__global__ void castKernel(const uint8_t *x, int64_t dtype, int64_t n,
+                           Geometry g, const float *scale, const float *inverse,
+                           FP8Format format, bool pow2, uint8_t *data,
+                           Geometry gt, const float *scaleT,
+                           const float *inverseT, uint8_t *dataT, int64_t T) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float v = load(x, dtype, i);
+  int64_t q = i / g.C, c = i % g.C;
+  int64_t b = g.index(q, c);
+  data[i] = floatToFP8(pow2 ? v * inverse[b] : v / scale[b], format);
+  if (dataT) {
+    int64_t bt = gt.index(c, q);
+    dataT[c * T + q] =
+        floatToFP8(pow2 ? v * inverseT[bt] : v / scaleT[bt], format);
+  }
+}
+
+int32_t fail(infir2rt_context *ctx, const char *where, const char *what) {
+  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s", where, what);
+  return 1;
+}
+
+/// The three passes for one or two copies.
+int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
+                 bool dual) {
+  DeviceOperand x = operandOf(ctx, desc, 0), data = operandOf(ctx, desc, 1),
+                scale = operandOf(ctx, desc, 2);
+  if (x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16)
+    return fail(ctx, where, "the CUDA quantizer takes f32 or bf16 inputs");
+  if (scale.dtype != INFIR2RT_F32 ||
+      (dual && operandOf(ctx, desc, 4).dtype != INFIR2RT_F32))
+    return fail(ctx, where, "the CUDA quantizer writes f32 scales only");
+  FP8Format format = attrOf(desc, 0) != 0.0 ? FP8Format::E5M2 : FP8Format::E4M3;
+  bool pow2 = attrOf(desc, 1) != 0.0;
+  int64_t block[INFIR2RT_MAX_RANK];
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = int64_t(attrOf(desc, 2 + i));
+  Geometry g, gt{};
+  if (!geometryOf(x.shape, x.rank, block, g))
+    return fail(ctx, where,
+                "the CUDA quantizer does not handle this granularity");
+  DeviceOperand dataT{}, scaleT{};
+  int64_t T = x.numel / g.C;
+  if (dual) {
+    dataT = operandOf(ctx, desc, 3);
+    scaleT = operandOf(ctx, desc, 4);
+    int64_t shapeT[2] = {g.C, T};
+    int64_t blockT[2] = {int64_t(attrOf(desc, 2 + x.rank)),
+                         int64_t(attrOf(desc, 3 + x.rank))};
+    geometryOf(shapeT, 2, blockT, gt);
+  }
+
+  // Workspace: amax bits, inverses and the error flag, for both copies.
+  int64_t nb = scale.numel, nbt = dual ? scaleT.numel : 0;
+  unsigned *amax = nullptr;
+  float *inverse = nullptr;
+  unsigned long long *bad = nullptr;
+  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&amax, (nb + nbt) * sizeof(unsigned)),
+                    where);
+  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&inverse, (nb + nbt) * sizeof(float)),
+                    where);
+  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&bad, sizeof *bad), where);
+  unsigned long long none = ~0ull;
+  int32_t rc = 0;
+  auto run = [&]() -> int32_t {
+    INFIR2_CUDA_CHECK(ctx, cudaMemset(amax, 0, (nb + nbt) * sizeof(unsigned)),
+                      where);
+    INFIR2_CUDA_CHECK(
+        ctx, cudaMemcpy(bad, &none, sizeof none, cudaMemcpyHostToDevice),
+        where);
+    const int threads = 256;
+    unsigned grid = unsigned((x.numel + threads - 1) / threads);
+    if (dual)
+      dualAmaxKernel<<<grid, threads>>>(x.ptr, x.dtype, x.numel, g, gt, amax,
+                                        amax + nb);
+    else
+      amaxKernel<<<grid, threads>>>(x.ptr, x.dtype, x.numel, g, amax);
+    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+    float *s = reinterpret_cast<float *>(scale.ptr);
+    scaleKernel<<<unsigned((nb + threads - 1) / threads), threads>>>(
+        amax, nb, format, pow2, s, inverse, bad);
+    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+    float *sT = nullptr;
+    if (dual) {
+      sT = reinterpret_cast<float *>(scaleT.ptr);
+      scaleKernel<<<unsigned((nbt + threads - 1) / threads), threads>>>(
+          amax + nb, nbt, format, pow2, sT, inverse + nb, bad);
+      INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+    }
+    unsigned long long flag = 0;
+    INFIR2_CUDA_CHECK(
+        ctx, cudaMemcpy(&flag, bad, sizeof flag, cudaMemcpyDeviceToHost),
+        where);
+    if (flag != none) {
+      std::snprintf(ctx->error, sizeof ctx->error,
+                    "%s: non-finite amax in scale block %llu of %s: refusing "
+                    "to quantize it",
+                    where, (flag - 1) % (unsigned long long)nb,
+                    flag - 1 < (unsigned long long)nb ? "the row-wise copy"
+                                                      : "the column-wise copy");
+      return 1;
+    }
+    castKernel<<<grid, threads>>>(
+        x.ptr, x.dtype, x.numel, g, s, inverse, format, pow2, data.ptr, gt, sT,
+        dual ? inverse + nb : nullptr, dual ? dataT.ptr : nullptr, T);
+    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+    INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+    return 0;
+  };
+  rc = run();
+  cudaFree(amax);
+  cudaFree(inverse);
+  cudaFree(bad);
+  return rc;
+}
+
+} // namespace
+
+extern "C" int32_t infir2rt_cuda_quantize(infir2rt_context *ctx,
+                                          const int64_t *desc,
+                                          const char *where) {
+  return quantize(ctx, desc, where, /*dual=*/false);
+}
+
+extern "C" int32_t infir2rt_cuda_quantize_dual(infir2rt_context *ctx,
+                                               const int64_t *desc,
+                                               const char *where) {
+  return quantize(ctx, desc, where, /*dual=*/true);
+}

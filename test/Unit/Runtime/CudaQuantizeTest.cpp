@@ -1,0 +1,217 @@
+//===- CudaQuantizeTest.cpp - GPU quantizers against the CPU backend ------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA quantizers must reproduce the CPU backend bit for bit (which in
+// turn matches the interpreter and CUDA's own conversions): same
+// descriptors, same attributes, data and scales compared byte for byte.
+// Inputs: rows of N(0, 1) scaled by 10^U(-3, 3), F32 or BF16, seed printed.
+// Without a usable GPU every test skips and says why; with one, a mismatch
+// fails.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/runtime/ABI.h"
+#include "infir2/runtime/CUDA.h"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Operands in one host buffer, addressed by descriptors (region 0).
+struct Call {
+  std::vector<uint8_t> host;
+  std::vector<int64_t> desc = {0, 0};
+  std::vector<std::pair<int64_t, int64_t>> operands; // (offset, bytes)
+
+  int add(std::vector<int64_t> shape, int64_t dtype) {
+    int64_t numel = 1;
+    for (int64_t d : shape)
+      numel *= d;
+    int64_t offset = (host.size() + 255) / 256 * 256,
+            bytes = numel * infir2rt_dtype_size(dtype);
+    host.resize(offset + bytes);
+    std::vector<int64_t> words = {INFIR2RT_STATE, dtype, int64_t(shape.size()),
+                                  offset, numel};
+    for (int i = 0; i < INFIR2RT_MAX_RANK; ++i)
+      words.push_back(i < int(shape.size()) ? shape[i] : 1);
+    desc.insert(desc.begin() + 2 + desc[0] * INFIR2RT_OPERAND_WORDS,
+                words.begin(), words.end());
+    ++desc[0];
+    operands.push_back({offset, bytes});
+    return int(operands.size()) - 1;
+  }
+  void attrs(std::vector<double> values) {
+    for (double v : values) {
+      int64_t w;
+      std::memcpy(&w, &v, 8);
+      desc.push_back(w);
+    }
+    desc[1] = int64_t(values.size());
+  }
+};
+
+std::string gpuUnusable() {
+  int32_t major = 0, minor = 0;
+  char why[256] = {0};
+  return infir2rt_cuda_probe(&major, &minor, why, sizeof why) == 0 ? "" : why;
+}
+
+/// Runs `entry` on the CPU (cpu) and on the GPU (gpu) over copies of `c`'s
+/// operands and compares the outputs (operands 1..) byte for byte.
+void compare(Call &c,
+             int32_t (*cpu)(infir2rt_context *, const int64_t *, const char *),
+             int32_t (*gpu)(infir2rt_context *, const int64_t *,
+                            const char *)) {
+  std::vector<uint8_t> onCpu = c.host;
+  infir2rt_context ctx{};
+  ctx.regions[0] = ctx.regions[1] = onCpu.data();
+  ASSERT_EQ(cpu(&ctx, c.desc.data(), "cpu"), 0) << ctx.error;
+
+  uint8_t *device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, c.host.size()), cudaSuccess);
+  ASSERT_EQ(
+      cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice),
+      cudaSuccess);
+  infir2rt_context dctx{};
+  dctx.regions[0] = dctx.regions[1] = device;
+  int32_t rc = gpu(&dctx, c.desc.data(), "gpu");
+  std::vector<uint8_t> onGpu(c.host.size());
+  cudaMemcpy(onGpu.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
+  cudaFree(device);
+  ASSERT_EQ(rc, 0) << dctx.error;
+  for (size_t i = 1; i < c.operands.size(); ++i) {
+    auto [offset, bytes] = c.operands[i];
+    int64_t mismatches = 0;
+    for (int64_t b = 0; b < bytes; ++b)
+      mismatches += onCpu[offset + b] != onGpu[offset + b];
+    EXPECT_EQ(mismatches, 0) << "operand " << i;
+  }
+}
+
+void fill(Call &c, int operand, int64_t dtype, int64_t rows, int64_t cols,
+          std::mt19937_64 &rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> exponent(-3.0f, 3.0f);
+  uint8_t *p = c.host.data() + c.operands[operand].first;
+  for (int64_t r = 0; r < rows; ++r) {
+    float scale = std::pow(10.0f, exponent(rng));
+    for (int64_t k = 0; k < cols; ++k) {
+      float v = normal(rng) * scale;
+      if (dtype == INFIR2RT_F32) {
+        std::memcpy(p + 4 * (r * cols + k), &v, 4);
+      } else {
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        uint16_t h = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        std::memcpy(p + 2 * (r * cols + k), &h, 2);
+      }
+    }
+  }
+}
+
+struct Variant {
+  int64_t dtype;
+  bool e5m2, pow2;
+};
+
+class CudaQuantize : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(CudaQuantize, DualMatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  Variant v = GetParam();
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  // A [2, 256, 384] activation: 1x128 row groups, and the [384, 512]
+  // column-wise copy in 1x128 groups along tokens.
+  Call c;
+  int64_t fmt = v.e5m2 ? INFIR2RT_E5M2 : INFIR2RT_E4M3;
+  int in = c.add({2, 256, 384}, v.dtype);
+  c.add({2, 256, 384}, fmt);
+  c.add({2, 256, 3}, INFIR2RT_F32);
+  c.add({384, 512}, fmt);
+  c.add({384, 4}, INFIR2RT_F32);
+  c.attrs({v.e5m2 ? 1.0 : 0.0, v.pow2 ? 1.0 : 0.0, 1, 1, 128, 1, 128});
+  fill(c, in, v.dtype, 512, 384, rng);
+  compare(c, infir2rt_quantize_dual, infir2rt_cuda_quantize_dual);
+}
+
+TEST_P(CudaQuantize, BlocksMatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  Variant v = GetParam();
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  // A [384, 512] weight in 128x128 blocks.
+  Call c;
+  int in = c.add({384, 512}, v.dtype);
+  c.add({384, 512}, v.e5m2 ? INFIR2RT_E5M2 : INFIR2RT_E4M3);
+  c.add({3, 4}, INFIR2RT_F32);
+  c.attrs({v.e5m2 ? 1.0 : 0.0, v.pow2 ? 1.0 : 0.0, 128, 128});
+  fill(c, in, v.dtype, 384, 512, rng);
+  compare(c, infir2rt_quantize, infir2rt_cuda_quantize);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, CudaQuantize,
+                         ::testing::Values(Variant{INFIR2RT_F32, false, true},
+                                           Variant{INFIR2RT_BF16, false, true},
+                                           Variant{INFIR2RT_BF16, true, true},
+                                           Variant{INFIR2RT_F32, false, false}),
+                         [](const ::testing::TestParamInfo<Variant> &info) {
+                           const Variant &v = info.param;
+                           return std::string(v.dtype == INFIR2RT_F32
+                                                  ? "f32"
+                                                  : "bf16") +
+                                  (v.e5m2 ? "_e5m2" : "_e4m3") +
+                                  (v.pow2 ? "_pow2" : "_fp32");
+                         });
+
+TEST(CudaQuantizeErrors, NonFiniteBlockIsRefused) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  Call c;
+  int in = c.add({2, 256}, INFIR2RT_F32);
+  c.add({2, 256}, INFIR2RT_E4M3);
+  c.add({2, 2}, INFIR2RT_F32);
+  c.attrs({0.0, 1.0, 1, 128});
+  float *x = reinterpret_cast<float *>(c.host.data() + c.operands[in].first);
+  for (int i = 0; i < 512; ++i)
+    x[i] = 0.5f;
+  x[256 + 130] = NAN; // row 1, second group: scale block 3
+  uint8_t *device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, c.host.size()), cudaSuccess);
+  cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
+  infir2rt_context ctx{};
+  ctx.regions[0] = ctx.regions[1] = device;
+  EXPECT_NE(infir2rt_cuda_quantize(&ctx, c.desc.data(), "q"), 0);
+  cudaFree(device);
+  EXPECT_EQ(std::string(ctx.error),
+            "q: non-finite amax in scale block 3 of the row-wise copy: "
+            "refusing to quantize it");
+}
+
+// Runs everywhere: without a GPU the probe must say so (and not crash).
+TEST(CudaProbe, AnswersWithOrWithoutAGpu) {
+  int32_t major = 0, minor = 0;
+  char why[256] = {0};
+  int32_t rc = infir2rt_cuda_probe(&major, &minor, why, sizeof why);
+  std::printf("CUDA probe: %s\n", why);
+  EXPECT_NE(std::string(why), "");
+  if (rc == 0) {
+    EXPECT_GE(major, 1);
+  }
+}
+
+} // namespace
