@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The part of the CUDA backend that exists so far: device probing and the
-// FP8 quantizers, behind the same descriptor ABI as the CPU backend (ABI.h),
+// The part of the CUDA backend that exists so far: device probing, the FP8
+// quantizers and the FP8 GEMM, behind the same descriptor ABI as the CPU
+// backend (ABI.h),
 // with the context's regions in device memory. They run on the current
 // device and stream 0 and return when the work is done.
 //
@@ -31,6 +32,13 @@ int32_t infir2rt_cuda_probe(int32_t *major, int32_t *minor, char *why,
 int32_t infir2rt_cuda_quantize(infir2rt_context *ctx, const int64_t *desc,
                                const char *where);
 int32_t infir2rt_cuda_quantize_dual(infir2rt_context *ctx, const int64_t *desc,
+                                    const char *where);
+
+/// fp8.scaled_matmul through cuBLASLt's block-scaled FP8 modes (Hopper,
+/// cuBLAS >= 12.9): 1x128 groups along K, 128x128 blocks, or per-tensor
+/// scales; a rank-2 rhs; BF16 or FP32 out. Same descriptor as
+/// infir2rt_scaled_matmul.
+int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx, const int64_t *desc,
                                     const char *where);
 
 #ifdef __cplusplus

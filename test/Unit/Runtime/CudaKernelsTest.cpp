@@ -1,4 +1,4 @@
-//===- CudaQuantizeTest.cpp - GPU quantizers against the CPU backend ------===//
+//===- CudaKernelsTest.cpp - GPU kernels against the CPU backend ----------===//
 //
 // Part of the InfiR2 project.
 //
@@ -6,7 +6,10 @@
 //
 // The CUDA quantizers must reproduce the CPU backend bit for bit (which in
 // turn matches the interpreter and CUDA's own conversions): same
-// descriptors, same attributes, data and scales compared byte for byte.
+// descriptors, same attributes, data and scales compared byte for byte. The
+// cuBLASLt FP8 GEMM must agree with the CPU backend's (BLAS on exactly
+// dequantized operands) to 1e-5 of each output row's RMS: both accumulate
+// K = 512 products in FP32, in different orders (sqrt(K)·6e-8 ≈ 1.4e-6).
 // Inputs: rows of N(0, 1) scaled by 10^U(-3, 3), F32 or BF16, seed printed.
 // Without a usable GPU every test skips and says why; with one, a mismatch
 // fails.
@@ -201,6 +204,100 @@ TEST(CudaQuantizeErrors, NonFiniteBlockIsRefused) {
             "q: non-finite amax in scale block 3 of the row-wise copy: "
             "refusing to quantize it");
 }
+
+struct GemmVariant {
+  const char *name;
+  std::vector<double> blocks; // lhs block then rhs block
+  std::vector<int64_t> lhsScale, rhsScale;
+};
+
+class CudaScaledMatmul : public ::testing::TestWithParam<GemmVariant> {};
+
+TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  const GemmVariant &v = GetParam();
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  // lhs [256, 512] and rhs [384, 512], quantized on the CPU, then one GEMM
+  // on each side.
+  Call q1, q2;
+  int x = q1.add({256, 512}, INFIR2RT_F32),
+      xq = q1.add({256, 512}, INFIR2RT_E4M3),
+      xs = q1.add(v.lhsScale, INFIR2RT_F32);
+  std::vector<double> a1 = {0.0, 1.0, v.blocks[0], v.blocks[1]};
+  q1.attrs(a1);
+  int w = q2.add({384, 512}, INFIR2RT_F32),
+      wq = q2.add({384, 512}, INFIR2RT_E4M3),
+      ws = q2.add(v.rhsScale, INFIR2RT_F32);
+  q2.attrs({0.0, 1.0, v.blocks[2], v.blocks[3]});
+  fill(q1, x, INFIR2RT_F32, 256, 512, rng);
+  fill(q2, w, INFIR2RT_F32, 384, 512, rng);
+  infir2rt_context ctx{};
+  ctx.regions[0] = ctx.regions[1] = q1.host.data();
+  ASSERT_EQ(infir2rt_quantize(&ctx, q1.desc.data(), "q"), 0) << ctx.error;
+  ctx.regions[0] = ctx.regions[1] = q2.host.data();
+  ASSERT_EQ(infir2rt_quantize(&ctx, q2.desc.data(), "q"), 0) << ctx.error;
+
+  Call mm;
+  int a = mm.add({256, 512}, INFIR2RT_E4M3),
+      as = mm.add(v.lhsScale, INFIR2RT_F32),
+      b = mm.add({384, 512}, INFIR2RT_E4M3),
+      bs = mm.add(v.rhsScale, INFIR2RT_F32),
+      y = mm.add({256, 384}, INFIR2RT_F32);
+  mm.attrs(v.blocks);
+  auto copy = [](Call &to, int ti, Call &from, int fi) {
+    std::memcpy(to.host.data() + to.operands[ti].first,
+                from.host.data() + from.operands[fi].first,
+                from.operands[fi].second);
+  };
+  copy(mm, a, q1, xq);
+  copy(mm, as, q1, xs);
+  copy(mm, b, q2, wq);
+  copy(mm, bs, q2, ws);
+
+  std::vector<uint8_t> onCpu = mm.host;
+  ctx.regions[0] = ctx.regions[1] = onCpu.data();
+  ASSERT_EQ(infir2rt_scaled_matmul(&ctx, mm.desc.data(), "cpu"), 0);
+  uint8_t *device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, mm.host.size()), cudaSuccess);
+  cudaMemcpy(device, mm.host.data(), mm.host.size(), cudaMemcpyHostToDevice);
+  infir2rt_context dctx{};
+  dctx.regions[0] = dctx.regions[1] = device;
+  int32_t rc = infir2rt_cuda_scaled_matmul(&dctx, mm.desc.data(), "gpu");
+  std::vector<uint8_t> onGpu(mm.host.size());
+  cudaMemcpy(onGpu.data(), device, mm.host.size(), cudaMemcpyDeviceToHost);
+  cudaFree(device);
+  ASSERT_EQ(rc, 0) << dctx.error;
+  const float *cy =
+      reinterpret_cast<const float *>(onCpu.data() + mm.operands[y].first);
+  const float *gy =
+      reinterpret_cast<const float *>(onGpu.data() + mm.operands[y].first);
+  double worst = 0.0;
+  for (int64_t i = 0; i < 256; ++i) {
+    double rms = 0.0, err = 0.0;
+    for (int64_t j = 0; j < 384; ++j) {
+      rms += double(cy[i * 384 + j]) * cy[i * 384 + j];
+      err = std::max(err, std::fabs(double(gy[i * 384 + j]) - cy[i * 384 + j]));
+    }
+    worst = std::max(worst, err / std::sqrt(rms / 384));
+  }
+  EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, CudaScaledMatmul,
+    ::testing::Values(
+        // fprop: 1x128 activations, 128x128 weights (VEC128 x BLK128x128).
+        GemmVariant{"vec_blk", {1, 128, 128, 128}, {256, 4}, {3, 4}},
+        // wgrad: both operands in 1x128 groups (VEC128 x VEC128).
+        GemmVariant{"vec_vec", {1, 128, 1, 128}, {256, 4}, {384, 4}},
+        // tensorwise: one scale per operand (scalar mode).
+        GemmVariant{"tensorwise", {256, 512, 384, 512}, {1, 1}, {1, 1}}),
+    [](const ::testing::TestParamInfo<GemmVariant> &info) {
+      return std::string(info.param.name);
+    });
 
 // Runs everywhere: without a GPU the probe must say so (and not crash).
 TEST(CudaProbe, AnswersWithOrWithoutAGpu) {

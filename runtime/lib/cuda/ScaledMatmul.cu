@@ -1,0 +1,289 @@
+//===- ScaledMatmul.cu - FP8 GEMMs through cuBLASLt -----------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// fp8.scaled_matmul on Hopper through cuBLASLt's scaled modes, following
+// shared/CUBLASLT.md:
+// - "TN": our lhs [M, K] and rhs [N, K] (row-major, K contiguous) are
+//   cuBLAS's B (op N) and A (op T); D, column-major N x M, is our row-major
+//   [M, N]. A rank-3 lhs with a shared rank-2 rhs is one GEMM of M = B·S.
+// - Scales: 1x128 groups along K use VEC128_32F, which wants them M-major
+//   (scale (i, kb) at kb·rows + i), so our [rows, K/128] is transposed;
+//   128x128 blocks use BLK128x128_32F, K-major with the K-block stride
+//   padded to a multiple of 4 (zeros in the padding); a tensorwise scale is
+//   the scalar mode. BLK x BLK is not supported by cuBLASLt and is refused.
+// - FP32 compute, split accumulation (FAST_ACCUM 0), BF16 or FP32 output.
+// - One handle and one 32 MiB workspace per process; the heuristic is asked
+//   once per shape and cached.
+// Every status is checked and returned. None of this has run on a GPU here:
+// the GPU test compares it with the CPU backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "infir2/runtime/CUDA.h"
+
+#include <cublasLt.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+struct Operand {
+  uint8_t *ptr;
+  int64_t dtype, rank, numel;
+  const int64_t *shape;
+};
+
+Operand operandOf(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
+  const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
+  return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
+}
+
+double attrOf(const int64_t *desc, int64_t i) {
+  double d;
+  std::memcpy(&d, desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS + i, sizeof d);
+  return d;
+}
+
+int32_t fail(infir2rt_context *ctx, const char *where, const char *what) {
+  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s", where, what);
+  return 1;
+}
+
+int32_t checkBlas(infir2rt_context *ctx, cublasStatus_t status,
+                  const char *call, const char *where) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return 0;
+  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s failed: %s", where, call,
+                cublasLtGetStatusString(status));
+  return 1;
+}
+
+#define BLAS_CHECK(expr)                                                       \
+  do {                                                                         \
+    if (int32_t _rc = checkBlas(ctx, (expr), #expr, where))                    \
+      return _rc;                                                              \
+  } while (0)
+
+/// The process's cuBLASLt handle, workspace and heuristic cache.
+struct Lt {
+  cublasLtHandle_t handle = nullptr;
+  void *workspace = nullptr;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int>,
+           cublasLtMatmulAlgo_t>
+      algos;
+  std::mutex mutex;
+};
+
+Lt &lt() {
+  static Lt instance;
+  return instance;
+}
+
+enum class Mode { Scalar, Vec128, Blk128 };
+
+/// How cuBLASLt takes an operand's scales, from its block shape.
+bool modeOf(const Operand &x, const int64_t *block, Mode &mode) {
+  bool whole = true, leadOne = true;
+  for (int64_t i = 0; i < x.rank; ++i)
+    whole &= block[i] == x.shape[i];
+  for (int64_t i = 0; i + 2 < x.rank; ++i)
+    leadOne &= block[i] == 1;
+  int64_t br = x.rank >= 2 ? block[x.rank - 2] : 1, bc = block[x.rank - 1];
+  if (whole)
+    mode = Mode::Scalar; // one block: tensorwise
+  else if (leadOne && br == 1 && bc == 128)
+    mode = Mode::Vec128;
+  else if (x.rank == 2 && br == 128 && bc == 128)
+    mode = Mode::Blk128;
+  else
+    return false;
+  return true;
+}
+
+/// VEC128: [rows, L] row-major -> M-major (kb·rows + i).
+__global__ void vecLayoutKernel(const float *in, float *out, int64_t rows,
+                                int64_t L) {
+  int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= rows * L)
+    return;
+  int64_t i = t / L, kb = t % L;
+  out[kb * rows + i] = in[t];
+}
+
+/// BLK128x128: [R/128, L] row-major -> K-block stride padded to L4, zeros in
+/// the padding.
+__global__ void blkLayoutKernel(const float *in, float *out, int64_t rb,
+                                int64_t L, int64_t L4) {
+  int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= rb * L4)
+    return;
+  int64_t mb = t / L4, kb = t % L4;
+  out[t] = kb < L ? in[mb * L + kb] : 0.0f;
+}
+
+cudaDataType_t fp8Type(int64_t dtype) {
+  return dtype == INFIR2RT_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+}
+
+} // namespace
+
+extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
+                                               const int64_t *desc,
+                                               const char *where) {
+  Operand a = operandOf(ctx, desc, 0), sa = operandOf(ctx, desc, 1),
+          b = operandOf(ctx, desc, 2), sb = operandOf(ctx, desc, 3),
+          d = operandOf(ctx, desc, 4);
+  if (b.rank != 2)
+    return fail(ctx, where,
+                "the CUDA FP8 GEMM takes a rank-2 rhs (shared weights)");
+  if (a.dtype == INFIR2RT_E5M2 && b.dtype == INFIR2RT_E5M2)
+    return fail(ctx, where, "cuBLASLt has no E5M2 x E5M2 FP8 GEMM");
+  if (d.dtype != INFIR2RT_BF16 && d.dtype != INFIR2RT_F32)
+    return fail(ctx, where, "the CUDA FP8 GEMM writes bf16 or f32");
+  int64_t blockA[INFIR2RT_MAX_RANK], blockB[2];
+  for (int64_t i = 0; i < a.rank; ++i)
+    blockA[i] = int64_t(attrOf(desc, i));
+  for (int64_t i = 0; i < 2; ++i)
+    blockB[i] = int64_t(attrOf(desc, a.rank + i));
+  Mode ma, mb;
+  if (!modeOf(a, blockA, ma) || !modeOf(b, blockB, mb))
+    return fail(ctx, where,
+                "cuBLASLt takes 1x128 groups along K, 128x128 blocks or one "
+                "scale per tensor");
+  if (ma == Mode::Blk128 && mb == Mode::Blk128)
+    return fail(ctx, where, "cuBLASLt has no 128x128 x 128x128 block mode");
+  if ((ma == Mode::Scalar) != (mb == Mode::Scalar))
+    return fail(ctx, where,
+                "cuBLASLt cannot mix a per-tensor scale with block scales");
+
+  int64_t K = a.shape[a.rank - 1], M = a.numel / K, N = b.shape[0];
+  int64_t L = (K + 127) / 128, L4 = (L + 3) / 4 * 4;
+
+  Lt &lib = lt();
+  {
+    std::lock_guard<std::mutex> lock(lib.mutex);
+    if (!lib.handle) {
+      BLAS_CHECK(cublasLtCreate(&lib.handle));
+      INFIR2_CUDA_CHECK(ctx, cudaMalloc(&lib.workspace, kWorkspaceBytes),
+                        where);
+    }
+  }
+
+  // Scales in cuBLASLt's layouts (cuBLAS A = our rhs, B = our lhs).
+  float *scaleA = nullptr, *scaleB = nullptr;
+  auto layout = [&](const Operand &s, Mode m, int64_t rows,
+                    float **out) -> int32_t {
+    const float *in = reinterpret_cast<const float *>(s.ptr);
+    if (m == Mode::Scalar) {
+      *out = const_cast<float *>(in);
+      return 0;
+    }
+    int64_t n = m == Mode::Vec128 ? rows * L : ((rows + 127) / 128) * L4;
+    INFIR2_CUDA_CHECK(ctx, cudaMalloc(out, n * sizeof(float)), where);
+    const int threads = 256;
+    unsigned grid = unsigned((n + threads - 1) / threads);
+    if (m == Mode::Vec128)
+      vecLayoutKernel<<<grid, threads>>>(in, *out, rows, L);
+    else
+      blkLayoutKernel<<<grid, threads>>>(in, *out, (rows + 127) / 128, L, L4);
+    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+    return 0;
+  };
+  int32_t rc = layout(sb, mb, N, &scaleA);
+  if (!rc)
+    rc = layout(sa, ma, M, &scaleB);
+
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  auto run = [&]() -> int32_t {
+    BLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t transA = CUBLAS_OP_T, transB = CUBLAS_OP_N;
+    int8_t fastAccum = 0;
+    int32_t modeA = mb == Mode::Scalar ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+                    : mb == Mode::Vec128
+                        ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+                        : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    int32_t modeB = ma == Mode::Scalar ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+                    : ma == Mode::Vec128
+                        ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+                        : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                              &transA, sizeof transA));
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                              &transB, sizeof transB));
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fastAccum, sizeof fastAccum));
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &modeA, sizeof modeA));
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &modeB, sizeof modeB));
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scaleA, sizeof scaleA));
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scaleB, sizeof scaleB));
+    // A: our rhs [N, K] = column-major K x N; B: our lhs [M, K] = column-major
+    // K x M; D: column-major N x M = our row-major [M, N].
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(&la, fp8Type(b.dtype), K, N, K));
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, fp8Type(a.dtype), K, M, K));
+    cudaDataType_t dType = d.dtype == INFIR2RT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(&ld, dType, N, M, N));
+
+    auto key = std::make_tuple(M, N, K, int(a.dtype), int(b.dtype),
+                               int(d.dtype), modeA, modeB);
+    cublasLtMatmulAlgo_t algo;
+    {
+      std::lock_guard<std::mutex> lock(lib.mutex);
+      auto it = lib.algos.find(key);
+      if (it == lib.algos.end()) {
+        cublasLtMatmulPreference_t pref = nullptr;
+        BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+        size_t ws = kWorkspaceBytes;
+        cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+        cublasLtMatmulHeuristicResult_t result = {};
+        int found = 0;
+        if (st == CUBLAS_STATUS_SUCCESS)
+          st = cublasLtMatmulAlgoGetHeuristic(lib.handle, op, la, lb, ld, ld,
+                                              pref, 1, &result, &found);
+        cublasLtMatmulPreferenceDestroy(pref);
+        BLAS_CHECK(st);
+        if (found == 0)
+          return fail(ctx, where,
+                      "cuBLASLt has no algorithm for this FP8 GEMM (Hopper "
+                      "and cuBLAS >= 12.9 are needed for block scaling)");
+        it = lib.algos.emplace(key, result.algo).first;
+      }
+      algo = it->second;
+    }
+    float alpha = 1.0f, beta = 0.0f;
+    BLAS_CHECK(cublasLtMatmul(lib.handle, op, &alpha, b.ptr, la, a.ptr, lb,
+                              &beta, d.ptr, ld, d.ptr, ld, &algo, lib.workspace,
+                              kWorkspaceBytes, 0));
+    INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+    return 0;
+  };
+  if (!rc)
+    rc = run();
+  if (ld)
+    cublasLtMatrixLayoutDestroy(ld);
+  if (lb)
+    cublasLtMatrixLayoutDestroy(lb);
+  if (la)
+    cublasLtMatrixLayoutDestroy(la);
+  if (op)
+    cublasLtMatmulDescDestroy(op);
+  if (mb != Mode::Scalar && scaleA)
+    cudaFree(scaleA);
+  if (ma != Mode::Scalar && scaleB)
+    cudaFree(scaleB);
+  return rc;
+}
