@@ -8,9 +8,10 @@
 
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/Dialect/Runtime/IR/RuntimeOps.h"
 #include "infir2/runtime/ABI.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -37,20 +38,11 @@ using namespace infir2::lowering;
 namespace {
 
 // The descriptor geometry and element type codes come from the runtime's
-// own header (runtime/include/infir2/runtime/ABI.h), the entry points from
-// its one list (ABI.def): the lowering cannot name a call the runtime does
-// not define.
+// own header (runtime/include/infir2/runtime/ABI.h); infir2rt.call's
+// verifier holds entry names to its one list (ABI.def).
 constexpr int64_t kMaxRank = INFIR2RT_MAX_RANK,
                   kOperandWords = INFIR2RT_OPERAND_WORDS;
 static_assert(kOperandWords == 5 + kMaxRank, "descriptor layout of ABI.h");
-
-bool isEntryPoint(StringRef name) {
-  static const llvm::StringSet<> entries = {
-#define INFIR2RT_ENTRY(n, attributes) #n,
-#include "infir2/runtime/ABI.def"
-  };
-  return entries.contains(name);
-}
 
 FailureOr<int64_t> dtypeCode(Operation *op, Type t) {
   if (t.isF32())
@@ -83,201 +75,26 @@ int64_t bitsOf(double d) {
   return w;
 }
 
-/// One runtime call: the entry point, operands (buffers) and attributes.
-struct CallSpec {
-  std::string entry;
-  SmallVector<Value> operands;
-  SmallVector<double> attrs;
-};
-
-/// Appends the block shape of `granularity` for a tensor of `shape`.
-void appendBlock(SmallVectorImpl<double> &attrs,
-                 fp8::GranularityAttrInterface granularity, Value v) {
-  ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
-  // The op verifiers have checked that the blocks tile the shape.
-  FailureOr<SmallVector<int64_t>> block =
-      granularity.getBlockShape(shape, [] { return InFlightDiagnostic(); });
-  for (int64_t b : *block)
-    attrs.push_back(double(b));
-}
-
-/// The runtime call `op` becomes; std::nullopt for ops with no code (a
-/// reshape is a view of its input).
-FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
-  CallSpec c;
-  c.operands.append(op->operand_begin(), op->operand_end());
-  c.operands.append(op->result_begin(), op->result_end());
-  auto named = [&](StringRef entry, ArrayRef<double> attrs = {}) {
-    c.entry = entry.str();
-    c.attrs.append(attrs.begin(), attrs.end());
-    return success();
-  };
-  auto attention = [&](auto a) {
-    return named(a->getName().getStringRef().ends_with("_grad")
-                     ? "attention_grad"
-                     : "attention",
-                 {double(a.getNumHeads()), double(a.getNumKvHeads()),
-                  double(a.getHeadDim()), a.getEffectiveScale(),
-                  a.getCausal() ? 1.0 : 0.0});
-  };
-  LogicalResult r =
-      llvm::TypeSwitch<Operation *, LogicalResult>(op)
-          .Case([&](ReshapeOp) {
-            c.entry.clear();
-            return success();
-          })
-          .Case([&](ConvertOp) { return named("copy"); })
-          .Case([&](TransposeOp t) {
-            SmallVector<double> perm;
-            for (int64_t p : t.getPermutation())
-              perm.push_back(double(p));
-            return named("transpose", perm);
-          })
-          .Case([&](arith::ConstantOp k) -> LogicalResult {
-            auto dense = dyn_cast<DenseElementsAttr>(k.getValue());
-            if (!dense || !dense.isSplat() ||
-                !isa<FloatType>(dense.getElementType()))
-              return op->emitOpError()
-                     << "only splat float constants can be lowered";
-            return named("fill",
-                         {dense.getSplatValue<APFloat>().convertToDouble()});
-          })
-          .Case([&](EmbeddingOp) { return named("embedding"); })
-          .Case([&](MatmulOp m) {
-            return named("matmul", {m.getTransposeLhs() ? 1.0 : 0.0,
-                                    m.getTransposeRhs() ? 1.0 : 0.0});
-          })
-          .Case([&](RMSNormOp n) {
-            return named("rms_norm", {n.getEpsilon().convertToDouble()});
-          })
-          .Case([&](RopeOp r) {
-            return named("rope", {double(r.getHeadDim()),
-                                  r.getTheta().convertToDouble(), 1.0});
-          })
-          .Case([&](RopeGradOp r) {
-            return named("rope", {double(r.getHeadDim()),
-                                  r.getTheta().convertToDouble(), -1.0});
-          })
-          .Case([&](AttentionOp a) { return attention(a); })
-          .Case([&](AttentionGradOp a) { return attention(a); })
-          .Case([&](SiluOp) { return named("silu"); })
-          .Case([&](SwigluOp) { return named("swiglu"); })
-          .Case([&](AddOp) { return named("add"); })
-          .Case([&](MulOp) { return named("mul"); })
-          .Case([&](CrossEntropyOp ce) {
-            return named("cross_entropy",
-                         {double(ce.getIgnoreIndexAttr().getInt()),
-                          ce.getLossMask() ? 1.0 : 0.0});
-          })
-          .Case([&](CrossEntropyGradOp ce) {
-            return named("cross_entropy_grad",
-                         {double(ce.getIgnoreIndexAttr().getInt()),
-                          ce.getLossMask() ? 1.0 : 0.0});
-          })
-          .Case([&](ReduceSumOp) { return named("reduce_sum"); })
-          .Case([&](SiluGradOp) { return named("silu_grad"); })
-          .Case([&](SwigluGradOp) { return named("swiglu_grad"); })
-          .Case([&](RMSNormGradOp n) {
-            return named("rms_norm_grad", {n.getEpsilon().convertToDouble()});
-          })
-          .Case([&](EmbeddingGradOp) { return named("embedding_grad"); })
-          .Case([&](GlobalNormOp) { return named("global_norm"); })
-          .Case([&](AllReduceOp) { return named("all_reduce"); })
-          .Case([&](AdamWOp a) {
-            return named("adamw", {a.getBeta1().convertToDouble(),
-                                   a.getBeta2().convertToDouble(),
-                                   a.getEpsilon().convertToDouble(),
-                                   a.getWeightDecay().convertToDouble(),
-                                   a.getMaxGradNorm().convertToDouble()});
-          })
-          .Case([&](SGDOp s) {
-            return named("sgd", {s.getWeightDecay().convertToDouble(),
-                                 s.getMaxGradNorm().convertToDouble()});
-          })
-          .Case([&](fp8::QuantizeOp q) {
-            (void)named("quantize",
-                        {q.getFormat() == fp8::Format::e5m2 ? 1.0 : 0.0,
-                         q.getScaleRule() == fp8::ScaleRule::pow2 ? 1.0 : 0.0});
-            appendBlock(c.attrs, q.getGranularity(), q.getInput());
-            return success();
-          })
-          .Case([&](fp8::QuantizeDualOp q) {
-            (void)named("quantize_dual",
-                        {q.getFormat() == fp8::Format::e5m2 ? 1.0 : 0.0,
-                         q.getScaleRule() == fp8::ScaleRule::pow2 ? 1.0 : 0.0});
-            appendBlock(c.attrs, q.getGranularity(), q.getInput());
-            appendBlock(c.attrs, q.getTransposedGranularity(), q.getDataT());
-            return success();
-          })
-          .Case([&](fp8::DequantizeOp d) {
-            (void)named("dequantize");
-            appendBlock(c.attrs, d.getGranularity(), d.getData());
-            return success();
-          })
-          .Case([&](fp8::ScaledMatmulOp m) {
-            (void)named("scaled_matmul");
-            appendBlock(c.attrs, m.getLhsGranularity(), m.getLhs());
-            appendBlock(c.attrs, m.getRhsGranularity(), m.getRhs());
-            return success();
-          })
-          .Case([&](fp8::AmaxOp a) {
-            (void)named("amax");
-            appendBlock(c.attrs, a.getGranularity(), a.getInput());
-            return success();
-          })
-          .Default([&](Operation *) {
-            return op->emitOpError()
-                   << "has no runtime entry point to lower to";
-          });
-  if (failed(r))
-    return failure();
-  if (c.entry.empty())
-    return std::optional<CallSpec>();
-  if (!isEntryPoint(c.entry))
-    return op->emitOpError() << "lowers to '" << c.entry
-                             << "', which runtime/include/infir2/runtime/"
-                                "ABI.def does not list";
-  return std::optional<CallSpec>(std::move(c));
-}
-
-/// "infir2.rms_norm at model.mlir:12:5"
-std::string describe(Operation *op) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << op->getName() << " at ";
-  if (auto file = dyn_cast<FileLineColLoc>(op->getLoc()))
-    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
-       << file.getColumn();
-  else
-    op->getLoc().print(os);
-  return s;
-}
-
 class Lowerer {
 public:
-  Lowerer(ModuleOp out, const ModelPlan &plan)
-      : b(out.getContext()), out(out), plan(plan) {
+  explicit Lowerer(ModuleOp out) : b(out.getContext()), out(out) {
     b.setInsertionPointToEnd(out.getBody());
     ptr = LLVM::LLVMPointerType::get(out.getContext());
     i32 = b.getI32Type();
   }
 
-  LogicalResult lowerFunction(const FunctionPlan &f);
+  LogicalResult lowerFunction(func::FuncOp fn);
   void addManifest(StringRef text);
 
 private:
   LLVM::LLVMFuncOp entryPoint(StringRef name);
   Value global(Location loc, StringRef prefix, Attribute value, Type type);
-  FailureOr<SmallVector<int64_t>>
-  descriptor(const FunctionPlan &f, Operation *op, const CallSpec &call);
+  FailureOr<SmallVector<int64_t>> descriptor(rt::CallOp call);
   void emitCall(Location loc, StringRef entry, ArrayRef<int64_t> desc,
                 StringRef where, Value ctx, Block *fail);
-  void encodeOperand(SmallVectorImpl<int64_t> &words, Buffer buffer,
-                     RankedTensorType type, int64_t dtype);
 
   OpBuilder b;
   ModuleOp out;
-  const ModelPlan &plan;
   Type ptr, i32;
   llvm::StringMap<LLVM::LLVMFuncOp> entries;
   int64_t globals = 0;
@@ -309,33 +126,24 @@ Value Lowerer::global(Location loc, StringRef prefix, Attribute value,
   return LLVM::AddressOfOp::create(b, loc, ptr, name);
 }
 
-void Lowerer::encodeOperand(SmallVectorImpl<int64_t> &words, Buffer buffer,
-                            RankedTensorType type, int64_t dtype) {
-  words.push_back(buffer.region);
-  words.push_back(dtype);
-  words.push_back(type.getRank());
-  words.push_back(buffer.offset);
-  words.push_back(type.getNumElements());
-  for (int64_t i = 0; i < kMaxRank; ++i)
-    words.push_back(i < type.getRank() ? type.getDimSize(i) : 1);
-}
-
-FailureOr<SmallVector<int64_t>> Lowerer::descriptor(const FunctionPlan &f,
-                                                    Operation *op,
-                                                    const CallSpec &call) {
-  SmallVector<int64_t> words = {int64_t(call.operands.size()),
-                                int64_t(call.attrs.size())};
-  for (Value v : call.operands) {
-    auto type = cast<RankedTensorType>(v.getType());
-    if (type.getRank() > kMaxRank)
-      return op->emitOpError() << "has an operand of rank " << type.getRank()
-                               << "; the runtime takes at most " << kMaxRank;
-    FailureOr<int64_t> dtype = dtypeCode(op, type.getElementType());
+FailureOr<SmallVector<int64_t>> Lowerer::descriptor(rt::CallOp call) {
+  SmallVector<int64_t> words = {int64_t(call.getBuffers().size()),
+                                int64_t(call.getValues().size())};
+  for (rt::BufferAttr buffer : call.getBuffers().getAsRange<rt::BufferAttr>()) {
+    RankedTensorType type = buffer.getType();
+    FailureOr<int64_t> dtype = dtypeCode(call, type.getElementType());
     if (failed(dtype))
       return failure();
-    encodeOperand(words, f.buffers.lookup(v), type, *dtype);
+    words.push_back(buffer.getRegion() == rt::Region::scratch ? INFIR2RT_SCRATCH
+                                                              : INFIR2RT_STATE);
+    words.push_back(*dtype);
+    words.push_back(type.getRank());
+    words.push_back(buffer.getOffset());
+    words.push_back(type.getNumElements());
+    for (int64_t i = 0; i < kMaxRank; ++i)
+      words.push_back(i < type.getRank() ? type.getDimSize(i) : 1);
   }
-  for (double a : call.attrs)
+  for (double a : call.getValues())
     words.push_back(bitsOf(a));
   return words;
 }
@@ -368,41 +176,24 @@ void Lowerer::emitCall(Location loc, StringRef entry, ArrayRef<int64_t> desc,
   b.setInsertionPointToStart(next);
 }
 
-LogicalResult Lowerer::lowerFunction(const FunctionPlan &f) {
-  Location loc = f.fn.getLoc();
+LogicalResult Lowerer::lowerFunction(func::FuncOp f) {
+  Location loc = f.getLoc();
   OpBuilder::InsertionGuard guard(b);
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, f.symbol,
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, f.getSymName(),
                                      LLVM::LLVMFunctionType::get(i32, {ptr}));
   Block *entry = fn.addEntryBlock(b);
   Value ctx = entry->getArgument(0);
   Block *fail = b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
   LLVM::ReturnOp::create(b, loc, fail->getArgument(0));
   b.setInsertionPointToEnd(entry);
-  for (Operation *op : f.schedule) {
-    FailureOr<std::optional<CallSpec>> call = callFor(op);
-    if (failed(call))
-      return failure();
-    if (!*call)
-      continue;
-    FailureOr<SmallVector<int64_t>> desc = descriptor(f, op, **call);
+  for (Operation &op : f.getBody().front().without_terminator()) {
+    auto call = dyn_cast<rt::CallOp>(op);
+    if (!call)
+      return op.emitOpError() << "cannot be lowered to runtime calls";
+    FailureOr<SmallVector<int64_t>> desc = descriptor(call);
     if (failed(desc))
       return failure();
-    emitCall(op->getLoc(), (*call)->entry, *desc, describe(op), ctx, fail);
-  }
-  // Results to their state slots.
-  for (auto [value, slotIndex] : f.copyOut) {
-    const StateSlot &s = plan.state[slotIndex];
-    Buffer src = f.buffers.lookup(value), dst{0, s.offset};
-    if (src.region == dst.region && src.offset == dst.offset)
-      continue;
-    auto type = cast<RankedTensorType>(value.getType());
-    FailureOr<int64_t> dtype = dtypeCode(f.fn, type.getElementType());
-    if (failed(dtype))
-      return failure();
-    SmallVector<int64_t> words = {2, 0};
-    encodeOperand(words, src, type, *dtype);
-    encodeOperand(words, dst, s.type, *dtype);
-    emitCall(loc, "copy", words, "result " + s.kind + " " + s.name, ctx, fail);
+    emitCall(call.getLoc(), call.getEntry(), *desc, call.getWhere(), ctx, fail);
   }
   Value zero = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0));
   LLVM::ReturnOp::create(b, loc, zero);
@@ -424,16 +215,21 @@ void Lowerer::addManifest(StringRef text) {
 
 } // namespace
 
-FailureOr<OwningOpRef<ModuleOp>> lowering::lowerToLLVM(ModuleOp module,
-                                                       const ModelPlan &plan) {
-  MLIRContext *ctx = module.getContext();
+FailureOr<OwningOpRef<ModuleOp>> lowering::lowerToLLVM(ModuleOp runtime) {
+  MLIRContext *ctx = runtime.getContext();
   ctx->getOrLoadDialect<LLVM::LLVMDialect>();
-  OwningOpRef<ModuleOp> out = ModuleOp::create(module.getLoc());
-  Lowerer lowerer(*out, plan);
-  for (const FunctionPlan &f : plan.functions)
-    if (failed(lowerer.lowerFunction(f)))
+  auto manifest = runtime->getAttrOfType<StringAttr>(
+      rt::RuntimeDialect::getManifestAttrName());
+  if (!manifest)
+    return runtime.emitError()
+           << "expects the '" << rt::RuntimeDialect::getManifestAttrName()
+           << "' module attribute";
+  OwningOpRef<ModuleOp> out = ModuleOp::create(runtime.getLoc());
+  Lowerer lowerer(*out);
+  for (auto fn : runtime.getOps<func::FuncOp>())
+    if (failed(lowerer.lowerFunction(fn)))
       return failure();
-  lowerer.addManifest(buildManifest(plan));
+  lowerer.addManifest(manifest.getValue());
   return out;
 }
 

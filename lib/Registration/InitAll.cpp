@@ -7,6 +7,7 @@
 #include "infir2/InitAll.h"
 
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
+#include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
 #include "infir2/Interfaces/LinalgGemmModels.h"
 #include "infir2/Pipelines/Pipelines.h"
@@ -21,7 +22,8 @@
 #include "mlir/Transforms/Passes.h"
 
 void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<infir2::Infir2Dialect, infir2::fp8::FP8Dialect>();
+  registry.insert<infir2::Infir2Dialect, infir2::fp8::FP8Dialect,
+                  infir2::rt::RuntimeDialect>();
   registry.insert<mlir::arith::ArithDialect,
                   mlir::bufferization::BufferizationDialect,
                   mlir::func::FuncDialect, mlir::linalg::LinalgDialect,

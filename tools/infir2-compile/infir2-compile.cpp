@@ -5,12 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 //   infir2-compile model.mlir --recipe=fp8|bf16 [--recipe-options="..."]
-//                  [--emit=mlir|llvm|obj|exe] [--report-memory] -o trainer
+//                  [--emit=plan|mlir|llvm|obj|exe] [--report-memory] -o trainer
 //
 // Runs the recipe pipeline (the same builder as infir2-opt --fp8-recipe /
 // --bf16-recipe: autodiff and the optimizer if the model is forward-only),
-// plans the state and the scratch arena, lowers the steps to calls into the
-// runtime in the LLVM dialect, emits an object file and links it with the
+// plans the state and the scratch arena, writes the steps as infir2rt calls
+// on the planned buffers, lowers those to the LLVM dialect, emits an object
+// file and links it with the
 // runtime and the trainer driver. --emit stops early; --report-memory prints
 // the planned memory by category and stops. Outputs appear only when
 // complete: the executable is linked to a temporary name, then renamed.
@@ -54,8 +55,9 @@ static cl::opt<std::string> recipeOptions(
     cl::init(""));
 static cl::opt<std::string>
     emit("emit",
-         cl::desc("mlir (the LLVM dialect), llvm (LLVM IR), obj, or exe "
-                  "(default: a trainer executable)"),
+         cl::desc("plan (the planned steps as infir2rt calls), mlir (the "
+                  "LLVM dialect), llvm (LLVM IR), obj, or exe (default: a "
+                  "trainer executable)"),
          cl::init("exe"));
 static cl::opt<bool>
     reportMemory("report-memory",
@@ -96,8 +98,10 @@ int main(int argc, char **argv) {
                               "InfiR2: compiles a model to a trainer\n");
   if (recipe != "fp8" && recipe != "bf16")
     return fail("--recipe must be fp8 or bf16, got '" + recipe + "'");
-  if (emit != "mlir" && emit != "llvm" && emit != "obj" && emit != "exe")
-    return fail("--emit must be mlir, llvm, obj or exe, got '" + emit + "'");
+  if (emit != "plan" && emit != "mlir" && emit != "llvm" && emit != "obj" &&
+      emit != "exe")
+    return fail("--emit must be plan, mlir, llvm, obj or exe, got '" + emit +
+                "'");
 
   DialectRegistry registry;
   infir2::registerAllDialects(registry);
@@ -145,7 +149,19 @@ int main(int argc, char **argv) {
     infir2::lowering::printMemoryReport(*plan, outs());
     return 0;
   }
-  auto lowered = infir2::lowering::lowerToLLVM(*module, *plan);
+  auto runtime = infir2::lowering::buildRuntimeModule(*module, *plan);
+  if (failed(runtime))
+    return 1;
+  if (emit == "plan") {
+    std::error_code ec;
+    ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write '" + outputPath + "': " + ec.message());
+    (*runtime)->print(out.os());
+    out.keep();
+    return 0;
+  }
+  auto lowered = infir2::lowering::lowerToLLVM(**runtime);
   if (failed(lowered))
     return 1;
   if (emit == "mlir") {

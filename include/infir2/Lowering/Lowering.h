@@ -9,9 +9,11 @@
 // arguments and results live in the persistent state region (one slot per
 // parameter, master weight, moment, gradient accumulator, input and
 // output), everything a step computes lives in one scratch arena planned by
-// liveness with reuse. lowerToLLVM() turns the planned steps into LLVM
-// dialect functions that call the runtime's entry points (ABI.def) with
-// constant descriptors, plus the manifest the trainer reads.
+// liveness with reuse. buildRuntimeModule() writes the planned steps as
+// infir2rt.call ops on those buffers (one per runtime entry point call), and
+// lowerToLLVM() turns them into LLVM dialect functions that call the
+// runtime's entry points with constant descriptors, plus the manifest the
+// trainer reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,10 +96,16 @@ void printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os);
 /// The manifest the trainer reads: one record per line.
 std::string buildManifest(const ModelPlan &plan);
 
-/// A new LLVM dialect module with one function per planned step calling the
-/// runtime, and the manifest.
+/// The planned steps as a module of infir2rt.call ops (one function per
+/// step, the manifest as a module attribute): the form --emit=plan prints.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-lowerToLLVM(mlir::ModuleOp module, const ModelPlan &plan);
+buildRuntimeModule(mlir::ModuleOp module, const ModelPlan &plan);
+
+/// A new LLVM dialect module from an infir2rt module: each call becomes a
+/// call of infir2rt_<entry> with a constant descriptor, failures return
+/// early, and the manifest becomes the exported infir2_model_manifest.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+lowerToLLVM(mlir::ModuleOp runtimeModule);
 
 /// Translates an LLVM dialect module to LLVM IR and writes it as an object
 /// file (emitObject) or as textual LLVM IR (otherwise) to `path`.

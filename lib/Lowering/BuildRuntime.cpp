@@ -1,0 +1,248 @@
+//===- BuildRuntime.cpp - Planned steps as infir2rt calls -----------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Each planned step becomes a function of infir2rt.call ops: one per op of
+// its schedule (a reshape is a view and has none), then one copy per result
+// into its state slot. Buffers are the plan's placements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Lowering/Lowering.h"
+
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/Dialect/Runtime/IR/RuntimeOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace infir2;
+using namespace infir2::lowering;
+
+namespace {
+
+/// One runtime call: the entry point, operands (buffers) and attributes.
+struct CallSpec {
+  std::string entry;
+  SmallVector<Value> operands;
+  SmallVector<double> attrs;
+};
+
+/// Appends the block shape of `granularity` for a tensor of `shape`.
+void appendBlock(SmallVectorImpl<double> &attrs,
+                 fp8::GranularityAttrInterface granularity, Value v) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+  // The op verifiers have checked that the blocks tile the shape.
+  FailureOr<SmallVector<int64_t>> block =
+      granularity.getBlockShape(shape, [] { return InFlightDiagnostic(); });
+  for (int64_t b : *block)
+    attrs.push_back(double(b));
+}
+
+/// The runtime call `op` becomes; std::nullopt for ops with no code (a
+/// reshape is a view of its input).
+FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
+  CallSpec c;
+  c.operands.append(op->operand_begin(), op->operand_end());
+  c.operands.append(op->result_begin(), op->result_end());
+  auto named = [&](StringRef entry, ArrayRef<double> attrs = {}) {
+    c.entry = entry.str();
+    c.attrs.append(attrs.begin(), attrs.end());
+    return success();
+  };
+  auto attention = [&](auto a) {
+    return named(a->getName().getStringRef().ends_with("_grad")
+                     ? "attention_grad"
+                     : "attention",
+                 {double(a.getNumHeads()), double(a.getNumKvHeads()),
+                  double(a.getHeadDim()), a.getEffectiveScale(),
+                  a.getCausal() ? 1.0 : 0.0});
+  };
+  LogicalResult r =
+      llvm::TypeSwitch<Operation *, LogicalResult>(op)
+          .Case([&](ReshapeOp) {
+            c.entry.clear();
+            return success();
+          })
+          .Case([&](ConvertOp) { return named("copy"); })
+          .Case([&](TransposeOp t) {
+            SmallVector<double> perm;
+            for (int64_t p : t.getPermutation())
+              perm.push_back(double(p));
+            return named("transpose", perm);
+          })
+          .Case([&](arith::ConstantOp k) -> LogicalResult {
+            auto dense = dyn_cast<DenseElementsAttr>(k.getValue());
+            if (!dense || !dense.isSplat() ||
+                !isa<FloatType>(dense.getElementType()))
+              return op->emitOpError()
+                     << "only splat float constants can be lowered";
+            return named("fill",
+                         {dense.getSplatValue<APFloat>().convertToDouble()});
+          })
+          .Case([&](EmbeddingOp) { return named("embedding"); })
+          .Case([&](MatmulOp m) {
+            return named("matmul", {m.getTransposeLhs() ? 1.0 : 0.0,
+                                    m.getTransposeRhs() ? 1.0 : 0.0});
+          })
+          .Case([&](RMSNormOp n) {
+            return named("rms_norm", {n.getEpsilon().convertToDouble()});
+          })
+          .Case([&](RopeOp r) {
+            return named("rope", {double(r.getHeadDim()),
+                                  r.getTheta().convertToDouble(), 1.0});
+          })
+          .Case([&](RopeGradOp r) {
+            return named("rope", {double(r.getHeadDim()),
+                                  r.getTheta().convertToDouble(), -1.0});
+          })
+          .Case([&](AttentionOp a) { return attention(a); })
+          .Case([&](AttentionGradOp a) { return attention(a); })
+          .Case([&](SiluOp) { return named("silu"); })
+          .Case([&](SwigluOp) { return named("swiglu"); })
+          .Case([&](AddOp) { return named("add"); })
+          .Case([&](MulOp) { return named("mul"); })
+          .Case([&](CrossEntropyOp ce) {
+            return named("cross_entropy",
+                         {double(ce.getIgnoreIndexAttr().getInt()),
+                          ce.getLossMask() ? 1.0 : 0.0});
+          })
+          .Case([&](CrossEntropyGradOp ce) {
+            return named("cross_entropy_grad",
+                         {double(ce.getIgnoreIndexAttr().getInt()),
+                          ce.getLossMask() ? 1.0 : 0.0});
+          })
+          .Case([&](ReduceSumOp) { return named("reduce_sum"); })
+          .Case([&](SiluGradOp) { return named("silu_grad"); })
+          .Case([&](SwigluGradOp) { return named("swiglu_grad"); })
+          .Case([&](RMSNormGradOp n) {
+            return named("rms_norm_grad", {n.getEpsilon().convertToDouble()});
+          })
+          .Case([&](EmbeddingGradOp) { return named("embedding_grad"); })
+          .Case([&](GlobalNormOp) { return named("global_norm"); })
+          .Case([&](AllReduceOp) { return named("all_reduce"); })
+          .Case([&](AdamWOp a) {
+            return named("adamw", {a.getBeta1().convertToDouble(),
+                                   a.getBeta2().convertToDouble(),
+                                   a.getEpsilon().convertToDouble(),
+                                   a.getWeightDecay().convertToDouble(),
+                                   a.getMaxGradNorm().convertToDouble()});
+          })
+          .Case([&](SGDOp s) {
+            return named("sgd", {s.getWeightDecay().convertToDouble(),
+                                 s.getMaxGradNorm().convertToDouble()});
+          })
+          .Case([&](fp8::QuantizeOp q) {
+            (void)named("quantize",
+                        {q.getFormat() == fp8::Format::e5m2 ? 1.0 : 0.0,
+                         q.getScaleRule() == fp8::ScaleRule::pow2 ? 1.0 : 0.0});
+            appendBlock(c.attrs, q.getGranularity(), q.getInput());
+            return success();
+          })
+          .Case([&](fp8::QuantizeDualOp q) {
+            (void)named("quantize_dual",
+                        {q.getFormat() == fp8::Format::e5m2 ? 1.0 : 0.0,
+                         q.getScaleRule() == fp8::ScaleRule::pow2 ? 1.0 : 0.0});
+            appendBlock(c.attrs, q.getGranularity(), q.getInput());
+            appendBlock(c.attrs, q.getTransposedGranularity(), q.getDataT());
+            return success();
+          })
+          .Case([&](fp8::DequantizeOp d) {
+            (void)named("dequantize");
+            appendBlock(c.attrs, d.getGranularity(), d.getData());
+            return success();
+          })
+          .Case([&](fp8::ScaledMatmulOp m) {
+            (void)named("scaled_matmul");
+            appendBlock(c.attrs, m.getLhsGranularity(), m.getLhs());
+            appendBlock(c.attrs, m.getRhsGranularity(), m.getRhs());
+            return success();
+          })
+          .Case([&](fp8::AmaxOp a) {
+            (void)named("amax");
+            appendBlock(c.attrs, a.getGranularity(), a.getInput());
+            return success();
+          })
+          .Default([&](Operation *) {
+            return op->emitOpError()
+                   << "has no runtime entry point to lower to";
+          });
+  if (failed(r))
+    return failure();
+  if (c.entry.empty())
+    return std::optional<CallSpec>();
+  return std::optional<CallSpec>(std::move(c));
+}
+
+/// "infir2.rms_norm at model.mlir:12:5"
+std::string describe(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << op->getName() << " at ";
+  if (auto file = dyn_cast<FileLineColLoc>(op->getLoc()))
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn();
+  else
+    op->getLoc().print(os);
+  return s;
+}
+
+rt::BufferAttr bufferOf(const FunctionPlan &f, Value v) {
+  Buffer b = f.buffers.lookup(v);
+  return rt::BufferAttr::get(v.getContext(),
+                             b.region ? rt::Region::scratch : rt::Region::state,
+                             b.offset, cast<RankedTensorType>(v.getType()));
+}
+
+} // namespace
+
+FailureOr<OwningOpRef<ModuleOp>>
+lowering::buildRuntimeModule(ModuleOp module, const ModelPlan &plan) {
+  MLIRContext *ctx = module.getContext();
+  ctx->getOrLoadDialect<rt::RuntimeDialect>();
+  ctx->getOrLoadDialect<func::FuncDialect>();
+  OwningOpRef<ModuleOp> out = ModuleOp::create(module.getLoc());
+  OpBuilder b = OpBuilder::atBlockEnd(out->getBody());
+  for (const FunctionPlan &f : plan.functions) {
+    auto fn = func::FuncOp::create(b, f.fn.getLoc(), f.symbol,
+                                   b.getFunctionType({}, {}));
+    OpBuilder body = OpBuilder::atBlockEnd(fn.addEntryBlock());
+    for (Operation *op : f.schedule) {
+      FailureOr<std::optional<CallSpec>> call = callFor(op);
+      if (failed(call))
+        return failure();
+      if (!*call)
+        continue;
+      SmallVector<Attribute> buffers;
+      for (Value v : (*call)->operands)
+        buffers.push_back(bufferOf(f, v));
+      rt::CallOp::create(
+          body, op->getLoc(), (*call)->entry, body.getArrayAttr(buffers),
+          body.getDenseF64ArrayAttr((*call)->attrs), describe(op));
+    }
+    // Results to their state slots.
+    for (auto [value, slotIndex] : f.copyOut) {
+      const StateSlot &s = plan.state[slotIndex];
+      rt::BufferAttr src = bufferOf(f, value);
+      auto dst = rt::BufferAttr::get(ctx, rt::Region::state, s.offset, s.type);
+      if (src == dst)
+        continue;
+      rt::CallOp::create(
+          body, f.fn.getLoc(), "copy", body.getArrayAttr({src, dst}),
+          body.getDenseF64ArrayAttr({}), "result " + s.kind + " " + s.name);
+    }
+    func::ReturnOp::create(body, f.fn.getLoc());
+  }
+  (*out)->setAttr(rt::RuntimeDialect::getManifestAttrName(),
+                  b.getStringAttr(buildManifest(plan)));
+  if (failed(mlir::verify(*out)))
+    return failure();
+  return out;
+}
