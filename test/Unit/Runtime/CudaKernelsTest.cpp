@@ -299,6 +299,132 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+/// Runs `cpu` and `gpu` on copies of `c` and compares output operand `out`
+/// (F32 or BF16 of `numel` elements) within `ulps` units in the last place.
+void compareClose(Call &c, int out, int64_t dtype, int64_t numel, int ulps,
+                  int32_t (*cpu)(infir2rt_context *, const int64_t *,
+                                 const char *),
+                  int32_t (*gpu)(infir2rt_context *, const int64_t *,
+                                 const char *)) {
+  std::vector<uint8_t> onCpu = c.host;
+  infir2rt_context ctx{};
+  ctx.regions[0] = ctx.regions[1] = onCpu.data();
+  ASSERT_EQ(cpu(&ctx, c.desc.data(), "cpu"), 0) << ctx.error;
+  uint8_t *device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, c.host.size()), cudaSuccess);
+  cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
+  infir2rt_context dctx{};
+  dctx.regions[0] = dctx.regions[1] = device;
+  int32_t rc = gpu(&dctx, c.desc.data(), "gpu");
+  std::vector<uint8_t> onGpu(c.host.size());
+  cudaMemcpy(onGpu.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
+  cudaFree(device);
+  ASSERT_EQ(rc, 0) << dctx.error;
+  auto value = [&](const std::vector<uint8_t> &mem, int64_t i) {
+    const uint8_t *p = mem.data() + c.operands[out].first;
+    if (dtype == INFIR2RT_F32) {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  // One ulp of the result type at the value's magnitude.
+  float ulp = dtype == INFIR2RT_F32 ? 0x1p-23f : 0x1p-7f;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < numel; ++i) {
+    float a = value(onCpu, i), b = value(onGpu, i);
+    bad += std::fabs(a - b) > ulps * ulp * std::max(std::fabs(a), 1e-30f);
+  }
+  EXPECT_EQ(bad, 0) << "elements beyond " << ulps << " ulp";
+}
+
+TEST(CudaElementwise, MatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  using Entry = int32_t (*)(infir2rt_context *, const int64_t *, const char *);
+  struct Case {
+    const char *name;
+    Entry cpu, gpu;
+    int inputs;
+    std::vector<int64_t> rhs;
+  };
+  for (const Case &k :
+       {Case{"copy", infir2rt_copy, infir2rt_cuda_copy, 1, {}},
+        Case{"add", infir2rt_add, infir2rt_cuda_add, 2, {384}},
+        Case{"mul", infir2rt_mul, infir2rt_cuda_mul, 2, {384}},
+        Case{"silu", infir2rt_silu, infir2rt_cuda_silu, 1, {}},
+        Case{"swiglu", infir2rt_swiglu, infir2rt_cuda_swiglu, 2, {64, 384}}}) {
+    SCOPED_TRACE(k.name);
+    Call c;
+    int a = c.add({64, 384}, INFIR2RT_F32);
+    fill(c, a, INFIR2RT_F32, 64, 384, rng);
+    if (k.inputs == 2) {
+      int b = c.add(k.rhs, INFIR2RT_BF16);
+      fill(c, b, INFIR2RT_BF16, k.rhs.size() == 2 ? 64 : 1, 384, rng);
+    }
+    int out = c.add({64, 384}, INFIR2RT_BF16);
+    compareClose(c, out, INFIR2RT_BF16, 64 * 384, 1, k.cpu, k.gpu);
+  }
+}
+
+TEST(CudaElementwise, RmsNormMatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  Call c;
+  int x = c.add({128, 896}, INFIR2RT_BF16), w = c.add({896}, INFIR2RT_BF16);
+  int out = c.add({128, 896}, INFIR2RT_F32);
+  c.attrs({1e-6});
+  fill(c, x, INFIR2RT_BF16, 128, 896, rng);
+  fill(c, w, INFIR2RT_BF16, 1, 896, rng);
+  // FP32 sums of 896 squares in two orders: a few ulps.
+  compareClose(c, out, INFIR2RT_F32, 128 * 896, 64, infir2rt_rms_norm,
+               infir2rt_cuda_rms_norm);
+}
+
+TEST(CudaElementwise, AdamWMatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  Call c;
+  int n = 4096;
+  int p = c.add({n}, INFIR2RT_F32), g = c.add({n}, INFIR2RT_F32),
+      m = c.add({n}, INFIR2RT_F32), v = c.add({n}, INFIR2RT_F32);
+  int lr = c.add({}, INFIR2RT_F32), step = c.add({}, INFIR2RT_F32),
+      gs = c.add({}, INFIR2RT_F32), gn = c.add({}, INFIR2RT_F32);
+  int np = c.add({n}, INFIR2RT_F32);
+  c.add({n}, INFIR2RT_F32);
+  c.add({n}, INFIR2RT_F32);
+  c.attrs({0.9, 0.95, 1e-8, 0.1, 1.0});
+  for (int o : {p, g, m})
+    fill(c, o, INFIR2RT_F32, 1, n, rng);
+  fill(c, v, INFIR2RT_F32, 1, n, rng);
+  float *vv = reinterpret_cast<float *>(c.host.data() + c.operands[v].first);
+  for (int i = 0; i < n; ++i)
+    vv[i] = std::fabs(vv[i]);
+  auto scalar = [&](int o, float x) {
+    std::memcpy(c.host.data() + c.operands[o].first, &x, 4);
+  };
+  scalar(lr, 1e-3f);
+  scalar(step, 7.0f);
+  scalar(gs, 0.5f);
+  scalar(gn, 3.0f);
+  compareClose(c, np, INFIR2RT_F32, n, 8, infir2rt_adamw, infir2rt_cuda_adamw);
+}
+
 // Runs everywhere: without a GPU the probe must say so (and not crash).
 TEST(CudaProbe, AnswersWithOrWithoutAGpu) {
   int32_t major = 0, minor = 0;

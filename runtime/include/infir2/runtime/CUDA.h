@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The part of the CUDA backend that exists so far: device probing, the FP8
-// quantizers and the FP8 GEMM, behind the same descriptor ABI as the CPU
-// backend (ABI.h),
+// quantizers, the FP8 GEMM, casts, element-wise ops, RMSNorm and AdamW,
+// behind the same descriptor ABI as the CPU backend (ABI.h),
 // with the context's regions in device memory. They run on the current
 // device and stream 0 and return when the work is done.
 //
@@ -40,6 +40,21 @@ int32_t infir2rt_cuda_quantize_dual(infir2rt_context *ctx, const int64_t *desc,
 /// infir2rt_scaled_matmul.
 int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx, const int64_t *desc,
                                     const char *where);
+
+/// Casts, element-wise ops, RMSNorm and AdamW: the CPU backend's copy, add,
+/// mul, silu, swiglu, rms_norm and adamw, on F32/BF16 operands (AdamW on
+/// FP32 state), results within one unit in the last place of the CPU's.
+#define INFIR2RT_CUDA_ENTRY(name)                                              \
+  int32_t infir2rt_cuda_##name(infir2rt_context *ctx, const int64_t *desc,     \
+                               const char *where);
+INFIR2RT_CUDA_ENTRY(copy)
+INFIR2RT_CUDA_ENTRY(add)
+INFIR2RT_CUDA_ENTRY(mul)
+INFIR2RT_CUDA_ENTRY(silu)
+INFIR2RT_CUDA_ENTRY(swiglu)
+INFIR2RT_CUDA_ENTRY(rms_norm)
+INFIR2RT_CUDA_ENTRY(adamw)
+#undef INFIR2RT_CUDA_ENTRY
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,244 @@
+//===- Elementwise.cu - Casts, element-wise ops, RMSNorm, AdamW on the GPU ===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA versions of the CPU backend's copy (with conversion), add, mul
+// (suffix broadcast), silu, swiglu, rms_norm and adamw entry points, with
+// the same descriptors. Like the CPU backend they read operands as FP32,
+// compute in FP32 and round once to the result type. Transcendentals use
+// CUDA's expf/sqrtf, whose last-bit results may differ from glibc's, so the
+// GPU test allows one unit in the last place of the result type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "infir2/runtime/CUDA.h"
+
+#include <cuda_bf16.h>
+
+#include <cstring>
+
+namespace {
+
+struct Operand {
+  uint8_t *ptr;
+  int64_t dtype, rank, numel;
+  const int64_t *shape;
+};
+
+Operand operandOf(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
+  const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
+  return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
+}
+
+double attrOf(const int64_t *desc, int64_t i) {
+  double d;
+  std::memcpy(&d, desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS + i, sizeof d);
+  return d;
+}
+
+/// A device view of an FP32 or BF16 operand.
+struct View {
+  uint8_t *ptr;
+  int64_t dtype, numel;
+  __device__ float get(int64_t i) const {
+    if (dtype == INFIR2RT_BF16)
+      return __bfloat162float(reinterpret_cast<const __nv_bfloat16 *>(ptr)[i]);
+    return reinterpret_cast<const float *>(ptr)[i];
+  }
+  __device__ void set(int64_t i, float v) const {
+    if (dtype == INFIR2RT_BF16)
+      reinterpret_cast<__nv_bfloat16 *>(ptr)[i] = __float2bfloat16_rn(v);
+    else
+      reinterpret_cast<float *>(ptr)[i] = v;
+  }
+};
+
+View viewOf(const Operand &o) { return {o.ptr, o.dtype, o.numel}; }
+
+bool floatOperands(const int64_t *desc, infir2rt_context *ctx) {
+  for (int64_t i = 0; i < desc[0]; ++i) {
+    int64_t t = operandOf(ctx, desc, i).dtype;
+    if (t != INFIR2RT_F32 && t != INFIR2RT_BF16)
+      return false;
+  }
+  return true;
+}
+
+int32_t fail(infir2rt_context *ctx, const char *where, const char *what) {
+  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s", where, what);
+  return 1;
+}
+
+enum class Op { Copy, Add, Mul, Silu, Swiglu };
+
+__device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__global__ void elementwiseKernel(Op op, View a, View b, View out) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= out.numel)
+    return;
+  float x = a.get(i), r = x;
+  switch (op) {
+  case Op::Copy:
+    break;
+  case Op::Add:
+    r = x + b.get(i % b.numel);
+    break;
+  case Op::Mul:
+    r = x * b.get(i % b.numel);
+    break;
+  case Op::Silu:
+    r = x * sigmoid(x);
+    break;
+  case Op::Swiglu:
+    r = x * sigmoid(x) * b.get(i);
+    break;
+  }
+  out.set(i, r);
+}
+
+int32_t elementwise(infir2rt_context *ctx, const int64_t *desc,
+                    const char *where, Op op, int inputs) {
+  if (!floatOperands(desc, ctx))
+    return fail(ctx, where, "the CUDA kernel takes f32 or bf16 operands");
+  View a = viewOf(operandOf(ctx, desc, 0));
+  View b = inputs > 1 ? viewOf(operandOf(ctx, desc, 1)) : a;
+  View out = viewOf(operandOf(ctx, desc, inputs));
+  const int threads = 256;
+  elementwiseKernel<<<unsigned((out.numel + threads - 1) / threads), threads>>>(
+      op, a, b, out);
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
+
+/// One block per row: the sum of squares by a block reduction, then the
+/// scaled row.
+__global__ void rmsNormKernel(View x, View w, View out, int64_t d, float eps) {
+  int64_t row = blockIdx.x;
+  __shared__ float partial[256];
+  float ss = 0.0f;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    float v = x.get(row * d + i);
+    ss += v * v;
+  }
+  partial[threadIdx.x] = ss;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s)
+      partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  float inv = 1.0f / sqrtf(partial[0] / float(d) + eps);
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+    out.set(row * d + i, x.get(row * d + i) * inv * w.get(i));
+}
+
+__global__ void adamwKernel(const float *p, const float *g, const float *m,
+                            const float *v, float *np, float *nm, float *nv,
+                            int64_t n, float lr, float scale, float b1,
+                            float b2, float eps, float wd, float c1, float c2) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float gi = g[i] * scale;
+  float mi = b1 * m[i] + (1.0f - b1) * gi;
+  float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+  nm[i] = mi;
+  nv[i] = vi;
+  np[i] = p[i] - lr * (wd * p[i] + (mi / c1) / (sqrtf(vi / c2) + eps));
+}
+
+float scalarOf(infir2rt_context *ctx, const Operand &o, int32_t &rc,
+               const char *where) {
+  float v = 0.0f;
+  cudaError_t st = cudaMemcpy(&v, o.ptr, sizeof v, cudaMemcpyDeviceToHost);
+  rc = infir2::rt::cuda::check(ctx, st, "cudaMemcpy", where);
+  return v;
+}
+
+} // namespace
+
+extern "C" int32_t infir2rt_cuda_copy(infir2rt_context *ctx,
+                                      const int64_t *desc, const char *where) {
+  return elementwise(ctx, desc, where, Op::Copy, 1);
+}
+extern "C" int32_t infir2rt_cuda_add(infir2rt_context *ctx, const int64_t *desc,
+                                     const char *where) {
+  return elementwise(ctx, desc, where, Op::Add, 2);
+}
+extern "C" int32_t infir2rt_cuda_mul(infir2rt_context *ctx, const int64_t *desc,
+                                     const char *where) {
+  return elementwise(ctx, desc, where, Op::Mul, 2);
+}
+extern "C" int32_t infir2rt_cuda_silu(infir2rt_context *ctx,
+                                      const int64_t *desc, const char *where) {
+  return elementwise(ctx, desc, where, Op::Silu, 1);
+}
+extern "C" int32_t infir2rt_cuda_swiglu(infir2rt_context *ctx,
+                                        const int64_t *desc,
+                                        const char *where) {
+  return elementwise(ctx, desc, where, Op::Swiglu, 2);
+}
+
+extern "C" int32_t infir2rt_cuda_rms_norm(infir2rt_context *ctx,
+                                          const int64_t *desc,
+                                          const char *where) {
+  if (!floatOperands(desc, ctx))
+    return fail(ctx, where, "the CUDA kernel takes f32 or bf16 operands");
+  Operand x = operandOf(ctx, desc, 0), w = operandOf(ctx, desc, 1),
+          out = operandOf(ctx, desc, 2);
+  int64_t d = x.shape[x.rank - 1];
+  rmsNormKernel<<<unsigned(x.numel / d), 256>>>(
+      viewOf(x), viewOf(w), viewOf(out), d, float(attrOf(desc, 0)));
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
+
+extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
+                                       const int64_t *desc, const char *where) {
+  Operand p = operandOf(ctx, desc, 0), g = operandOf(ctx, desc, 1),
+          m = operandOf(ctx, desc, 2), v = operandOf(ctx, desc, 3),
+          np = operandOf(ctx, desc, 8), nm = operandOf(ctx, desc, 9),
+          nv = operandOf(ctx, desc, 10);
+  int32_t rc = 0;
+  float lr = scalarOf(ctx, operandOf(ctx, desc, 4), rc, where);
+  if (rc)
+    return rc;
+  float t = scalarOf(ctx, operandOf(ctx, desc, 5), rc, where);
+  if (rc)
+    return rc;
+  float gradScale = scalarOf(ctx, operandOf(ctx, desc, 6), rc, where);
+  if (rc)
+    return rc;
+  float gradNorm = scalarOf(ctx, operandOf(ctx, desc, 7), rc, where);
+  if (rc)
+    return rc;
+  if (!(t >= 1.0f)) {
+    std::snprintf(ctx->error, sizeof ctx->error,
+                  "%s: step must be at least 1, got %g", where, double(t));
+    return 1;
+  }
+  // The same clipping and bias corrections as the CPU backend, on the host.
+  double maxNorm = attrOf(desc, 4), b1 = attrOf(desc, 0), b2 = attrOf(desc, 1);
+  float scale =
+      maxNorm <= 0.0
+          ? gradScale
+          : gradScale *
+                float(std::min(1.0, maxNorm / (double(gradNorm) + 1e-6)));
+  float c1 = float(1.0 - std::pow(b1, double(t))),
+        c2 = float(1.0 - std::pow(b2, double(t)));
+  const int threads = 256;
+  auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
+  adamwKernel<<<unsigned((p.numel + threads - 1) / threads), threads>>>(
+      f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), p.numel, lr, scale,
+      float(b1), float(b2), float(attrOf(desc, 2)), float(attrOf(desc, 3)), c1,
+      c2);
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
