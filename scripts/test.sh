@@ -7,4 +7,11 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${INFIR2_BUILD_DIR:-$root/build}
 
 bash "$root/scripts/build.sh"
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+# ctest lists skipped tests (the GPU tests, without a GPU) after its summary;
+# repeat the summary so that it is the last line.
+set +e
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" | tee "$build/ctest.log"
+status=${PIPESTATUS[0]}
+set -e
+grep -E '^[0-9]+% tests passed' "$build/ctest.log" | tail -1
+exit "$status"

@@ -127,6 +127,11 @@ struct Variant {
   bool e5m2, pow2;
 };
 
+void PrintTo(const Variant &v, std::ostream *os) {
+  *os << (v.dtype == INFIR2RT_F32 ? "f32" : "bf16")
+      << (v.e5m2 ? " e5m2" : " e4m3") << (v.pow2 ? " pow2" : " fp32");
+}
+
 class CudaQuantize : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(CudaQuantize, DualMatchesTheCpuBackend) {
@@ -210,6 +215,8 @@ struct GemmVariant {
   std::vector<double> blocks; // lhs block then rhs block
   std::vector<int64_t> lhsScale, rhsScale;
 };
+
+void PrintTo(const GemmVariant &v, std::ostream *os) { *os << v.name; }
 
 class CudaScaledMatmul : public ::testing::TestWithParam<GemmVariant> {};
 
