@@ -287,3 +287,100 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     cudaFree(scaleB);
   return rc;
 }
+
+namespace {
+
+cudaDataType_t denseType(int64_t dtype) {
+  return dtype == INFIR2RT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+} // namespace
+
+// infir2.matmul (BF16 or FP32, FP32 accumulation) through cuBLASLt, with the
+// same row-major-to-column-major mapping: C[M, N] row-major is column-major
+// N x M = op(rhs)ᵀ·op(lhs)ᵀ, so cuBLAS A is our rhs (op N when it is [K, N],
+// T when it is [N, K]) and B our lhs (op N when [M, K], T when [K, M]).
+extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
+                                        const int64_t *desc,
+                                        const char *where) {
+  Operand a = operandOf(ctx, desc, 0), b = operandOf(ctx, desc, 1),
+          c = operandOf(ctx, desc, 2);
+  bool ta = attrOf(desc, 0) != 0.0, tb = attrOf(desc, 1) != 0.0;
+  for (const Operand *o : {&a, &b, &c})
+    if (o->dtype != INFIR2RT_BF16 && o->dtype != INFIR2RT_F32)
+      return fail(ctx, where, "the CUDA GEMM takes bf16 or f32 operands");
+  if (a.dtype != b.dtype)
+    return fail(ctx, where, "the CUDA GEMM takes operands of one type");
+  int64_t M = a.shape[a.rank - (ta ? 1 : 2)],
+          K = a.shape[a.rank - (ta ? 2 : 1)];
+  int64_t N = b.shape[b.rank - (tb ? 2 : 1)];
+  int64_t batch = a.numel / (M * K);
+  bool shared = b.rank == 2;
+  // One GEMM over all rows when the weight is shared and lhs is [.., M, K].
+  int64_t calls = shared && !ta ? 1 : batch,
+          rows = shared && !ta ? batch * M : M;
+
+  Lt &lib = lt();
+  {
+    std::lock_guard<std::mutex> lock(lib.mutex);
+    if (!lib.handle) {
+      BLAS_CHECK(cublasLtCreate(&lib.handle));
+      INFIR2_CUDA_CHECK(ctx, cudaMalloc(&lib.workspace, kWorkspaceBytes),
+                        where);
+    }
+  }
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  auto run = [&]() -> int32_t {
+    BLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t opA = tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      opB = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                              &opA, sizeof opA));
+    BLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                              &opB, sizeof opB));
+    // Column-major shapes as stored: rhs [K, N] is N x K (ld N), [N, K] is
+    // K x N (ld K); lhs [M, K] is K x M (ld K), [K, M] is M x K (ld M).
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(&la, denseType(b.dtype), tb ? K : N,
+                                          tb ? N : K, tb ? K : N));
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(
+        &lb, denseType(a.dtype), ta ? rows : K, ta ? K : rows, ta ? rows : K));
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, denseType(c.dtype), N, rows, N));
+    cublasLtMatmulPreference_t pref = nullptr;
+    BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = kWorkspaceBytes;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(lib.handle, op, la, lb, lc, lc, pref,
+                                          1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    BLAS_CHECK(st);
+    if (found == 0)
+      return fail(ctx, where, "cuBLASLt has no algorithm for this GEMM");
+    float alpha = 1.0f, beta = 0.0f;
+    int64_t ea = infir2rt_dtype_size(a.dtype),
+            eb = infir2rt_dtype_size(b.dtype),
+            ec = infir2rt_dtype_size(c.dtype);
+    for (int64_t p = 0; p < calls; ++p)
+      BLAS_CHECK(cublasLtMatmul(
+          lib.handle, op, &alpha, b.ptr + (shared ? 0 : p * K * N * eb), la,
+          a.ptr + p * M * K * ea, lb, &beta, c.ptr + p * M * N * ec, lc,
+          c.ptr + p * M * N * ec, lc, &result.algo, lib.workspace,
+          kWorkspaceBytes, 0));
+    INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+    return 0;
+  };
+  int32_t rc = run();
+  if (lc)
+    cublasLtMatrixLayoutDestroy(lc);
+  if (lb)
+    cublasLtMatrixLayoutDestroy(lb);
+  if (la)
+    cublasLtMatrixLayoutDestroy(la);
+  if (op)
+    cublasLtMatmulDescDestroy(op);
+  return rc;
+}

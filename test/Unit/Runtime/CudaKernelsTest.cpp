@@ -432,6 +432,64 @@ TEST(CudaElementwise, AdamWMatchesTheCpuBackend) {
   compareClose(c, np, INFIR2RT_F32, n, 8, infir2rt_adamw, infir2rt_cuda_adamw);
 }
 
+// infir2.matmul's forms (the transposes autodiff emits, a batched lhs with a
+// shared weight), BF16 in, FP32 out, against the CPU backend's BLAS GEMM on
+// the same BF16 values: both accumulate in FP32, so within 1e-5 of each
+// output row's RMS (K = 512).
+TEST(CudaMatmul, FormsMatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  struct Form {
+    bool ta, tb;
+  };
+  for (Form f : {Form{false, true}, Form{false, false}, Form{true, false}}) {
+    SCOPED_TRACE(std::string("transpose_lhs=") + (f.ta ? "1" : "0") +
+                 " transpose_rhs=" + (f.tb ? "1" : "0"));
+    const int64_t B = 2, M = 128, K = 512, N = 256;
+    Call c;
+    std::vector<int64_t> lhs =
+        f.ta ? std::vector<int64_t>{B, K, M} : std::vector<int64_t>{B, M, K};
+    std::vector<int64_t> rhs =
+        f.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
+    int a = c.add(lhs, INFIR2RT_BF16), b = c.add(rhs, INFIR2RT_BF16);
+    int y = c.add({B, M, N}, INFIR2RT_F32);
+    c.attrs({f.ta ? 1.0 : 0.0, f.tb ? 1.0 : 0.0});
+    fill(c, a, INFIR2RT_BF16, B * M, K, rng);
+    fill(c, b, INFIR2RT_BF16, N, K, rng);
+    std::vector<uint8_t> onCpu = c.host;
+    infir2rt_context ctx{};
+    ctx.regions[0] = ctx.regions[1] = onCpu.data();
+    ASSERT_EQ(infir2rt_matmul(&ctx, c.desc.data(), "cpu"), 0);
+    uint8_t *device = nullptr;
+    ASSERT_EQ(cudaMalloc(&device, c.host.size()), cudaSuccess);
+    cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
+    infir2rt_context dctx{};
+    dctx.regions[0] = dctx.regions[1] = device;
+    int32_t rc = infir2rt_cuda_matmul(&dctx, c.desc.data(), "gpu");
+    std::vector<uint8_t> onGpu(c.host.size());
+    cudaMemcpy(onGpu.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
+    cudaFree(device);
+    ASSERT_EQ(rc, 0) << dctx.error;
+    const float *cy =
+        reinterpret_cast<const float *>(onCpu.data() + c.operands[y].first);
+    const float *gy =
+        reinterpret_cast<const float *>(onGpu.data() + c.operands[y].first);
+    double worst = 0.0;
+    for (int64_t i = 0; i < B * M; ++i) {
+      double rms = 0.0, err = 0.0;
+      for (int64_t j = 0; j < N; ++j) {
+        rms += double(cy[i * N + j]) * cy[i * N + j];
+        err = std::max(err, std::fabs(double(gy[i * N + j]) - cy[i * N + j]));
+      }
+      worst = std::max(worst, err / std::sqrt(rms / N));
+    }
+    EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
+  }
+}
+
 // Runs everywhere: without a GPU the probe must say so (and not crash).
 TEST(CudaProbe, AnswersWithOrWithoutAGpu) {
   int32_t major = 0, minor = 0;

@@ -54,6 +54,9 @@ INFIR2RT_CUDA_ENTRY(silu)
 INFIR2RT_CUDA_ENTRY(swiglu)
 INFIR2RT_CUDA_ENTRY(rms_norm)
 INFIR2RT_CUDA_ENTRY(adamw)
+/// infir2.matmul (transpose flags, batches, a shared rank-2 rhs) through
+/// cuBLASLt, BF16 or FP32 with FP32 accumulation.
+INFIR2RT_CUDA_ENTRY(matmul)
 #undef INFIR2RT_CUDA_ENTRY
 
 #ifdef __cplusplus
