@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/FP8.h"
 
 #include <cblas.h>
@@ -86,14 +87,8 @@ uint8_t floatToE8M0(float f) {
 // Operands
 //===----------------------------------------------------------------------===//
 
-struct Operand {
-  uint8_t *ptr;
-  int64_t dtype, rank, numel;
-  const int64_t *shape;
-
-  int64_t dim(int64_t i) const { return shape[i < 0 ? rank + i : i]; }
-  int64_t last() const { return shape[rank - 1]; }
-  int64_t rows() const { return rank ? numel / last() : 1; }
+/// A descriptor operand with element access in any storage type.
+struct Operand : DescOperand {
 
   float get(int64_t i) const {
     switch (dtype) {
@@ -215,26 +210,17 @@ struct Call {
   const int64_t *desc;
   const char *where;
 
-  int64_t numOperands() const { return desc[0]; }
-  int64_t numAttrs() const { return desc[1]; }
-  Operand operand(int64_t i) const {
-    const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
-    return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
-  }
-  double attr(int64_t i) const {
-    double d;
-    std::memcpy(&d, desc + 2 + numOperands() * INFIR2RT_OPERAND_WORDS + i,
-                sizeof d);
-    return d;
-  }
+  int64_t numOperands() const { return descOperandCount(desc); }
+  int64_t numAttrs() const { return descAttrCount(desc); }
+  Operand operand(int64_t i) const { return {descOperand(ctx, desc, i)}; }
+  double attr(int64_t i) const { return descAttr(desc, i); }
   int64_t intAttr(int64_t i) const { return int64_t(attr(i)); }
 
   int32_t fail(const char *fmt, ...) const
       __attribute__((format(printf, 2, 3))) {
-    int n = std::snprintf(ctx->error, sizeof ctx->error, "%s: ", where);
     va_list args;
     va_start(args, fmt);
-    std::vsnprintf(ctx->error + n, sizeof ctx->error - n, fmt, args);
+    descFailV(ctx, where, fmt, args);
     va_end(args);
     return 1;
   }

@@ -15,6 +15,7 @@
 
 #include "CudaCheck.h"
 #include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Descriptor.h"
 
 #include <cuda_bf16.h>
 
@@ -22,21 +23,14 @@
 
 namespace {
 
-struct Operand {
-  uint8_t *ptr;
-  int64_t dtype, rank, numel;
-  const int64_t *shape;
-};
+using Operand = infir2::rt::DescOperand;
+using infir2::rt::descAttr;
+using infir2::rt::descFail;
+using infir2::rt::descOperand;
 
-Operand operandOf(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
+Operand descOperand(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
   const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
   return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
-}
-
-double attrOf(const int64_t *desc, int64_t i) {
-  double d;
-  std::memcpy(&d, desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS + i, sizeof d);
-  return d;
 }
 
 /// A device view of an FP32 or BF16 operand.
@@ -60,16 +54,11 @@ View viewOf(const Operand &o) { return {o.ptr, o.dtype, o.numel}; }
 
 bool floatOperands(const int64_t *desc, infir2rt_context *ctx) {
   for (int64_t i = 0; i < desc[0]; ++i) {
-    int64_t t = operandOf(ctx, desc, i).dtype;
+    int64_t t = descOperand(ctx, desc, i).dtype;
     if (t != INFIR2RT_F32 && t != INFIR2RT_BF16)
       return false;
   }
   return true;
-}
-
-int32_t fail(infir2rt_context *ctx, const char *where, const char *what) {
-  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s", where, what);
-  return 1;
 }
 
 enum class Op { Copy, Add, Mul, Silu, Swiglu };
@@ -103,10 +92,11 @@ __global__ void elementwiseKernel(Op op, View a, View b, View out) {
 int32_t elementwise(infir2rt_context *ctx, const int64_t *desc,
                     const char *where, Op op, int inputs) {
   if (!floatOperands(desc, ctx))
-    return fail(ctx, where, "the CUDA kernel takes f32 or bf16 operands");
-  View a = viewOf(operandOf(ctx, desc, 0));
-  View b = inputs > 1 ? viewOf(operandOf(ctx, desc, 1)) : a;
-  View out = viewOf(operandOf(ctx, desc, inputs));
+    return descFail(ctx, where, "%s",
+                    "the CUDA kernel takes f32 or bf16 operands");
+  View a = viewOf(descOperand(ctx, desc, 0));
+  View b = inputs > 1 ? viewOf(descOperand(ctx, desc, 1)) : a;
+  View out = viewOf(descOperand(ctx, desc, inputs));
   const int threads = 256;
   elementwiseKernel<<<unsigned((out.numel + threads - 1) / threads), threads>>>(
       op, a, b, out);
@@ -188,12 +178,13 @@ extern "C" int32_t infir2rt_cuda_rms_norm(infir2rt_context *ctx,
                                           const int64_t *desc,
                                           const char *where) {
   if (!floatOperands(desc, ctx))
-    return fail(ctx, where, "the CUDA kernel takes f32 or bf16 operands");
-  Operand x = operandOf(ctx, desc, 0), w = operandOf(ctx, desc, 1),
-          out = operandOf(ctx, desc, 2);
+    return descFail(ctx, where, "%s",
+                    "the CUDA kernel takes f32 or bf16 operands");
+  Operand x = descOperand(ctx, desc, 0), w = descOperand(ctx, desc, 1),
+          out = descOperand(ctx, desc, 2);
   int64_t d = x.shape[x.rank - 1];
   rmsNormKernel<<<unsigned(x.numel / d), 256>>>(
-      viewOf(x), viewOf(w), viewOf(out), d, float(attrOf(desc, 0)));
+      viewOf(x), viewOf(w), viewOf(out), d, float(descAttr(desc, 0)));
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
   return 0;
@@ -201,21 +192,21 @@ extern "C" int32_t infir2rt_cuda_rms_norm(infir2rt_context *ctx,
 
 extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
                                        const int64_t *desc, const char *where) {
-  Operand p = operandOf(ctx, desc, 0), g = operandOf(ctx, desc, 1),
-          m = operandOf(ctx, desc, 2), v = operandOf(ctx, desc, 3),
-          np = operandOf(ctx, desc, 8), nm = operandOf(ctx, desc, 9),
-          nv = operandOf(ctx, desc, 10);
+  Operand p = descOperand(ctx, desc, 0), g = descOperand(ctx, desc, 1),
+          m = descOperand(ctx, desc, 2), v = descOperand(ctx, desc, 3),
+          np = descOperand(ctx, desc, 8), nm = descOperand(ctx, desc, 9),
+          nv = descOperand(ctx, desc, 10);
   int32_t rc = 0;
-  float lr = scalarOf(ctx, operandOf(ctx, desc, 4), rc, where);
+  float lr = scalarOf(ctx, descOperand(ctx, desc, 4), rc, where);
   if (rc)
     return rc;
-  float t = scalarOf(ctx, operandOf(ctx, desc, 5), rc, where);
+  float t = scalarOf(ctx, descOperand(ctx, desc, 5), rc, where);
   if (rc)
     return rc;
-  float gradScale = scalarOf(ctx, operandOf(ctx, desc, 6), rc, where);
+  float gradScale = scalarOf(ctx, descOperand(ctx, desc, 6), rc, where);
   if (rc)
     return rc;
-  float gradNorm = scalarOf(ctx, operandOf(ctx, desc, 7), rc, where);
+  float gradNorm = scalarOf(ctx, descOperand(ctx, desc, 7), rc, where);
   if (rc)
     return rc;
   if (!(t >= 1.0f)) {
@@ -224,7 +215,8 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
     return 1;
   }
   // The same clipping and bias corrections as the CPU backend, on the host.
-  double maxNorm = attrOf(desc, 4), b1 = attrOf(desc, 0), b2 = attrOf(desc, 1);
+  double maxNorm = descAttr(desc, 4), b1 = descAttr(desc, 0),
+         b2 = descAttr(desc, 1);
   float scale =
       maxNorm <= 0.0
           ? gradScale
@@ -236,8 +228,8 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
   adamwKernel<<<unsigned((p.numel + threads - 1) / threads), threads>>>(
       f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), p.numel, lr, scale,
-      float(b1), float(b2), float(attrOf(desc, 2)), float(attrOf(desc, 3)), c1,
-      c2);
+      float(b1), float(b2), float(descAttr(desc, 2)), float(descAttr(desc, 3)),
+      c1, c2);
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
   return 0;

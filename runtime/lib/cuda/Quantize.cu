@@ -20,6 +20,7 @@
 
 #include "../cuda/CudaCheck.h"
 #include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/FP8.h"
 
 #include <cuda_bf16.h>
@@ -31,22 +32,14 @@ using namespace infir2::rt;
 
 namespace {
 
-/// An operand of a descriptor (ABI.h), with its device pointer.
-struct DeviceOperand {
-  uint8_t *ptr;
-  int64_t dtype, rank, numel;
-  const int64_t *shape;
-};
+using Operand = infir2::rt::DescOperand;
+using infir2::rt::descAttr;
+using infir2::rt::descFail;
+using infir2::rt::descOperand;
 
-DeviceOperand operandOf(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
+Operand descOperand(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
   const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
   return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
-}
-
-double attrOf(const int64_t *desc, int64_t i) {
-  double d;
-  std::memcpy(&d, desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS + i, sizeof d);
-  return d;
 }
 
 /// Where an element's scale is: the tensor as rows of its last dimension,
@@ -158,38 +151,36 @@ __global__ void castKernel(const uint8_t *x, int64_t dtype, int64_t n,
   }
 }
 
-int32_t fail(infir2rt_context *ctx, const char *where, const char *what) {
-  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s", where, what);
-  return 1;
-}
-
 /// The three passes for one or two copies.
 int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
                  bool dual) {
-  DeviceOperand x = operandOf(ctx, desc, 0), data = operandOf(ctx, desc, 1),
-                scale = operandOf(ctx, desc, 2);
+  Operand x = descOperand(ctx, desc, 0), data = descOperand(ctx, desc, 1),
+          scale = descOperand(ctx, desc, 2);
   if (x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16)
-    return fail(ctx, where, "the CUDA quantizer takes f32 or bf16 inputs");
+    return descFail(ctx, where, "%s",
+                    "the CUDA quantizer takes f32 or bf16 inputs");
   if (scale.dtype != INFIR2RT_F32 ||
-      (dual && operandOf(ctx, desc, 4).dtype != INFIR2RT_F32))
-    return fail(ctx, where, "the CUDA quantizer writes f32 scales only");
-  FP8Format format = attrOf(desc, 0) != 0.0 ? FP8Format::E5M2 : FP8Format::E4M3;
-  bool pow2 = attrOf(desc, 1) != 0.0;
+      (dual && descOperand(ctx, desc, 4).dtype != INFIR2RT_F32))
+    return descFail(ctx, where, "%s",
+                    "the CUDA quantizer writes f32 scales only");
+  FP8Format format =
+      descAttr(desc, 0) != 0.0 ? FP8Format::E5M2 : FP8Format::E4M3;
+  bool pow2 = descAttr(desc, 1) != 0.0;
   int64_t block[INFIR2RT_MAX_RANK];
   for (int64_t i = 0; i < x.rank; ++i)
-    block[i] = int64_t(attrOf(desc, 2 + i));
+    block[i] = int64_t(descAttr(desc, 2 + i));
   Geometry g, gt{};
   if (!geometryOf(x.shape, x.rank, block, g))
-    return fail(ctx, where,
-                "the CUDA quantizer does not handle this granularity");
-  DeviceOperand dataT{}, scaleT{};
+    return descFail(ctx, where, "%s",
+                    "the CUDA quantizer does not handle this granularity");
+  Operand dataT{}, scaleT{};
   int64_t T = x.numel / g.C;
   if (dual) {
-    dataT = operandOf(ctx, desc, 3);
-    scaleT = operandOf(ctx, desc, 4);
+    dataT = descOperand(ctx, desc, 3);
+    scaleT = descOperand(ctx, desc, 4);
     int64_t shapeT[2] = {g.C, T};
-    int64_t blockT[2] = {int64_t(attrOf(desc, 2 + x.rank)),
-                         int64_t(attrOf(desc, 3 + x.rank))};
+    int64_t blockT[2] = {int64_t(descAttr(desc, 2 + x.rank)),
+                         int64_t(descAttr(desc, 3 + x.rank))};
     geometryOf(shapeT, 2, blockT, gt);
   }
 

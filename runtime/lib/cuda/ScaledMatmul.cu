@@ -24,6 +24,7 @@
 
 #include "CudaCheck.h"
 #include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Descriptor.h"
 
 #include <cublasLt.h>
 
@@ -34,28 +35,16 @@
 
 namespace {
 
+using Operand = infir2::rt::DescOperand;
+using infir2::rt::descAttr;
+using infir2::rt::descFail;
+using infir2::rt::descOperand;
+
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-struct Operand {
-  uint8_t *ptr;
-  int64_t dtype, rank, numel;
-  const int64_t *shape;
-};
-
-Operand operandOf(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
+Operand descOperand(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
   const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
   return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
-}
-
-double attrOf(const int64_t *desc, int64_t i) {
-  double d;
-  std::memcpy(&d, desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS + i, sizeof d);
-  return d;
-}
-
-int32_t fail(infir2rt_context *ctx, const char *where, const char *what) {
-  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s", where, what);
-  return 1;
 }
 
 int32_t checkBlas(infir2rt_context *ctx, cublasStatus_t status,
@@ -75,12 +64,51 @@ int32_t checkBlas(infir2rt_context *ctx, cublasStatus_t status,
 
 /// The process's cuBLASLt handle, workspace and heuristic cache.
 struct Lt {
+  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int>;
   cublasLtHandle_t handle = nullptr;
   void *workspace = nullptr;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int>,
-           cublasLtMatmulAlgo_t>
-      algos;
+  std::map<Key, cublasLtMatmulAlgo_t> algos;
   std::mutex mutex;
+
+  /// Creates the handle and the workspace on first use.
+  int32_t init(infir2rt_context *ctx, const char *where) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (handle)
+      return 0;
+    BLAS_CHECK(cublasLtCreate(&handle));
+    INFIR2_CUDA_CHECK(ctx, cudaMalloc(&workspace, kWorkspaceBytes), where);
+    return 0;
+  }
+
+  /// The best algorithm for a GEMM, asked of the heuristic once per `key`.
+  int32_t algorithm(infir2rt_context *ctx, const char *where, const Key &key,
+                    cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
+                    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d,
+                    cublasLtMatmulAlgo_t &algo) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = algos.find(key);
+    if (it == algos.end()) {
+      cublasLtMatmulPreference_t pref = nullptr;
+      BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+      size_t ws = kWorkspaceBytes;
+      cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+          pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+      cublasLtMatmulHeuristicResult_t result = {};
+      int found = 0;
+      if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, d, d, pref, 1,
+                                            &result, &found);
+      cublasLtMatmulPreferenceDestroy(pref);
+      BLAS_CHECK(st);
+      if (found == 0)
+        return descFail(ctx, where, "%s",
+                        "cuBLASLt has no algorithm for this GEMM (FP8 block "
+                        "scaling needs Hopper and cuBLAS >= 12.9)");
+      it = algos.emplace(key, result.algo).first;
+    }
+    algo = it->second;
+    return 0;
+  }
 };
 
 Lt &lt() {
@@ -139,44 +167,40 @@ cudaDataType_t fp8Type(int64_t dtype) {
 extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
                                                const int64_t *desc,
                                                const char *where) {
-  Operand a = operandOf(ctx, desc, 0), sa = operandOf(ctx, desc, 1),
-          b = operandOf(ctx, desc, 2), sb = operandOf(ctx, desc, 3),
-          d = operandOf(ctx, desc, 4);
+  Operand a = descOperand(ctx, desc, 0), sa = descOperand(ctx, desc, 1),
+          b = descOperand(ctx, desc, 2), sb = descOperand(ctx, desc, 3),
+          d = descOperand(ctx, desc, 4);
   if (b.rank != 2)
-    return fail(ctx, where,
-                "the CUDA FP8 GEMM takes a rank-2 rhs (shared weights)");
+    return descFail(ctx, where, "%s",
+                    "the CUDA FP8 GEMM takes a rank-2 rhs (shared weights)");
   if (a.dtype == INFIR2RT_E5M2 && b.dtype == INFIR2RT_E5M2)
-    return fail(ctx, where, "cuBLASLt has no E5M2 x E5M2 FP8 GEMM");
+    return descFail(ctx, where, "%s", "cuBLASLt has no E5M2 x E5M2 FP8 GEMM");
   if (d.dtype != INFIR2RT_BF16 && d.dtype != INFIR2RT_F32)
-    return fail(ctx, where, "the CUDA FP8 GEMM writes bf16 or f32");
+    return descFail(ctx, where, "%s", "the CUDA FP8 GEMM writes bf16 or f32");
   int64_t blockA[INFIR2RT_MAX_RANK], blockB[2];
   for (int64_t i = 0; i < a.rank; ++i)
-    blockA[i] = int64_t(attrOf(desc, i));
+    blockA[i] = int64_t(descAttr(desc, i));
   for (int64_t i = 0; i < 2; ++i)
-    blockB[i] = int64_t(attrOf(desc, a.rank + i));
+    blockB[i] = int64_t(descAttr(desc, a.rank + i));
   Mode ma, mb;
   if (!modeOf(a, blockA, ma) || !modeOf(b, blockB, mb))
-    return fail(ctx, where,
-                "cuBLASLt takes 1x128 groups along K, 128x128 blocks or one "
-                "scale per tensor");
+    return descFail(
+        ctx, where, "%s",
+        "cuBLASLt takes 1x128 groups along K, 128x128 blocks or one "
+        "scale per tensor");
   if (ma == Mode::Blk128 && mb == Mode::Blk128)
-    return fail(ctx, where, "cuBLASLt has no 128x128 x 128x128 block mode");
+    return descFail(ctx, where, "%s",
+                    "cuBLASLt has no 128x128 x 128x128 block mode");
   if ((ma == Mode::Scalar) != (mb == Mode::Scalar))
-    return fail(ctx, where,
-                "cuBLASLt cannot mix a per-tensor scale with block scales");
+    return descFail(ctx, where, "%s",
+                    "cuBLASLt cannot mix a per-tensor scale with block scales");
 
   int64_t K = a.shape[a.rank - 1], M = a.numel / K, N = b.shape[0];
   int64_t L = (K + 127) / 128, L4 = (L + 3) / 4 * 4;
 
   Lt &lib = lt();
-  {
-    std::lock_guard<std::mutex> lock(lib.mutex);
-    if (!lib.handle) {
-      BLAS_CHECK(cublasLtCreate(&lib.handle));
-      INFIR2_CUDA_CHECK(ctx, cudaMalloc(&lib.workspace, kWorkspaceBytes),
-                        where);
-    }
-  }
+  if (int32_t rc = lib.init(ctx, where))
+    return rc;
 
   // Scales in cuBLASLt's layouts (cuBLAS A = our rhs, B = our lhs).
   float *scaleA = nullptr, *scaleB = nullptr;
@@ -237,33 +261,12 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     cudaDataType_t dType = d.dtype == INFIR2RT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     BLAS_CHECK(cublasLtMatrixLayoutCreate(&ld, dType, N, M, N));
 
-    auto key = std::make_tuple(M, N, K, int(a.dtype), int(b.dtype),
-                               int(d.dtype), modeA, modeB);
     cublasLtMatmulAlgo_t algo;
-    {
-      std::lock_guard<std::mutex> lock(lib.mutex);
-      auto it = lib.algos.find(key);
-      if (it == lib.algos.end()) {
-        cublasLtMatmulPreference_t pref = nullptr;
-        BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-        size_t ws = kWorkspaceBytes;
-        cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-        cublasLtMatmulHeuristicResult_t result = {};
-        int found = 0;
-        if (st == CUBLAS_STATUS_SUCCESS)
-          st = cublasLtMatmulAlgoGetHeuristic(lib.handle, op, la, lb, ld, ld,
-                                              pref, 1, &result, &found);
-        cublasLtMatmulPreferenceDestroy(pref);
-        BLAS_CHECK(st);
-        if (found == 0)
-          return fail(ctx, where,
-                      "cuBLASLt has no algorithm for this FP8 GEMM (Hopper "
-                      "and cuBLAS >= 12.9 are needed for block scaling)");
-        it = lib.algos.emplace(key, result.algo).first;
-      }
-      algo = it->second;
-    }
+    if (int32_t rc = lib.algorithm(
+            ctx, where,
+            {M, N, K, int(a.dtype), int(b.dtype), int(d.dtype), modeA, modeB},
+            op, la, lb, ld, algo))
+      return rc;
     float alpha = 1.0f, beta = 0.0f;
     BLAS_CHECK(cublasLtMatmul(lib.handle, op, &alpha, b.ptr, la, a.ptr, lb,
                               &beta, d.ptr, ld, d.ptr, ld, &algo, lib.workspace,
@@ -303,14 +306,16 @@ cudaDataType_t denseType(int64_t dtype) {
 extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
                                         const int64_t *desc,
                                         const char *where) {
-  Operand a = operandOf(ctx, desc, 0), b = operandOf(ctx, desc, 1),
-          c = operandOf(ctx, desc, 2);
-  bool ta = attrOf(desc, 0) != 0.0, tb = attrOf(desc, 1) != 0.0;
+  Operand a = descOperand(ctx, desc, 0), b = descOperand(ctx, desc, 1),
+          c = descOperand(ctx, desc, 2);
+  bool ta = descAttr(desc, 0) != 0.0, tb = descAttr(desc, 1) != 0.0;
   for (const Operand *o : {&a, &b, &c})
     if (o->dtype != INFIR2RT_BF16 && o->dtype != INFIR2RT_F32)
-      return fail(ctx, where, "the CUDA GEMM takes bf16 or f32 operands");
+      return descFail(ctx, where, "%s",
+                      "the CUDA GEMM takes bf16 or f32 operands");
   if (a.dtype != b.dtype)
-    return fail(ctx, where, "the CUDA GEMM takes operands of one type");
+    return descFail(ctx, where, "%s",
+                    "the CUDA GEMM takes operands of one type");
   int64_t M = a.shape[a.rank - (ta ? 1 : 2)],
           K = a.shape[a.rank - (ta ? 2 : 1)];
   int64_t N = b.shape[b.rank - (tb ? 2 : 1)];
@@ -321,14 +326,8 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
           rows = shared && !ta ? batch * M : M;
 
   Lt &lib = lt();
-  {
-    std::lock_guard<std::mutex> lock(lib.mutex);
-    if (!lib.handle) {
-      BLAS_CHECK(cublasLtCreate(&lib.handle));
-      INFIR2_CUDA_CHECK(ctx, cudaMalloc(&lib.workspace, kWorkspaceBytes),
-                        where);
-    }
-  }
+  if (int32_t rc = lib.init(ctx, where))
+    return rc;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   auto run = [&]() -> int32_t {
@@ -346,20 +345,14 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
     BLAS_CHECK(cublasLtMatrixLayoutCreate(
         &lb, denseType(a.dtype), ta ? rows : K, ta ? K : rows, ta ? rows : K));
     BLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, denseType(c.dtype), N, rows, N));
-    cublasLtMatmulPreference_t pref = nullptr;
-    BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    size_t ws = kWorkspaceBytes;
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    cublasLtMatmulHeuristicResult_t result = {};
-    int found = 0;
-    if (st == CUBLAS_STATUS_SUCCESS)
-      st = cublasLtMatmulAlgoGetHeuristic(lib.handle, op, la, lb, lc, lc, pref,
-                                          1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    BLAS_CHECK(st);
-    if (found == 0)
-      return fail(ctx, where, "cuBLASLt has no algorithm for this GEMM");
+    // Dense GEMMs share the cache: their key marks the transposes instead
+    // of scale modes (which are below 100).
+    cublasLtMatmulAlgo_t algo;
+    if (int32_t rc = lib.algorithm(ctx, where,
+                                   {rows, N, K, int(a.dtype), int(b.dtype),
+                                    int(c.dtype), 100 + int(ta), 100 + int(tb)},
+                                   op, la, lb, lc, algo))
+      return rc;
     float alpha = 1.0f, beta = 0.0f;
     int64_t ea = infir2rt_dtype_size(a.dtype),
             eb = infir2rt_dtype_size(b.dtype),
@@ -368,8 +361,8 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
       BLAS_CHECK(cublasLtMatmul(
           lib.handle, op, &alpha, b.ptr + (shared ? 0 : p * K * N * eb), la,
           a.ptr + p * M * K * ea, lb, &beta, c.ptr + p * M * N * ec, lc,
-          c.ptr + p * M * N * ec, lc, &result.algo, lib.workspace,
-          kWorkspaceBytes, 0));
+          c.ptr + p * M * N * ec, lc, &algo, lib.workspace, kWorkspaceBytes,
+          0));
     INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
     return 0;
   };

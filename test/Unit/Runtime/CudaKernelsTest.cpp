@@ -19,6 +19,8 @@
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/CUDA.h"
 
+#include "DescriptorBuilder.h"
+
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -30,38 +32,7 @@
 
 namespace {
 
-/// Operands in one host buffer, addressed by descriptors (region 0).
-struct Call {
-  std::vector<uint8_t> host;
-  std::vector<int64_t> desc = {0, 0};
-  std::vector<std::pair<int64_t, int64_t>> operands; // (offset, bytes)
-
-  int add(std::vector<int64_t> shape, int64_t dtype) {
-    int64_t numel = 1;
-    for (int64_t d : shape)
-      numel *= d;
-    int64_t offset = (host.size() + 255) / 256 * 256,
-            bytes = numel * infir2rt_dtype_size(dtype);
-    host.resize(offset + bytes);
-    std::vector<int64_t> words = {INFIR2RT_STATE, dtype, int64_t(shape.size()),
-                                  offset, numel};
-    for (int i = 0; i < INFIR2RT_MAX_RANK; ++i)
-      words.push_back(i < int(shape.size()) ? shape[i] : 1);
-    desc.insert(desc.begin() + 2 + desc[0] * INFIR2RT_OPERAND_WORDS,
-                words.begin(), words.end());
-    ++desc[0];
-    operands.push_back({offset, bytes});
-    return int(operands.size()) - 1;
-  }
-  void attrs(std::vector<double> values) {
-    for (double v : values) {
-      int64_t w;
-      std::memcpy(&w, &v, 8);
-      desc.push_back(w);
-    }
-    desc[1] = int64_t(values.size());
-  }
-};
+using infir2::test::Call;
 
 std::string gpuUnusable() {
   int32_t major = 0, minor = 0;

@@ -23,6 +23,8 @@
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/FP8.h"
 
+#include "DescriptorBuilder.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -41,49 +43,7 @@ using infir2::interp::Tensor;
 
 namespace {
 
-/// A region of the fake state and descriptors addressing it.
-struct Call {
-  std::vector<uint8_t> state;
-  std::vector<int64_t> desc = {0, 0};
-  std::vector<std::pair<int64_t, int64_t>> operands; // (offset, bytes)
-
-  /// Adds an operand of `shape` with `dtype` (ABI.h); returns its index.
-  int add(std::vector<int64_t> shape, int64_t dtype) {
-    int64_t numel = 1;
-    for (int64_t d : shape)
-      numel *= d;
-    int64_t offset = (state.size() + 63) / 64 * 64,
-            bytes = numel * infir2rt_dtype_size(dtype);
-    state.resize(offset + bytes);
-    std::vector<int64_t> words = {INFIR2RT_STATE, dtype, int64_t(shape.size()),
-                                  offset, numel};
-    for (int i = 0; i < INFIR2RT_MAX_RANK; ++i)
-      words.push_back(i < int(shape.size()) ? shape[i] : 1);
-    desc.insert(desc.begin() + 2 + desc[0] * INFIR2RT_OPERAND_WORDS,
-                words.begin(), words.end());
-    ++desc[0];
-    operands.push_back({offset, bytes});
-    return operands.size() - 1;
-  }
-  void attrs(std::vector<double> values) {
-    for (double v : values) {
-      int64_t w;
-      std::memcpy(&w, &v, 8);
-      desc.push_back(w);
-    }
-    desc[1] = values.size();
-  }
-  float *f32(int i) {
-    return reinterpret_cast<float *>(state.data() + operands[i].first);
-  }
-  uint8_t *u8(int i) { return state.data() + operands[i].first; }
-  int32_t run(int32_t (*entry)(infir2rt_context *, const int64_t *,
-                               const char *)) {
-    infir2rt_context ctx{};
-    ctx.regions[0] = ctx.regions[1] = state.data();
-    return entry(&ctx, desc.data(), "test");
-  }
-};
+using infir2::test::Call;
 
 class KernelsVsInterpreter : public ::testing::TestWithParam<bool> {
 protected:
@@ -263,7 +223,7 @@ TEST(RuntimeQuantize, NonFiniteBlocksAreRefused) {
         c.f32(in)[i] = 0.25f * float(i % 13) - 1.0f;
       c.f32(in)[256 + 128 + position] = bad; // row 1, second block
       infir2rt_context ctx{};
-      ctx.regions[0] = ctx.regions[1] = c.state.data();
+      ctx.regions[0] = ctx.regions[1] = c.host.data();
       ASSERT_NE(infir2rt_quantize(&ctx, c.desc.data(), "q"), 0);
       EXPECT_EQ(std::string(ctx.error),
                 std::string("q: non-finite amax (") +

@@ -1,0 +1,73 @@
+//===- Descriptor.h - Reading a call's descriptor (ABI.h) -------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What every backend's entry point does first: find its operands and
+// attribute values in the descriptor the compiled step passes (the layout is
+// in ABI.h), and report failures in the context. Host code only: the CUDA
+// backend reads descriptors on the host and passes pointers to its kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_DESCRIPTOR_H
+#define INFIR2_RUNTIME_DESCRIPTOR_H
+
+#include "infir2/runtime/ABI.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+namespace infir2::rt {
+
+/// One operand: where it is (in the context's regions) and what it holds.
+struct DescOperand {
+  uint8_t *ptr;
+  int64_t dtype, rank, numel;
+  const int64_t *shape;
+
+  int64_t dim(int64_t i) const { return shape[i < 0 ? rank + i : i]; }
+  int64_t last() const { return shape[rank - 1]; }
+  int64_t rows() const { return rank ? numel / last() : 1; }
+};
+
+inline int64_t descOperandCount(const int64_t *desc) { return desc[0]; }
+inline int64_t descAttrCount(const int64_t *desc) { return desc[1]; }
+
+inline DescOperand descOperand(const infir2rt_context *ctx, const int64_t *desc,
+                               int64_t i) {
+  const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
+  return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
+}
+
+inline double descAttr(const int64_t *desc, int64_t i) {
+  double d;
+  std::memcpy(&d, desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS + i, sizeof d);
+  return d;
+}
+
+/// Writes "where: message" into ctx->error and returns 1.
+inline int32_t descFailV(infir2rt_context *ctx, const char *where,
+                         const char *fmt, va_list args) {
+  int n = std::snprintf(ctx->error, sizeof ctx->error, "%s: ", where);
+  std::vsnprintf(ctx->error + n, sizeof ctx->error - size_t(n), fmt, args);
+  return 1;
+}
+
+inline int32_t descFail(infir2rt_context *ctx, const char *where,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+inline int32_t descFail(infir2rt_context *ctx, const char *where,
+                        const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  descFailV(ctx, where, fmt, args);
+  va_end(args);
+  return 1;
+}
+
+} // namespace infir2::rt
+
+#endif // INFIR2_RUNTIME_DESCRIPTOR_H
