@@ -34,21 +34,17 @@ def load(path):
     return out, order, shapes
 
 
-def main():
-    trainer, order, _ = load(sys.argv[1])
-    interp, _, _ = load(sys.argv[2])
-    max_loss, min_cos, max_rel = (float(x) for x in sys.argv[3:6])
-    grads = [k[len("gradient."):] for k in order if k.startswith("gradient.")]
-
+def grade(loss, ref_loss, oracle, grads, max_loss, min_cos, max_rel):
+    """Prints and checks the loss's relative difference and, for every
+    (name, gradient, reference) in `grads`, the cosine and the relative L2
+    error; returns whether all are within bounds."""
     ok = True
-    loss_t, loss_i = float(trainer["output.loss"][0]), float(interp["result0"][0])
-    loss_rel = abs(loss_t - loss_i) / abs(loss_i)
-    print(f"loss: trainer {loss_t:.9g}, interpreter {loss_i:.12g}, relative difference "
+    loss_rel = abs(loss - ref_loss) / abs(ref_loss)
+    print(f"loss: trainer {loss:.9g}, {oracle} {ref_loss:.12g}, relative difference "
           f"{loss_rel:.3g} (bound {max_loss:g})")
     ok &= loss_rel <= max_loss
     worst_cos, worst_rel = 1.0, 0.0
-    for i, name in enumerate(grads):
-        g, ref = trainer["gradient." + name], interp[f"result{i + 1}"]
+    for name, g, ref in grads:
         norm = np.linalg.norm(ref)
         if norm == 0:
             continue
@@ -60,7 +56,18 @@ def main():
         worst_cos, worst_rel = min(worst_cos, cos), max(worst_rel, rel)
     print(f"gradients of {len(grads)} parameters: worst cosine {worst_cos:.6f} (bound {min_cos}), "
           f"worst relative L2 error {worst_rel:.3g} (bound {max_rel:g})")
-    print("OK" if ok else "FAIL: the compiled trainer disagrees with the interpreter")
+    print("OK" if ok else f"FAIL: the compiled trainer disagrees with the {oracle}")
+    return ok
+
+
+def main():
+    trainer, order, _ = load(sys.argv[1])
+    interp, _, _ = load(sys.argv[2])
+    max_loss, min_cos, max_rel = (float(x) for x in sys.argv[3:6])
+    names = [k[len("gradient."):] for k in order if k.startswith("gradient.")]
+    grads = [(n, trainer["gradient." + n], interp[f"result{i + 1}"]) for i, n in enumerate(names)]
+    ok = grade(float(trainer["output.loss"][0]), float(interp["result0"][0]), "interpreter",
+               grads, max_loss, min_cos, max_rel)
     sys.exit(0 if ok else 1)
 
 

@@ -15,7 +15,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare_trainer_step import load  # noqa: E402
+from compare_trainer_step import grade, load  # noqa: E402
 from qwen_forward_vs_torch import forward  # noqa: E402
 
 cfg = json.load(open(sys.argv[1]))
@@ -33,26 +33,7 @@ for i, role in enumerate(["input_ids", "targets", "loss_mask", "positions"]):
 loss = forward(cfg, t)
 loss.backward()
 
-ok = True
-loss_t = float(dump["output.loss"][0])
-rel = abs(loss_t - float(loss)) / abs(float(loss))
-print(f"loss: trainer {loss_t:.9g}, pytorch float64 {float(loss):.12g}, relative difference "
-      f"{rel:.3g} (bound {max_loss:g})")
-ok &= rel <= max_loss
-worst_cos, worst_rel = 1.0, 0.0
-for name in params:
-    ref = t[name].grad.reshape(-1).numpy()
-    g = dump["gradient." + name]
-    norm = (ref @ ref) ** 0.5
-    if norm == 0:
-        continue
-    cos = float(g @ ref / ((g @ g) ** 0.5 * norm))
-    err = float(((g - ref) @ (g - ref)) ** 0.5 / norm)
-    if cos < min_cos or err > max_rel:
-        print(f"  {name}: cosine {cos:.6f}, relative error {err:.3g}  <- out of bounds")
-        ok = False
-    worst_cos, worst_rel = min(worst_cos, cos), max(worst_rel, err)
-print(f"gradients of {len(params)} parameters: worst cosine {worst_cos:.6f} (bound {min_cos}), "
-      f"worst relative L2 error {worst_rel:.3g} (bound {max_rel:g})")
-print("OK" if ok else "FAIL: the compiled trainer disagrees with PyTorch")
+grads = [(n, dump["gradient." + n], t[n].grad.reshape(-1).numpy()) for n in params]
+ok = grade(float(dump["output.loss"][0]), float(loss), "PyTorch float64", grads,
+           max_loss, min_cos, max_rel)
 sys.exit(0 if ok else 1)

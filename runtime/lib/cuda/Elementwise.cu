@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
+#include "DeviceView.cuh"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 
@@ -33,24 +34,8 @@ Operand descOperand(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
   return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
 }
 
-/// A device view of an FP32 or BF16 operand.
-struct View {
-  uint8_t *ptr;
-  int64_t dtype, numel;
-  __device__ float get(int64_t i) const {
-    if (dtype == INFIR2RT_BF16)
-      return __bfloat162float(reinterpret_cast<const __nv_bfloat16 *>(ptr)[i]);
-    return reinterpret_cast<const float *>(ptr)[i];
-  }
-  __device__ void set(int64_t i, float v) const {
-    if (dtype == INFIR2RT_BF16)
-      reinterpret_cast<__nv_bfloat16 *>(ptr)[i] = __float2bfloat16_rn(v);
-    else
-      reinterpret_cast<float *>(ptr)[i] = v;
-  }
-};
-
-View viewOf(const Operand &o) { return {o.ptr, o.dtype, o.numel}; }
+using infir2::rt::cuda::View;
+using infir2::rt::cuda::viewOf;
 
 bool floatOperands(const int64_t *desc, infir2rt_context *ctx) {
   for (int64_t i = 0; i < desc[0]; ++i) {

@@ -18,7 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../cuda/CudaCheck.h"
+#include "CudaCheck.h"
+#include "DeviceView.cuh"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/FP8.h"
@@ -72,9 +73,7 @@ bool geometryOf(const int64_t *shape, int64_t rank, const int64_t *block,
 }
 
 __device__ float load(const uint8_t *x, int64_t dtype, int64_t i) {
-  if (dtype == INFIR2RT_BF16)
-    return __bfloat162float(reinterpret_cast<const __nv_bfloat16 *>(x)[i]);
-  return reinterpret_cast<const float *>(x)[i];
+  return infir2::rt::cuda::View{const_cast<uint8_t *>(x), dtype, 0}.get(i);
 }
 
 /// Pass 1 of quantize: amax bits of every scale block. A warp whose

@@ -40,29 +40,68 @@ std::string gpuUnusable() {
   return infir2rt_cuda_probe(&major, &minor, why, sizeof why) == 0 ? "" : why;
 }
 
+using Entry = int32_t (*)(infir2rt_context *, const int64_t *, const char *);
+
+/// The operands after `entry` ran on a host copy of them (the CPU backend).
+std::vector<uint8_t> runOnCpu(const Call &c, Entry entry) {
+  std::vector<uint8_t> mem = c.host;
+  infir2rt_context ctx{};
+  ctx.regions[0] = ctx.regions[1] = mem.data();
+  int32_t rc = entry(&ctx, c.desc.data(), "cpu");
+  EXPECT_EQ(rc, 0) << ctx.error;
+  return mem;
+}
+
+/// The operands after `entry` ran on a device copy of them; `error` gets
+/// the runtime's message when it fails.
+std::vector<uint8_t> runOnGpu(const Call &c, Entry entry, int32_t &rc,
+                              std::string &error) {
+  std::vector<uint8_t> mem(c.host.size());
+  uint8_t *device = nullptr;
+  rc = 1;
+  if (cudaMalloc(&device, c.host.size()) != cudaSuccess) {
+    error = "cudaMalloc failed";
+    return mem;
+  }
+  cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
+  infir2rt_context ctx{};
+  ctx.regions[0] = ctx.regions[1] = device;
+  rc = entry(&ctx, c.desc.data(), "gpu");
+  error = ctx.error;
+  cudaMemcpy(mem.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
+  cudaFree(device);
+  return mem;
+}
+
+/// The largest error of `got` against `want` (FP32 [rows, cols] at
+/// operand `out`), relative to each row's RMS.
+double worstRowError(const Call &c, int out, const std::vector<uint8_t> &want,
+                     const std::vector<uint8_t> &got, int64_t rows,
+                     int64_t cols) {
+  const float *w =
+      reinterpret_cast<const float *>(want.data() + c.operands[out].first);
+  const float *g =
+      reinterpret_cast<const float *>(got.data() + c.operands[out].first);
+  double worst = 0.0;
+  for (int64_t i = 0; i < rows; ++i) {
+    double rms = 0.0, err = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      rms += double(w[i * cols + j]) * w[i * cols + j];
+      err = std::max(err, std::fabs(double(g[i * cols + j]) - w[i * cols + j]));
+    }
+    worst = std::max(worst, err / std::sqrt(rms / double(cols)));
+  }
+  return worst;
+}
+
 /// Runs `entry` on the CPU (cpu) and on the GPU (gpu) over copies of `c`'s
 /// operands and compares the outputs (operands 1..) byte for byte.
-void compare(Call &c,
-             int32_t (*cpu)(infir2rt_context *, const int64_t *, const char *),
-             int32_t (*gpu)(infir2rt_context *, const int64_t *,
-                            const char *)) {
-  std::vector<uint8_t> onCpu = c.host;
-  infir2rt_context ctx{};
-  ctx.regions[0] = ctx.regions[1] = onCpu.data();
-  ASSERT_EQ(cpu(&ctx, c.desc.data(), "cpu"), 0) << ctx.error;
-
-  uint8_t *device = nullptr;
-  ASSERT_EQ(cudaMalloc(&device, c.host.size()), cudaSuccess);
-  ASSERT_EQ(
-      cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice),
-      cudaSuccess);
-  infir2rt_context dctx{};
-  dctx.regions[0] = dctx.regions[1] = device;
-  int32_t rc = gpu(&dctx, c.desc.data(), "gpu");
-  std::vector<uint8_t> onGpu(c.host.size());
-  cudaMemcpy(onGpu.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
-  cudaFree(device);
-  ASSERT_EQ(rc, 0) << dctx.error;
+void compare(Call &c, Entry cpu, Entry gpu) {
+  std::vector<uint8_t> onCpu = runOnCpu(c, cpu);
+  int32_t rc;
+  std::string error;
+  std::vector<uint8_t> onGpu = runOnGpu(c, gpu, rc, error);
+  ASSERT_EQ(rc, 0) << error;
   for (size_t i = 1; i < c.operands.size(); ++i) {
     auto [offset, bytes] = c.operands[i];
     int64_t mismatches = 0;
@@ -169,16 +208,11 @@ TEST(CudaQuantizeErrors, NonFiniteBlockIsRefused) {
   for (int i = 0; i < 512; ++i)
     x[i] = 0.5f;
   x[256 + 130] = NAN; // row 1, second group: scale block 3
-  uint8_t *device = nullptr;
-  ASSERT_EQ(cudaMalloc(&device, c.host.size()), cudaSuccess);
-  cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
-  infir2rt_context ctx{};
-  ctx.regions[0] = ctx.regions[1] = device;
-  EXPECT_NE(infir2rt_cuda_quantize(&ctx, c.desc.data(), "q"), 0);
-  cudaFree(device);
-  EXPECT_EQ(std::string(ctx.error),
-            "q: non-finite amax in scale block 3 of the row-wise copy: "
-            "refusing to quantize it");
+  int32_t rc;
+  std::string error;
+  runOnGpu(c, infir2rt_cuda_quantize, rc, error);
+  EXPECT_NE(rc, 0);
+  EXPECT_EQ(error, "gpu: non-finiterefusing to quantize it");
 }
 
 struct GemmVariant {
@@ -235,32 +269,13 @@ TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
   copy(mm, b, q2, wq);
   copy(mm, bs, q2, ws);
 
-  std::vector<uint8_t> onCpu = mm.host;
-  ctx.regions[0] = ctx.regions[1] = onCpu.data();
-  ASSERT_EQ(infir2rt_scaled_matmul(&ctx, mm.desc.data(), "cpu"), 0);
-  uint8_t *device = nullptr;
-  ASSERT_EQ(cudaMalloc(&device, mm.host.size()), cudaSuccess);
-  cudaMemcpy(device, mm.host.data(), mm.host.size(), cudaMemcpyHostToDevice);
-  infir2rt_context dctx{};
-  dctx.regions[0] = dctx.regions[1] = device;
-  int32_t rc = infir2rt_cuda_scaled_matmul(&dctx, mm.desc.data(), "gpu");
-  std::vector<uint8_t> onGpu(mm.host.size());
-  cudaMemcpy(onGpu.data(), device, mm.host.size(), cudaMemcpyDeviceToHost);
-  cudaFree(device);
-  ASSERT_EQ(rc, 0) << dctx.error;
-  const float *cy =
-      reinterpret_cast<const float *>(onCpu.data() + mm.operands[y].first);
-  const float *gy =
-      reinterpret_cast<const float *>(onGpu.data() + mm.operands[y].first);
-  double worst = 0.0;
-  for (int64_t i = 0; i < 256; ++i) {
-    double rms = 0.0, err = 0.0;
-    for (int64_t j = 0; j < 384; ++j) {
-      rms += double(cy[i * 384 + j]) * cy[i * 384 + j];
-      err = std::max(err, std::fabs(double(gy[i * 384 + j]) - cy[i * 384 + j]));
-    }
-    worst = std::max(worst, err / std::sqrt(rms / 384));
-  }
+  std::vector<uint8_t> onCpu = runOnCpu(mm, infir2rt_scaled_matmul);
+  int32_t rc;
+  std::string error;
+  std::vector<uint8_t> onGpu =
+      runOnGpu(mm, infir2rt_cuda_scaled_matmul, rc, error);
+  ASSERT_EQ(rc, 0) << error;
+  double worst = worstRowError(mm, y, onCpu, onGpu, 256, 384);
   EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
 }
 
@@ -280,24 +295,12 @@ INSTANTIATE_TEST_SUITE_P(
 /// Runs `cpu` and `gpu` on copies of `c` and compares output operand `out`
 /// (F32 or BF16 of `numel` elements) within `ulps` units in the last place.
 void compareClose(Call &c, int out, int64_t dtype, int64_t numel, int ulps,
-                  int32_t (*cpu)(infir2rt_context *, const int64_t *,
-                                 const char *),
-                  int32_t (*gpu)(infir2rt_context *, const int64_t *,
-                                 const char *)) {
-  std::vector<uint8_t> onCpu = c.host;
-  infir2rt_context ctx{};
-  ctx.regions[0] = ctx.regions[1] = onCpu.data();
-  ASSERT_EQ(cpu(&ctx, c.desc.data(), "cpu"), 0) << ctx.error;
-  uint8_t *device = nullptr;
-  ASSERT_EQ(cudaMalloc(&device, c.host.size()), cudaSuccess);
-  cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
-  infir2rt_context dctx{};
-  dctx.regions[0] = dctx.regions[1] = device;
-  int32_t rc = gpu(&dctx, c.desc.data(), "gpu");
-  std::vector<uint8_t> onGpu(c.host.size());
-  cudaMemcpy(onGpu.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
-  cudaFree(device);
-  ASSERT_EQ(rc, 0) << dctx.error;
+                  Entry cpu, Entry gpu) {
+  std::vector<uint8_t> onCpu = runOnCpu(c, cpu);
+  int32_t rc;
+  std::string error;
+  std::vector<uint8_t> onGpu = runOnGpu(c, gpu, rc, error);
+  ASSERT_EQ(rc, 0) << error;
   auto value = [&](const std::vector<uint8_t> &mem, int64_t i) {
     const uint8_t *p = mem.data() + c.operands[out].first;
     if (dtype == INFIR2RT_F32) {
@@ -328,7 +331,6 @@ TEST(CudaElementwise, MatchTheCpuBackend) {
   uint64_t seed = std::random_device{}();
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
-  using Entry = int32_t (*)(infir2rt_context *, const int64_t *, const char *);
   struct Case {
     const char *name;
     Entry cpu, gpu;
@@ -430,33 +432,12 @@ TEST(CudaMatmul, FormsMatchTheCpuBackend) {
     c.attrs({f.ta ? 1.0 : 0.0, f.tb ? 1.0 : 0.0});
     fill(c, a, INFIR2RT_BF16, B * M, K, rng);
     fill(c, b, INFIR2RT_BF16, N, K, rng);
-    std::vector<uint8_t> onCpu = c.host;
-    infir2rt_context ctx{};
-    ctx.regions[0] = ctx.regions[1] = onCpu.data();
-    ASSERT_EQ(infir2rt_matmul(&ctx, c.desc.data(), "cpu"), 0);
-    uint8_t *device = nullptr;
-    ASSERT_EQ(cudaMalloc(&device, c.host.size()), cudaSuccess);
-    cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
-    infir2rt_context dctx{};
-    dctx.regions[0] = dctx.regions[1] = device;
-    int32_t rc = infir2rt_cuda_matmul(&dctx, c.desc.data(), "gpu");
-    std::vector<uint8_t> onGpu(c.host.size());
-    cudaMemcpy(onGpu.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
-    cudaFree(device);
-    ASSERT_EQ(rc, 0) << dctx.error;
-    const float *cy =
-        reinterpret_cast<const float *>(onCpu.data() + c.operands[y].first);
-    const float *gy =
-        reinterpret_cast<const float *>(onGpu.data() + c.operands[y].first);
-    double worst = 0.0;
-    for (int64_t i = 0; i < B * M; ++i) {
-      double rms = 0.0, err = 0.0;
-      for (int64_t j = 0; j < N; ++j) {
-        rms += double(cy[i * N + j]) * cy[i * N + j];
-        err = std::max(err, std::fabs(double(gy[i * N + j]) - cy[i * N + j]));
-      }
-      worst = std::max(worst, err / std::sqrt(rms / N));
-    }
+    std::vector<uint8_t> onCpu = runOnCpu(c, infir2rt_matmul);
+    int32_t rc;
+    std::string error;
+    std::vector<uint8_t> onGpu = runOnGpu(c, infir2rt_cuda_matmul, rc, error);
+    ASSERT_EQ(rc, 0) << error;
+    double worst = worstRowError(c, y, onCpu, onGpu, B * M, N);
     EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
   }
 }
