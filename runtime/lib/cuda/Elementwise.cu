@@ -46,7 +46,7 @@ bool floatOperands(const int64_t *desc, infir2rt_context *ctx) {
   return true;
 }
 
-enum class Op { Copy, Add, Mul, Silu, Swiglu };
+enum class Op { Copy, Add, Mul, Silu, Swiglu, SiluGrad };
 
 __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -70,6 +70,11 @@ __global__ void elementwiseKernel(Op op, View a, View b, View out) {
   case Op::Swiglu:
     r = x * sigmoid(x) * b.get(i);
     break;
+  case Op::SiluGrad: {
+    float sg = sigmoid(x);
+    r = b.get(i) * (sg + x * sg * (1.0f - sg));
+    break;
+  }
   }
   out.set(i, r);
 }
@@ -88,6 +93,22 @@ int32_t elementwise(infir2rt_context *ctx, const int64_t *desc,
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
   return 0;
+}
+
+__global__ void swigluGradKernel(View g, View u, View dy, View dg, View du) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= g.numel)
+    return;
+  float gi = g.get(i), s = sigmoid(gi), d = dy.get(i);
+  du.set(i, d * gi * s);
+  dg.set(i, d * u.get(i) * (s + gi * s * (1.0f - s)));
+}
+
+__global__ void sgdKernel(const float *p, const float *g, float *np, int64_t n,
+                          float lr, float scale, float wd) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    np[i] = p[i] - lr * (g[i] * scale + wd * p[i]);
 }
 
 /// One block per row: the sum of squares by a block reduction, then the
@@ -215,6 +236,55 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
       f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), p.numel, lr, scale,
       float(b1), float(b2), float(descAttr(desc, 2)), float(descAttr(desc, 3)),
       c1, c2);
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
+
+extern "C" int32_t infir2rt_cuda_silu_grad(infir2rt_context *ctx,
+                                           const int64_t *desc,
+                                           const char *where) {
+  return elementwise(ctx, desc, where, Op::SiluGrad, 2);
+}
+
+extern "C" int32_t infir2rt_cuda_swiglu_grad(infir2rt_context *ctx,
+                                             const int64_t *desc,
+                                             const char *where) {
+  if (!floatOperands(desc, ctx))
+    return descFail(ctx, where, "%s",
+                    "the CUDA kernel takes f32 or bf16 operands");
+  View g = viewOf(descOperand(ctx, desc, 0));
+  swigluGradKernel<<<unsigned((g.numel + 255) / 256), 256>>>(
+      g, viewOf(descOperand(ctx, desc, 1)), viewOf(descOperand(ctx, desc, 2)),
+      viewOf(descOperand(ctx, desc, 3)), viewOf(descOperand(ctx, desc, 4)));
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
+
+extern "C" int32_t infir2rt_cuda_sgd(infir2rt_context *ctx, const int64_t *desc,
+                                     const char *where) {
+  Operand p = descOperand(ctx, desc, 0), g = descOperand(ctx, desc, 1),
+          np = descOperand(ctx, desc, 5);
+  int32_t rc = 0;
+  float lr = scalarOf(ctx, descOperand(ctx, desc, 2), rc, where);
+  if (rc)
+    return rc;
+  float gradScale = scalarOf(ctx, descOperand(ctx, desc, 3), rc, where);
+  if (rc)
+    return rc;
+  float gradNorm = scalarOf(ctx, descOperand(ctx, desc, 4), rc, where);
+  if (rc)
+    return rc;
+  double maxNorm = descAttr(desc, 1);
+  float scale =
+      maxNorm <= 0.0
+          ? gradScale
+          : gradScale *
+                float(std::min(1.0, maxNorm / (double(gradNorm) + 1e-6)));
+  auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
+  sgdKernel<<<unsigned((p.numel + 255) / 256), 256>>>(
+      f(p), f(g), f(np), p.numel, lr, scale, float(descAttr(desc, 0)));
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
   return 0;

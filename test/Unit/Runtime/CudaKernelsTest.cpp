@@ -293,9 +293,11 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 /// Runs `cpu` and `gpu` on copies of `c` and compares output operand `out`
-/// (F32 or BF16 of `numel` elements) within `ulps` units in the last place.
+/// (F32 or BF16 of `numel` elements) within `ulps` units in the last place:
+/// of each element, or (normwise, for sums that may cancel to ~0) of the
+/// largest element.
 void compareClose(Call &c, int out, int64_t dtype, int64_t numel, int ulps,
-                  Entry cpu, Entry gpu) {
+                  Entry cpu, Entry gpu, bool normwise = false) {
   std::vector<uint8_t> onCpu = runOnCpu(c, cpu);
   int32_t rc;
   std::string error;
@@ -317,10 +319,14 @@ void compareClose(Call &c, int out, int64_t dtype, int64_t numel, int ulps,
   };
   // One ulp of the result type at the value's magnitude.
   float ulp = dtype == INFIR2RT_F32 ? 0x1p-23f : 0x1p-7f;
+  float largest = 0.0f;
+  for (int64_t i = 0; i < numel; ++i)
+    largest = std::max(largest, std::fabs(value(onCpu, i)));
   int64_t bad = 0;
   for (int64_t i = 0; i < numel; ++i) {
     float a = value(onCpu, i), b = value(onGpu, i);
-    bad += std::fabs(a - b) > ulps * ulp * std::max(std::fabs(a), 1e-30f);
+    float magnitude = normwise ? largest : std::fabs(a);
+    bad += std::fabs(a - b) > ulps * ulp * std::max(magnitude, 1e-30f);
   }
   EXPECT_EQ(bad, 0) << "elements beyond " << ulps << " ulp";
 }
@@ -439,6 +445,101 @@ TEST(CudaMatmul, FormsMatchTheCpuBackend) {
     ASSERT_EQ(rc, 0) << error;
     double worst = worstRowError(c, y, onCpu, onGpu, B * M, N);
     EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
+  }
+}
+
+// Layout and reduction kernels against the CPU backend: fill, transpose,
+// embedding, rope (both directions) and gradients of silu/swiglu exactly or
+// within an ulp (the same FP32 arithmetic, except CUDA's cos/sin/exp);
+// reduce_sum within 16 ulps of its largest output and global_norm within
+// 16 ulps (FP64 sums in another order, rounded to FP32).
+TEST(CudaLayout, MatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  {
+    SCOPED_TRACE("fill");
+    Call c;
+    int out = c.add({3, 100}, INFIR2RT_BF16);
+    c.attrs({0.3});
+    compareClose(c, out, INFIR2RT_BF16, 300, 0, infir2rt_fill,
+                 infir2rt_cuda_fill);
+  }
+  {
+    SCOPED_TRACE("transpose");
+    Call c;
+    int in = c.add({4, 6, 8}, INFIR2RT_F32);
+    int out = c.add({8, 4, 6}, INFIR2RT_F32);
+    c.attrs({2, 0, 1});
+    fill(c, in, INFIR2RT_F32, 24, 8, rng);
+    compareClose(c, out, INFIR2RT_F32, 192, 0, infir2rt_transpose,
+                 infir2rt_cuda_transpose);
+  }
+  {
+    SCOPED_TRACE("embedding");
+    Call c;
+    int table = c.add({50, 64}, INFIR2RT_BF16),
+        ids = c.add({4, 16}, INFIR2RT_I32);
+    int out = c.add({4, 16, 64}, INFIR2RT_BF16);
+    fill(c, table, INFIR2RT_BF16, 50, 64, rng);
+    int32_t *id =
+        reinterpret_cast<int32_t *>(c.host.data() + c.operands[ids].first);
+    for (int i = 0; i < 64; ++i)
+      id[i] = int32_t(rng() % 50);
+    compareClose(c, out, INFIR2RT_BF16, 4 * 16 * 64, 0, infir2rt_embedding,
+                 infir2rt_cuda_embedding);
+    id[37] = 50; // out of range: both refuse, naming the position
+    int32_t rc;
+    std::string error;
+    runOnGpu(c, infir2rt_cuda_embedding, rc, error);
+    EXPECT_NE(rc, 0);
+    EXPECT_EQ(error, "gpu: token id 50 at position 37 is out of range [0, 50)");
+  }
+  for (double sign : {1.0, -1.0}) {
+    SCOPED_TRACE(sign > 0 ? "rope" : "rope_grad");
+    Call c;
+    int x = c.add({2, 16, 256}, INFIR2RT_F32), pos = c.add({16}, INFIR2RT_I32);
+    int out = c.add({2, 16, 256}, INFIR2RT_F32);
+    c.attrs({64, 1e6, sign});
+    fill(c, x, INFIR2RT_F32, 32, 256, rng);
+    int32_t *p =
+        reinterpret_cast<int32_t *>(c.host.data() + c.operands[pos].first);
+    for (int i = 0; i < 16; ++i)
+      p[i] = i * 97; // positions far from 0: angles that need FP64
+    compareClose(c, out, INFIR2RT_F32, 2 * 16 * 256, 4, infir2rt_rope,
+                 infir2rt_cuda_rope);
+  }
+  {
+    SCOPED_TRACE("silu_grad");
+    Call c;
+    int x = c.add({64, 128}, INFIR2RT_F32), dy = c.add({64, 128}, INFIR2RT_F32);
+    int out = c.add({64, 128}, INFIR2RT_F32);
+    fill(c, x, INFIR2RT_F32, 64, 128, rng);
+    fill(c, dy, INFIR2RT_F32, 64, 128, rng);
+    compareClose(c, out, INFIR2RT_F32, 64 * 128, 8, infir2rt_silu_grad,
+                 infir2rt_cuda_silu_grad);
+  }
+  {
+    SCOPED_TRACE("reduce_sum");
+    Call c;
+    int x = c.add({512, 96}, INFIR2RT_F32), out = c.add({96}, INFIR2RT_F32);
+    fill(c, x, INFIR2RT_F32, 512, 96, rng);
+    compareClose(c, out, INFIR2RT_F32, 96, 16, infir2rt_reduce_sum,
+                 infir2rt_cuda_reduce_sum, /*normwise=*/true);
+  }
+  {
+    SCOPED_TRACE("global_norm");
+    Call c;
+    int g0 = c.add({300, 7}, INFIR2RT_F32), g1 = c.add({1000}, INFIR2RT_F32);
+    int scale = c.add({}, INFIR2RT_F32), norm = c.add({}, INFIR2RT_F32);
+    fill(c, g0, INFIR2RT_F32, 300, 7, rng);
+    fill(c, g1, INFIR2RT_F32, 1, 1000, rng);
+    float half = 0.5f;
+    std::memcpy(c.host.data() + c.operands[scale].first, &half, 4);
+    compareClose(c, norm, INFIR2RT_F32, 1, 16, infir2rt_global_norm,
+                 infir2rt_cuda_global_norm);
   }
 }
 

@@ -54,6 +54,17 @@ INFIR2RT_CUDA_ENTRY(silu)
 INFIR2RT_CUDA_ENTRY(swiglu)
 INFIR2RT_CUDA_ENTRY(rms_norm)
 INFIR2RT_CUDA_ENTRY(adamw)
+INFIR2RT_CUDA_ENTRY(silu_grad)
+INFIR2RT_CUDA_ENTRY(swiglu_grad)
+INFIR2RT_CUDA_ENTRY(sgd)
+/// Layout and reductions: fill, transpose, embedding (token ids checked),
+/// rope (both directions), reduce_sum and global_norm (FP64 sums).
+INFIR2RT_CUDA_ENTRY(fill)
+INFIR2RT_CUDA_ENTRY(transpose)
+INFIR2RT_CUDA_ENTRY(embedding)
+INFIR2RT_CUDA_ENTRY(rope)
+INFIR2RT_CUDA_ENTRY(reduce_sum)
+INFIR2RT_CUDA_ENTRY(global_norm)
 /// infir2.matmul (transpose flags, batches, a shared rank-2 rhs) through
 /// cuBLASLt, BF16 or FP32 with FP32 accumulation.
 INFIR2RT_CUDA_ENTRY(matmul)

@@ -1,0 +1,244 @@
+//===- Layout.cu - Fill, transpose, embedding, RoPE, sums on the GPU ------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA versions of the CPU backend's fill, transpose, embedding (with
+// the same out-of-range error), rope (both directions), reduce_sum and
+// global_norm, on the same descriptors. Sums accumulate in FP64 like the
+// CPU backend's, but in a different order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "DeviceView.cuh"
+#include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Descriptor.h"
+
+#include <cmath>
+#include <vector>
+
+namespace {
+
+using Operand = infir2::rt::DescOperand;
+using infir2::rt::descAttr;
+using infir2::rt::descFail;
+using infir2::rt::descOperand;
+using infir2::rt::cuda::View;
+using infir2::rt::cuda::viewOf;
+
+constexpr int kThreads = 256;
+
+unsigned blocksFor(int64_t n) {
+  return unsigned((n + kThreads - 1) / kThreads);
+}
+
+__global__ void fillKernel(View out, float v) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < out.numel)
+    out.set(i, v);
+}
+
+struct Perm {
+  int64_t rank, inStride[INFIR2RT_MAX_RANK], outShape[INFIR2RT_MAX_RANK],
+      perm[INFIR2RT_MAX_RANK];
+};
+
+__global__ void transposeKernel(const uint8_t *in, uint8_t *out, int64_t n,
+                                int64_t size, Perm p) {
+  int64_t flat = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (flat >= n)
+    return;
+  int64_t rest = flat, src = 0;
+  for (int64_t i = p.rank - 1; i >= 0; --i) {
+    int64_t idx = rest % p.outShape[i];
+    rest /= p.outShape[i];
+    src += idx * p.inStride[p.perm[i]];
+  }
+  for (int64_t b = 0; b < size; ++b)
+    out[flat * size + b] = in[src * size + b];
+}
+
+__global__ void embeddingKernel(View table, const int32_t *ids, View out,
+                                int64_t tokens, int64_t dim, int64_t vocab,
+                                unsigned long long *bad) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= tokens * dim)
+    return;
+  int64_t t = i / dim, id = ids[t];
+  if (id < 0 || id >= vocab) {
+    atomicMin(bad, (unsigned long long)t);
+    return;
+  }
+  out.set(i, table.get(id * dim + i % dim));
+}
+
+__global__ void ropeKernel(View x, const int32_t *pos, View out, int64_t tokens,
+                           int64_t width, int64_t seq, int64_t hd, bool shared,
+                           double theta, double sign) {
+  int64_t half = hd / 2, heads = width / hd;
+  int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= tokens * heads * half)
+    return;
+  int64_t i = k % half, h = (k / half) % heads, t = k / (half * heads);
+  double p = double(pos[shared ? t % seq : t]);
+  double angle = sign * p * pow(theta, -2.0 * double(i) / double(hd));
+  float cs = float(cos(angle)), sn = float(sin(angle));
+  int64_t base = t * width + h * hd;
+  float a = x.get(base + i), b = x.get(base + i + half);
+  out.set(base + i, a * cs - b * sn);
+  out.set(base + i + half, b * cs + a * sn);
+}
+
+__global__ void reduceSumKernel(View x, View out, int64_t rows) {
+  int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= out.numel)
+    return;
+  double acc = 0.0;
+  for (int64_t r = 0; r < rows; ++r)
+    acc += x.get(r * out.numel + j);
+  out.set(j, float(acc));
+}
+
+__global__ void sumSquaresKernel(const float *g, int64_t n, float scale,
+                                 double *total) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  double v = 0.0;
+  if (i < n) {
+    double s = double(scale * g[i]);
+    v = s * s;
+  }
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_down_sync(0xffffffffu, v, offset);
+  if ((threadIdx.x & 31u) == 0)
+    atomicAdd(total, v);
+}
+
+int32_t finish(infir2rt_context *ctx, const char *where) {
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
+
+} // namespace
+
+extern "C" int32_t infir2rt_cuda_fill(infir2rt_context *ctx,
+                                      const int64_t *desc, const char *where) {
+  Operand out = descOperand(ctx, desc, 0);
+  if (out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16)
+    return descFail(ctx, where, "%s", "the CUDA fill writes f32 or bf16");
+  fillKernel<<<blocksFor(out.numel), kThreads>>>(viewOf(out),
+                                                 float(descAttr(desc, 0)));
+  return finish(ctx, where);
+}
+
+extern "C" int32_t infir2rt_cuda_transpose(infir2rt_context *ctx,
+                                           const int64_t *desc,
+                                           const char *where) {
+  Operand in = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
+  Perm p{};
+  p.rank = in.rank;
+  int64_t stride = 1;
+  for (int64_t i = in.rank - 1; i >= 0; --i) {
+    p.inStride[i] = stride;
+    stride *= in.shape[i];
+  }
+  for (int64_t i = 0; i < in.rank; ++i) {
+    p.outShape[i] = out.shape[i];
+    p.perm[i] = int64_t(descAttr(desc, i));
+  }
+  transposeKernel<<<blocksFor(out.numel), kThreads>>>(
+      in.ptr, out.ptr, out.numel, infir2rt_dtype_size(in.dtype), p);
+  return finish(ctx, where);
+}
+
+extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
+                                           const int64_t *desc,
+                                           const char *where) {
+  Operand table = descOperand(ctx, desc, 0), ids = descOperand(ctx, desc, 1),
+          out = descOperand(ctx, desc, 2);
+  if (ids.dtype != INFIR2RT_I32)
+    return descFail(ctx, where, "%s", "the CUDA embedding takes i32 ids");
+  int64_t vocab = table.shape[0], dim = table.shape[1];
+  unsigned long long *bad = nullptr, none = ~0ull, first = none;
+  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&bad, sizeof *bad), where);
+  cudaMemcpy(bad, &none, sizeof none, cudaMemcpyHostToDevice);
+  embeddingKernel<<<blocksFor(ids.numel * dim), kThreads>>>(
+      viewOf(table), reinterpret_cast<const int32_t *>(ids.ptr), viewOf(out),
+      ids.numel, dim, vocab, bad);
+  int32_t rc = finish(ctx, where);
+  if (!rc)
+    rc = infir2::rt::cuda::check(
+        ctx, cudaMemcpy(&first, bad, sizeof first, cudaMemcpyDeviceToHost),
+        "cudaMemcpy", where);
+  cudaFree(bad);
+  if (rc)
+    return rc;
+  if (first != none) {
+    int32_t id = 0;
+    cudaMemcpy(&id, ids.ptr + first * 4, 4, cudaMemcpyDeviceToHost);
+    return descFail(ctx, where,
+                    "token id %d at position %llu is out of range [0, %lld)",
+                    id, first, (long long)vocab);
+  }
+  return 0;
+}
+
+extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
+                                      const int64_t *desc, const char *where) {
+  Operand x = descOperand(ctx, desc, 0), pos = descOperand(ctx, desc, 1),
+          out = descOperand(ctx, desc, 2);
+  if (pos.dtype != INFIR2RT_I32)
+    return descFail(ctx, where, "%s", "the CUDA rope takes i32 positions");
+  int64_t hd = int64_t(descAttr(desc, 0)), width = x.last();
+  int64_t tokens = x.rows(), heads = width / hd;
+  ropeKernel<<<blocksFor(tokens * heads * (hd / 2)), kThreads>>>(
+      viewOf(x), reinterpret_cast<const int32_t *>(pos.ptr), viewOf(out),
+      tokens, width, x.dim(-2), hd, pos.rank == 1, descAttr(desc, 1),
+      descAttr(desc, 2));
+  return finish(ctx, where);
+}
+
+extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
+                                            const int64_t *desc,
+                                            const char *where) {
+  Operand x = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
+  reduceSumKernel<<<blocksFor(out.numel), kThreads>>>(viewOf(x), viewOf(out),
+                                                      x.numel / out.numel);
+  return finish(ctx, where);
+}
+
+extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
+                                             const int64_t *desc,
+                                             const char *where) {
+  int64_t n = desc[0];
+  float scale = 0.0f;
+  INFIR2_CUDA_CHECK(ctx,
+                    cudaMemcpy(&scale, descOperand(ctx, desc, n - 2).ptr,
+                               sizeof scale, cudaMemcpyDeviceToHost),
+                    where);
+  double *total = nullptr;
+  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&total, sizeof *total), where);
+  cudaMemset(total, 0, sizeof *total);
+  for (int64_t g = 0; g < n - 2; ++g) {
+    Operand o = descOperand(ctx, desc, g);
+    sumSquaresKernel<<<blocksFor(o.numel), kThreads>>>(
+        reinterpret_cast<const float *>(o.ptr), o.numel, scale, total);
+  }
+  double ss = 0.0;
+  int32_t rc = finish(ctx, where);
+  if (!rc)
+    rc = infir2::rt::cuda::check(
+        ctx, cudaMemcpy(&ss, total, sizeof ss, cudaMemcpyDeviceToHost),
+        "cudaMemcpy", where);
+  cudaFree(total);
+  if (rc)
+    return rc;
+  float norm = float(std::sqrt(ss));
+  INFIR2_CUDA_CHECK(ctx,
+                    cudaMemcpy(descOperand(ctx, desc, n - 1).ptr, &norm,
+                               sizeof norm, cudaMemcpyHostToDevice),
+                    where);
+  return 0;
+}
