@@ -522,6 +522,38 @@ TEST(CudaLayout, MatchTheCpuBackend) {
                  infir2rt_cuda_silu_grad);
   }
   {
+    SCOPED_TRACE("swiglu_grad");
+    Call c;
+    int g = c.add({64, 128}, INFIR2RT_BF16),
+        u = c.add({64, 128}, INFIR2RT_BF16),
+        dy = c.add({64, 128}, INFIR2RT_BF16);
+    int dg = c.add({64, 128}, INFIR2RT_F32),
+        du = c.add({64, 128}, INFIR2RT_F32);
+    for (int o : {g, u, dy})
+      fill(c, o, INFIR2RT_BF16, 64, 128, rng);
+    for (int o : {dg, du})
+      compareClose(c, o, INFIR2RT_F32, 64 * 128, 8, infir2rt_swiglu_grad,
+                   infir2rt_cuda_swiglu_grad);
+  }
+  {
+    SCOPED_TRACE("sgd");
+    Call c;
+    int n = 2048;
+    int p = c.add({n}, INFIR2RT_F32), g = c.add({n}, INFIR2RT_F32);
+    int lr = c.add({}, INFIR2RT_F32), gs = c.add({}, INFIR2RT_F32),
+        gn = c.add({}, INFIR2RT_F32);
+    int np = c.add({n}, INFIR2RT_F32);
+    c.attrs({0.01, 1.0});
+    fill(c, p, INFIR2RT_F32, 1, n, rng);
+    fill(c, g, INFIR2RT_F32, 1, n, rng);
+    float values[3] = {0.05f, 0.25f, 4.0f}; // lr, 1/K, a norm that clips
+    for (int k = 0; k < 3; ++k)
+      std::memcpy(c.host.data() + c.operands[lr + k].first, &values[k], 4);
+    (void)gs;
+    (void)gn;
+    compareClose(c, np, INFIR2RT_F32, n, 4, infir2rt_sgd, infir2rt_cuda_sgd);
+  }
+  {
     SCOPED_TRACE("reduce_sum");
     Call c;
     int x = c.add({512, 96}, INFIR2RT_F32), out = c.add({96}, INFIR2RT_F32);
