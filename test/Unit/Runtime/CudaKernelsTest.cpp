@@ -575,6 +575,81 @@ TEST(CudaLayout, MatchTheCpuBackend) {
   }
 }
 
+// The loss and the gradients that reduce across tokens, against the CPU
+// backend: sums in other orders (block reductions, atomics), so within a few
+// ulps of each value (the loss, dx, the logits' gradient) or of the largest
+// (dw and the embedding gradient, sums that may cancel).
+TEST(CudaLoss, MatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  const int64_t T = 64, V = 300;
+  auto targetsOf = [&](Call &c, int operand) {
+    int32_t *t =
+        reinterpret_cast<int32_t *>(c.host.data() + c.operands[operand].first);
+    for (int i = 0; i < T; ++i)
+      t[i] = i % 9 == 0 ? -100 : int32_t(rng() % V); // some ignored
+  };
+  {
+    SCOPED_TRACE("cross_entropy");
+    Call c;
+    int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
+        mask = c.add({T}, INFIR2RT_F32), out = c.add({}, INFIR2RT_F32);
+    c.attrs({-100, 1});
+    fill(c, logits, INFIR2RT_F32, T, V, rng);
+    targetsOf(c, t);
+    float *m =
+        reinterpret_cast<float *>(c.host.data() + c.operands[mask].first);
+    for (int i = 0; i < T; ++i)
+      m[i] = i % 4 == 0 ? 0.0f : 1.0f;
+    compareClose(c, out, INFIR2RT_F32, 1, 64, infir2rt_cross_entropy,
+                 infir2rt_cuda_cross_entropy);
+  }
+  {
+    SCOPED_TRACE("cross_entropy_grad");
+    Call c;
+    int logits = c.add({T, V}, INFIR2RT_BF16), t = c.add({T}, INFIR2RT_I32),
+        dloss = c.add({}, INFIR2RT_F32), out = c.add({T, V}, INFIR2RT_F32);
+    c.attrs({-100, 0});
+    fill(c, logits, INFIR2RT_BF16, T, V, rng);
+    targetsOf(c, t);
+    float one = 1.0f;
+    std::memcpy(c.host.data() + c.operands[dloss].first, &one, 4);
+    compareClose(c, out, INFIR2RT_F32, T * V, 64, infir2rt_cross_entropy_grad,
+                 infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
+  }
+  {
+    SCOPED_TRACE("rms_norm_grad");
+    Call c;
+    int x = c.add({T, 256}, INFIR2RT_BF16), w = c.add({256}, INFIR2RT_BF16),
+        dy = c.add({T, 256}, INFIR2RT_BF16);
+    int dx = c.add({T, 256}, INFIR2RT_F32), dw = c.add({256}, INFIR2RT_F32);
+    c.attrs({1e-6});
+    fill(c, x, INFIR2RT_BF16, T, 256, rng);
+    fill(c, w, INFIR2RT_BF16, 1, 256, rng);
+    fill(c, dy, INFIR2RT_BF16, T, 256, rng);
+    compareClose(c, dx, INFIR2RT_F32, T * 256, 256, infir2rt_rms_norm_grad,
+                 infir2rt_cuda_rms_norm_grad, /*normwise=*/true);
+    compareClose(c, dw, INFIR2RT_F32, 256, 256, infir2rt_rms_norm_grad,
+                 infir2rt_cuda_rms_norm_grad, /*normwise=*/true);
+  }
+  {
+    SCOPED_TRACE("embedding_grad");
+    Call c;
+    int ids = c.add({T}, INFIR2RT_I32), dy = c.add({T, 32}, INFIR2RT_F32),
+        out = c.add({40, 32}, INFIR2RT_F32);
+    int32_t *id =
+        reinterpret_cast<int32_t *>(c.host.data() + c.operands[ids].first);
+    for (int i = 0; i < T; ++i)
+      id[i] = int32_t(rng() % 40); // repeated ids: accumulated rows
+    fill(c, dy, INFIR2RT_F32, T, 32, rng);
+    compareClose(c, out, INFIR2RT_F32, 40 * 32, 16, infir2rt_embedding_grad,
+                 infir2rt_cuda_embedding_grad, /*normwise=*/true);
+  }
+}
+
 // Runs everywhere: without a GPU the probe must say so (and not crash).
 TEST(CudaProbe, AnswersWithOrWithoutAGpu) {
   int32_t major = 0, minor = 0;

@@ -65,6 +65,12 @@ INFIR2RT_CUDA_ENTRY(embedding)
 INFIR2RT_CUDA_ENTRY(rope)
 INFIR2RT_CUDA_ENTRY(reduce_sum)
 INFIR2RT_CUDA_ENTRY(global_norm)
+/// Losses and gradients: cross_entropy and its gradient (targets checked on
+/// the host), rms_norm_grad, embedding_grad (ids checked).
+INFIR2RT_CUDA_ENTRY(cross_entropy)
+INFIR2RT_CUDA_ENTRY(cross_entropy_grad)
+INFIR2RT_CUDA_ENTRY(rms_norm_grad)
+INFIR2RT_CUDA_ENTRY(embedding_grad)
 /// infir2.matmul (transpose flags, batches, a shared rank-2 rhs) through
 /// cuBLASLt, BF16 or FP32 with FP32 accumulation.
 INFIR2RT_CUDA_ENTRY(matmul)
