@@ -650,6 +650,56 @@ TEST(CudaLoss, MatchTheCpuBackend) {
   }
 }
 
+// Causal GQA attention (4 query heads on 2 KV heads, head_dim 64, 2 x 96
+// tokens) and its gradient against the CPU backend: FP32 dot products and
+// sums in other orders (atomics for dK and dV), so within 64 ulps of the
+// largest output of each tensor.
+TEST(CudaAttention, MatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  const int64_t B = 2, S = 96, H = 4, KV = 2, D = 64;
+  std::vector<double> attrs = {double(H), double(KV), double(D), 0.125, 1.0};
+  {
+    SCOPED_TRACE("attention");
+    Call c;
+    int q = c.add({B, S, H * D}, INFIR2RT_BF16),
+        k = c.add({B, S, KV * D}, INFIR2RT_BF16),
+        v = c.add({B, S, KV * D}, INFIR2RT_BF16);
+    int out = c.add({B, S, H * D}, INFIR2RT_F32);
+    c.attrs(attrs);
+    for (int o : {q, k, v})
+      fill(c, o, INFIR2RT_BF16, B * S, o == q ? H * D : KV * D, rng);
+    compareClose(c, out, INFIR2RT_F32, B * S * H * D, 64, infir2rt_attention,
+                 infir2rt_cuda_attention, /*normwise=*/true);
+  }
+  {
+    SCOPED_TRACE("attention_grad");
+    Call c;
+    int q = c.add({B, S, H * D}, INFIR2RT_F32),
+        k = c.add({B, S, KV * D}, INFIR2RT_F32),
+        v = c.add({B, S, KV * D}, INFIR2RT_F32),
+        dout = c.add({B, S, H * D}, INFIR2RT_F32);
+    int dq = c.add({B, S, H * D}, INFIR2RT_F32),
+        dk = c.add({B, S, KV * D}, INFIR2RT_BF16),
+        dv = c.add({B, S, KV * D}, INFIR2RT_F32);
+    c.attrs(attrs);
+    for (int o : {q, k, v, dout})
+      fill(c, o, INFIR2RT_F32, B * S, (o == k || o == v) ? KV * D : H * D, rng);
+    compareClose(c, dq, INFIR2RT_F32, B * S * H * D, 64,
+                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
+                 /*normwise=*/true);
+    compareClose(c, dk, INFIR2RT_BF16, B * S * KV * D, 2,
+                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
+                 /*normwise=*/true);
+    compareClose(c, dv, INFIR2RT_F32, B * S * KV * D, 64,
+                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
+                 /*normwise=*/true);
+  }
+}
+
 // Runs everywhere: without a GPU the probe must say so (and not crash).
 TEST(CudaProbe, AnswersWithOrWithoutAGpu) {
   int32_t major = 0, minor = 0;

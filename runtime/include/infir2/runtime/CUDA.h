@@ -71,6 +71,10 @@ INFIR2RT_CUDA_ENTRY(cross_entropy)
 INFIR2RT_CUDA_ENTRY(cross_entropy_grad)
 INFIR2RT_CUDA_ENTRY(rms_norm_grad)
 INFIR2RT_CUDA_ENTRY(embedding_grad)
+/// Causal GQA attention and its gradient: one thread per query, the softmax
+/// recomputed in the backward pass (no s x s tensor), head_dim <= 256.
+INFIR2RT_CUDA_ENTRY(attention)
+INFIR2RT_CUDA_ENTRY(attention_grad)
 /// infir2.matmul (transpose flags, batches, a shared rank-2 rhs) through
 /// cuBLASLt, BF16 or FP32 with FP32 accumulation.
 INFIR2RT_CUDA_ENTRY(matmul)

@@ -1,0 +1,220 @@
+//===- Attention.cu - Causal GQA attention and its gradient on the GPU ----===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA versions of the CPU backend's attention and attention_grad: one
+// thread per (batch, head, query), the softmax over the keys it may see
+// recomputed in the backward pass (no s x s tensor is stored, as on the
+// CPU). dK and dV collect from every query with float atomics, so their
+// sums come in another order than the CPU backend's. A first, simple
+// kernel: correct before fast (a tiled flash-attention kernel is the
+// performance work ahead).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "DeviceView.cuh"
+#include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Descriptor.h"
+
+namespace {
+
+using Operand = infir2::rt::DescOperand;
+using infir2::rt::descAttr;
+using infir2::rt::descFail;
+using infir2::rt::descOperand;
+using infir2::rt::cuda::View;
+using infir2::rt::cuda::viewOf;
+
+constexpr int kMaxHeadDim = 256;
+
+struct Geometry {
+  int64_t batch, sq, skv, heads, group, hd, qw, kw;
+  float scale;
+  bool causal;
+};
+
+/// Two passes over the visible keys: the maximum score, then the
+/// normalizer; probabilities are then recomputed on the fly.
+__device__ void softmaxStats(const Geometry &a, View q, View k, int64_t b,
+                             int64_t h, int64_t s, float &mx, float &sum) {
+  int64_t visible = a.causal ? s + 1 : a.skv;
+  int64_t qo = (b * a.sq + s) * a.qw + h * a.hd;
+  mx = -INFINITY;
+  for (int64_t t = 0; t < visible; ++t) {
+    int64_t ko = (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
+    float dot = 0.0f;
+    for (int64_t i = 0; i < a.hd; ++i)
+      dot += q.get(qo + i) * k.get(ko + i);
+    mx = fmaxf(mx, a.scale * dot);
+  }
+  sum = 0.0f;
+  for (int64_t t = 0; t < visible; ++t) {
+    int64_t ko = (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
+    float dot = 0.0f;
+    for (int64_t i = 0; i < a.hd; ++i)
+      dot += q.get(qo + i) * k.get(ko + i);
+    sum += expf(a.scale * dot - mx);
+  }
+}
+
+__device__ float probability(const Geometry &a, View q, View k, int64_t b,
+                             int64_t h, int64_t s, int64_t t, float mx,
+                             float sum) {
+  int64_t qo = (b * a.sq + s) * a.qw + h * a.hd;
+  int64_t ko = (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
+  float dot = 0.0f;
+  for (int64_t i = 0; i < a.hd; ++i)
+    dot += q.get(qo + i) * k.get(ko + i);
+  return expf(a.scale * dot - mx) / sum;
+}
+
+__global__ void attentionKernel(Geometry a, View q, View k, View v, View out) {
+  int64_t id = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (id >= a.batch * a.heads * a.sq)
+    return;
+  int64_t s = id % a.sq, h = (id / a.sq) % a.heads, b = id / (a.sq * a.heads);
+  float mx, sum;
+  softmaxStats(a, q, k, b, h, s, mx, sum);
+  float acc[kMaxHeadDim];
+  for (int64_t i = 0; i < a.hd; ++i)
+    acc[i] = 0.0f;
+  int64_t visible = a.causal ? s + 1 : a.skv;
+  for (int64_t t = 0; t < visible; ++t) {
+    float p = probability(a, q, k, b, h, s, t, mx, sum);
+    int64_t vo = (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
+    for (int64_t i = 0; i < a.hd; ++i)
+      acc[i] += p * v.get(vo + i);
+  }
+  int64_t oo = (b * a.sq + s) * a.qw + h * a.hd;
+  for (int64_t i = 0; i < a.hd; ++i)
+    out.set(oo + i, acc[i]);
+}
+
+/// dP = dO·Vᵀ, dS = P ⊙ (dP − Σ P·dP); dQ += dS·K, dK += dS·Q, dV += P·dO.
+__global__ void attentionGradKernel(Geometry a, View q, View k, View v,
+                                    View dout, float *dq, float *dk,
+                                    float *dv) {
+  int64_t id = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (id >= a.batch * a.heads * a.sq)
+    return;
+  int64_t s = id % a.sq, h = (id / a.sq) % a.heads, b = id / (a.sq * a.heads);
+  int64_t kh = h / a.group, visible = a.causal ? s + 1 : a.skv;
+  int64_t qo = (b * a.sq + s) * a.qw + h * a.hd;
+  float mx, sum;
+  softmaxStats(a, q, k, b, h, s, mx, sum);
+  float pdp = 0.0f;
+  for (int64_t t = 0; t < visible; ++t) {
+    int64_t vo = (b * a.skv + t) * a.kw + kh * a.hd;
+    float dp = 0.0f;
+    for (int64_t i = 0; i < a.hd; ++i)
+      dp += dout.get(qo + i) * v.get(vo + i);
+    pdp += probability(a, q, k, b, h, s, t, mx, sum) * dp;
+  }
+  for (int64_t t = 0; t < visible; ++t) {
+    int64_t ko = (b * a.skv + t) * a.kw + kh * a.hd;
+    float p = probability(a, q, k, b, h, s, t, mx, sum), dp = 0.0f;
+    for (int64_t i = 0; i < a.hd; ++i)
+      dp += dout.get(qo + i) * v.get(ko + i);
+    float ds = p * (dp - pdp) * a.scale;
+    for (int64_t i = 0; i < a.hd; ++i) {
+      dq[qo + i] += ds * k.get(ko + i);
+      atomicAdd(&dk[ko + i], ds * q.get(qo + i));
+      atomicAdd(&dv[ko + i], p * dout.get(qo + i));
+    }
+  }
+}
+
+__global__ void roundKernel(const float *in, View out) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < out.numel)
+    out.set(i, in[i]);
+}
+
+int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
+                   const char *where, Geometry &a) {
+  Operand q = descOperand(ctx, desc, 0), k = descOperand(ctx, desc, 1);
+  a.heads = int64_t(descAttr(desc, 0));
+  a.group = a.heads / int64_t(descAttr(desc, 1));
+  a.hd = int64_t(descAttr(desc, 2));
+  a.scale = float(descAttr(desc, 3));
+  a.causal = descAttr(desc, 4) != 0.0;
+  a.batch = q.shape[0];
+  a.sq = q.shape[1];
+  a.skv = k.shape[1];
+  a.qw = a.heads * a.hd;
+  a.kw = (a.heads / a.group) * a.hd;
+  if (a.hd > kMaxHeadDim)
+    return descFail(ctx, where, "the CUDA attention takes head_dim <= %d",
+                    kMaxHeadDim);
+  return 0;
+}
+
+int32_t finish(infir2rt_context *ctx, const char *where) {
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
+
+} // namespace
+
+extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
+                                           const int64_t *desc,
+                                           const char *where) {
+  Geometry a;
+  if (int32_t rc = geometryOf(ctx, desc, where, a))
+    return rc;
+  int64_t n = a.batch * a.heads * a.sq;
+  attentionKernel<<<unsigned((n + 127) / 128), 128>>>(
+      a, viewOf(descOperand(ctx, desc, 0)), viewOf(descOperand(ctx, desc, 1)),
+      viewOf(descOperand(ctx, desc, 2)), viewOf(descOperand(ctx, desc, 3)));
+  return finish(ctx, where);
+}
+
+extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
+                                                const int64_t *desc,
+                                                const char *where) {
+  Geometry a;
+  if (int32_t rc = geometryOf(ctx, desc, where, a))
+    return rc;
+  // Accumulate in FP32 (in place when the gradients are FP32), then round
+  // once to their type.
+  Operand grads[3] = {descOperand(ctx, desc, 4), descOperand(ctx, desc, 5),
+                      descOperand(ctx, desc, 6)};
+  float *acc[3] = {};
+  int32_t rc = 0;
+  for (int i = 0; i < 3 && !rc; ++i) {
+    const Operand &o = grads[i];
+    if (o.dtype != INFIR2RT_F32 && o.dtype != INFIR2RT_BF16)
+      rc = descFail(ctx, where, "%s",
+                    "the CUDA attention gradient writes f32 or bf16");
+    else if (o.dtype == INFIR2RT_F32)
+      acc[i] = reinterpret_cast<float *>(o.ptr);
+    else
+      rc = infir2::rt::cuda::check(ctx,
+                                   cudaMalloc(&acc[i], o.numel * sizeof(float)),
+                                   "cudaMalloc", where);
+    if (!rc)
+      rc = infir2::rt::cuda::check(
+          ctx, cudaMemset(acc[i], 0, o.numel * sizeof(float)), "cudaMemset",
+          where);
+  }
+  if (!rc) {
+    int64_t n = a.batch * a.heads * a.sq;
+    attentionGradKernel<<<unsigned((n + 127) / 128), 128>>>(
+        a, viewOf(descOperand(ctx, desc, 0)), viewOf(descOperand(ctx, desc, 1)),
+        viewOf(descOperand(ctx, desc, 2)), viewOf(descOperand(ctx, desc, 3)),
+        acc[0], acc[1], acc[2]);
+    for (int i = 0; i < 3; ++i)
+      if (grads[i].dtype != INFIR2RT_F32)
+        roundKernel<<<unsigned((grads[i].numel + 255) / 256), 256>>>(
+            acc[i], viewOf(grads[i]));
+    rc = finish(ctx, where);
+  }
+  for (int i = 0; i < 3; ++i)
+    if (acc[i] && grads[i].dtype != INFIR2RT_F32)
+      cudaFree(acc[i]);
+  return rc;
+}
