@@ -247,7 +247,78 @@ int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
   return rc;
 }
 
+__global__ void bitsToFloatKernel(const unsigned *bits, float *out, int64_t n) {
+  int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b < n)
+    out[b] = __uint_as_float(bits[b]);
+}
+
+__global__ void dequantizeKernel(const uint8_t *data, FP8Format format,
+                                 int64_t n, Geometry g, const float *scale,
+                                 infir2::rt::cuda::View out) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    out.set(i, fp8ToFloat(data[i], format) * scale[g.index(i / g.C, i % g.C)]);
+}
+
+/// The block shape attributes starting at `first`, and their geometry.
+bool blocksOf(const int64_t *desc, int64_t first, const Operand &x,
+              Geometry &g) {
+  int64_t block[INFIR2RT_MAX_RANK];
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = int64_t(descAttr(desc, first + i));
+  return geometryOf(x.shape, x.rank, block, g);
+}
+
 } // namespace
+
+extern "C" int32_t infir2rt_cuda_amax(infir2rt_context *ctx,
+                                      const int64_t *desc, const char *where) {
+  Operand x = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
+  Geometry g;
+  if ((x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16) ||
+      out.dtype != INFIR2RT_F32 || !blocksOf(desc, 0, x, g))
+    return descFail(ctx, where, "%s",
+                    "the CUDA amax takes f32/bf16 inputs, writes f32, and "
+                    "does not handle this granularity");
+  unsigned *bits = nullptr;
+  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&bits, out.numel * sizeof(unsigned)),
+                    where);
+  cudaMemset(bits, 0, out.numel * sizeof(unsigned));
+  const int threads = 256;
+  amaxKernel<<<unsigned((x.numel + threads - 1) / threads), threads>>>(
+      x.ptr, x.dtype, x.numel, g, bits);
+  bitsToFloatKernel<<<unsigned((out.numel + threads - 1) / threads), threads>>>(
+      bits, reinterpret_cast<float *>(out.ptr), out.numel);
+  cudaError_t st = cudaGetLastError();
+  if (st == cudaSuccess)
+    st = cudaDeviceSynchronize();
+  cudaFree(bits);
+  INFIR2_CUDA_CHECK(ctx, st, where);
+  return 0;
+}
+
+extern "C" int32_t infir2rt_cuda_dequantize(infir2rt_context *ctx,
+                                            const int64_t *desc,
+                                            const char *where) {
+  Operand data = descOperand(ctx, desc, 0), scale = descOperand(ctx, desc, 1),
+          out = descOperand(ctx, desc, 2);
+  Geometry g;
+  if (scale.dtype != INFIR2RT_F32 ||
+      (out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16) ||
+      !blocksOf(desc, 0, data, g))
+    return descFail(ctx, where, "%s",
+                    "the CUDA dequantize takes f32 scales, writes f32/bf16, "
+                    "and does not handle this granularity");
+  const int threads = 256;
+  dequantizeKernel<<<unsigned((data.numel + threads - 1) / threads), threads>>>(
+      data.ptr, data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3,
+      data.numel, g, reinterpret_cast<const float *>(scale.ptr),
+      infir2::rt::cuda::viewOf(out));
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
 
 extern "C" int32_t infir2rt_cuda_quantize(infir2rt_context *ctx,
                                           const int64_t *desc,

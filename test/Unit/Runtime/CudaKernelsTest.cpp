@@ -196,6 +196,41 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaQuantize,
                                   (v.pow2 ? "_pow2" : "_fp32");
                          });
 
+// amax and dequantize are exact operations: byte-identical to the CPU.
+TEST(CudaFP8, AmaxAndDequantizeMatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  {
+    Call c;
+    int in = c.add({256, 384}, INFIR2RT_BF16);
+    c.add({2, 3}, INFIR2RT_F32);
+    c.attrs({128, 128});
+    fill(c, in, INFIR2RT_BF16, 256, 384, rng);
+    compare(c, infir2rt_amax, infir2rt_cuda_amax);
+  }
+  {
+    Call q;
+    int in = q.add({256, 384}, INFIR2RT_F32),
+        data = q.add({256, 384}, INFIR2RT_E4M3),
+        scale = q.add({256, 3}, INFIR2RT_F32);
+    q.attrs({0.0, 1.0, 1, 128});
+    fill(q, in, INFIR2RT_F32, 256, 384, rng);
+    std::vector<uint8_t> quantized = runOnCpu(q, infir2rt_quantize);
+    Call c;
+    int d = c.add({256, 384}, INFIR2RT_E4M3), s = c.add({256, 3}, INFIR2RT_F32);
+    c.add({256, 384}, INFIR2RT_F32);
+    c.attrs({1, 128});
+    std::memcpy(c.host.data() + c.operands[d].first,
+                quantized.data() + q.operands[data].first, 256 * 384);
+    std::memcpy(c.host.data() + c.operands[s].first,
+                quantized.data() + q.operands[scale].first, 256 * 3 * 4);
+    compare(c, infir2rt_dequantize, infir2rt_cuda_dequantize);
+  }
+}
+
 TEST(CudaQuantizeErrors, NonFiniteBlockIsRefused) {
   if (std::string why = gpuUnusable(); !why.empty())
     GTEST_SKIP() << why;

@@ -71,6 +71,9 @@ INFIR2RT_CUDA_ENTRY(cross_entropy)
 INFIR2RT_CUDA_ENTRY(cross_entropy_grad)
 INFIR2RT_CUDA_ENTRY(rms_norm_grad)
 INFIR2RT_CUDA_ENTRY(embedding_grad)
+/// fp8.amax (NaN propagates) and fp8.dequantize.
+INFIR2RT_CUDA_ENTRY(amax)
+INFIR2RT_CUDA_ENTRY(dequantize)
 /// Causal GQA attention and its gradient: one thread per query, the softmax
 /// recomputed in the backward pass (no s x s tensor), head_dim <= 256.
 INFIR2RT_CUDA_ENTRY(attention)
