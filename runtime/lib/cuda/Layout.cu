@@ -242,3 +242,47 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
                     where);
   return 0;
 }
+
+// The collective on device buffers: with a communicator (the trainer's MPI),
+// each bucket is staged through host memory, summed across ranks and copied
+// back; alone, the sums are the operands. (NCCL, summing device buffers in
+// place, is the next step.)
+extern "C" int32_t infir2rt_cuda_all_reduce(infir2rt_context *ctx,
+                                            const int64_t *desc,
+                                            const char *where) {
+  int64_t n = desc[0] / 2, total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total += descOperand(ctx, desc, i).numel;
+  std::vector<float> bucket(ctx->all_reduce_sum ? total : 0);
+  for (int64_t i = 0, at = 0; i < n; ++i) {
+    Operand in = descOperand(ctx, desc, i), out = descOperand(ctx, desc, n + i);
+    if (ctx->all_reduce_sum) {
+      INFIR2_CUDA_CHECK(ctx,
+                        cudaMemcpy(bucket.data() + at, in.ptr, in.numel * 4,
+                                   cudaMemcpyDeviceToHost),
+                        where);
+      at += in.numel;
+    } else if (in.ptr != out.ptr) {
+      INFIR2_CUDA_CHECK(
+          ctx,
+          cudaMemcpy(out.ptr, in.ptr, in.numel * 4, cudaMemcpyDeviceToDevice),
+          where);
+    }
+  }
+  if (!ctx->all_reduce_sum)
+    return 0;
+  char error[256] = {0};
+  if (ctx->all_reduce_sum(ctx->comm, bucket.data(), total, error,
+                          sizeof error) != 0)
+    return descFail(ctx, where, "all-reduce of %lld floats failed: %s",
+                    (long long)total, error);
+  for (int64_t i = 0, at = 0; i < n; ++i) {
+    Operand out = descOperand(ctx, desc, n + i);
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpy(out.ptr, bucket.data() + at, out.numel * 4,
+                                 cudaMemcpyHostToDevice),
+                      where);
+    at += out.numel;
+  }
+  return 0;
+}

@@ -735,6 +735,34 @@ TEST(CudaAttention, MatchesTheCpuBackend) {
   }
 }
 
+// Every runtime entry point has a CUDA version: the names in ABI.def, each
+// with infir2rt_cuda_ in front, must link. (This test runs without a GPU: it
+// only takes the functions' addresses.)
+TEST(CudaBackend, ImplementsEveryEntryPoint) {
+  std::vector<std::pair<const char *, const void *>> entries = {
+#define INFIR2RT_ENTRY(name, attributes)                                       \
+  {#name, reinterpret_cast<const void *>(&infir2rt_cuda_##name)},
+#include "infir2/runtime/ABI.def"
+  };
+  for (auto [name, address] : entries)
+    EXPECT_NE(address, nullptr) << name;
+  EXPECT_EQ(entries.size(), 29u);
+}
+
+// The all-reduce alone (no communicator): the outputs are the inputs.
+TEST(CudaBackend, AllReduceAloneCopies) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  std::mt19937_64 rng(7);
+  Call c;
+  int a = c.add({100}, INFIR2RT_F32), b = c.add({3, 5}, INFIR2RT_F32);
+  c.add({100}, INFIR2RT_F32);
+  c.add({3, 5}, INFIR2RT_F32);
+  fill(c, a, INFIR2RT_F32, 1, 100, rng);
+  fill(c, b, INFIR2RT_F32, 3, 5, rng);
+  compare(c, infir2rt_all_reduce, infir2rt_cuda_all_reduce);
+}
+
 // Runs everywhere: without a GPU the probe must say so (and not crash).
 TEST(CudaProbe, AnswersWithOrWithoutAGpu) {
   int32_t major = 0, minor = 0;

@@ -65,6 +65,9 @@ INFIR2RT_CUDA_ENTRY(embedding)
 INFIR2RT_CUDA_ENTRY(rope)
 INFIR2RT_CUDA_ENTRY(reduce_sum)
 INFIR2RT_CUDA_ENTRY(global_norm)
+/// The gradient all-reduce on device buffers, through the context's
+/// communicator (staged through host memory) or a copy when alone.
+INFIR2RT_CUDA_ENTRY(all_reduce)
 /// Losses and gradients: cross_entropy and its gradient (targets checked on
 /// the host), rms_norm_grad, embedding_grad (ids checked).
 INFIR2RT_CUDA_ENTRY(cross_entropy)
