@@ -4,11 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The part of the CUDA backend that exists so far: device probing, the FP8
-// quantizers, the FP8 GEMM, casts, element-wise ops, RMSNorm and AdamW,
-// behind the same descriptor ABI as the CPU backend (ABI.h),
-// with the context's regions in device memory. They run on the current
-// device and stream 0 and return when the work is done.
+// The CUDA backend: device probing, and infir2rt_cuda_<entry> for every
+// entry point of ABI.def, behind the same descriptor ABI as the CPU backend
+// (ABI.h) with the context's regions in device memory. They run on the
+// current device and stream 0 and return when the work is done. Nothing
+// selects them at run time yet (see runtime/README.md).
 //
 //===----------------------------------------------------------------------===//
 
