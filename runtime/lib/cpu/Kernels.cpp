@@ -17,6 +17,7 @@
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/FP8.h"
+#include "infir2/runtime/Optimizer.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -502,13 +503,6 @@ float logSumExp(const float *row, int64_t n) {
   return mx + float(std::log(sum));
 }
 
-/// grad_scale times the global-norm clipping coefficient.
-float clippedScale(float gradScale, float norm, double maxGradNorm) {
-  if (maxGradNorm <= 0.0)
-    return gradScale;
-  return gradScale * float(std::min(1.0, maxGradNorm / (norm + 1e-6)));
-}
-
 template <typename Fn>
 int32_t elementwise(const Call &c, int64_t inputs, Fn fn) {
   Operand out = c.operand(inputs);
@@ -948,7 +942,7 @@ ENTRY(adamw) {
   if (!(t >= 1.0f))
     return c.fail("step must be at least 1, got %g", double(t));
   float scale =
-      clippedScale(c.operand(6).get(0), c.operand(7).get(0), c.attr(4));
+      clippedGradScale(c.operand(6).get(0), c.operand(7).get(0), c.attr(4));
   double b1 = c.attr(0), b2 = c.attr(1), eps = c.attr(2), wd = c.attr(3);
   float c1 = float(1.0 - std::pow(b1, double(t))),
         c2 = float(1.0 - std::pow(b2, double(t)));
@@ -976,7 +970,7 @@ ENTRY(sgd) {
   Operand p = c.operand(0), g = c.operand(1), np = c.operand(5);
   float lr = c.operand(2).get(0);
   float scale =
-      clippedScale(c.operand(3).get(0), c.operand(4).get(0), c.attr(1));
+      clippedGradScale(c.operand(3).get(0), c.operand(4).get(0), c.attr(1));
   float wd = float(c.attr(0));
   const float *P = reinterpret_cast<const float *>(p.ptr),
               *G = reinterpret_cast<const float *>(g.ptr);

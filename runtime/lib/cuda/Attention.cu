@@ -152,12 +152,6 @@ int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
   return 0;
 }
 
-int32_t finish(infir2rt_context *ctx, const char *where) {
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
-}
-
 } // namespace
 
 extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
@@ -170,7 +164,7 @@ extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
   attentionKernel<<<unsigned((n + 127) / 128), 128>>>(
       a, viewOf(descOperand(ctx, desc, 0)), viewOf(descOperand(ctx, desc, 1)),
       viewOf(descOperand(ctx, desc, 2)), viewOf(descOperand(ctx, desc, 3)));
-  return finish(ctx, where);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
@@ -211,7 +205,7 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
       if (grads[i].dtype != INFIR2RT_F32)
         roundKernel<<<unsigned((grads[i].numel + 255) / 256), 256>>>(
             acc[i], viewOf(grads[i]));
-    rc = finish(ctx, where);
+    rc = infir2::rt::cuda::finishLaunch(ctx, where);
   }
   for (int i = 0; i < 3; ++i)
     if (acc[i] && grads[i].dtype != INFIR2RT_F32)

@@ -40,4 +40,15 @@ inline int32_t check(infir2rt_context *ctx, cudaError_t status,
       return _rc;                                                              \
   } while (0)
 
+namespace infir2::rt::cuda {
+
+/// After kernel launches: the launch status, then the work's.
+inline int32_t finishLaunch(infir2rt_context *ctx, const char *where) {
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  return 0;
+}
+
+} // namespace infir2::rt::cuda
+
 #endif // INFIR2_RUNTIME_CUDA_CUDACHECK_H

@@ -17,6 +17,7 @@
 #include "DeviceView.cuh"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
+#include "infir2/runtime/Optimizer.h"
 
 #include <cuda_bf16.h>
 
@@ -90,9 +91,7 @@ int32_t elementwise(infir2rt_context *ctx, const int64_t *desc,
   const int threads = 256;
   elementwiseKernel<<<unsigned((out.numel + threads - 1) / threads), threads>>>(
       op, a, b, out);
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 __global__ void swigluGradKernel(View g, View u, View dy, View dg, View du) {
@@ -148,12 +147,15 @@ __global__ void adamwKernel(const float *p, const float *g, const float *m,
   np[i] = p[i] - lr * (wd * p[i] + (mi / c1) / (sqrtf(vi / c2) + eps));
 }
 
-float scalarOf(infir2rt_context *ctx, const Operand &o, int32_t &rc,
-               const char *where) {
-  float v = 0.0f;
-  cudaError_t st = cudaMemcpy(&v, o.ptr, sizeof v, cudaMemcpyDeviceToHost);
-  rc = infir2::rt::cuda::check(ctx, st, "cudaMemcpy", where);
-  return v;
+/// Reads `count` FP32 scalars (operands first, first + 1, ...) to the host.
+int32_t readScalars(infir2rt_context *ctx, const int64_t *desc, int64_t first,
+                    int count, float *out, const char *where) {
+  for (int i = 0; i < count; ++i)
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpy(&out[i], descOperand(ctx, desc, first + i).ptr,
+                                 sizeof(float), cudaMemcpyDeviceToHost),
+                      where);
+  return 0;
 }
 
 } // namespace
@@ -191,9 +193,7 @@ extern "C" int32_t infir2rt_cuda_rms_norm(infir2rt_context *ctx,
   int64_t d = x.shape[x.rank - 1];
   rmsNormKernel<<<unsigned(x.numel / d), 256>>>(
       viewOf(x), viewOf(w), viewOf(out), d, float(descAttr(desc, 0)));
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
@@ -202,32 +202,15 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
           m = descOperand(ctx, desc, 2), v = descOperand(ctx, desc, 3),
           np = descOperand(ctx, desc, 8), nm = descOperand(ctx, desc, 9),
           nv = descOperand(ctx, desc, 10);
-  int32_t rc = 0;
-  float lr = scalarOf(ctx, descOperand(ctx, desc, 4), rc, where);
-  if (rc)
+  float in[4]; // learning rate, step, grad scale, grad norm
+  if (int32_t rc = readScalars(ctx, desc, 4, 4, in, where))
     return rc;
-  float t = scalarOf(ctx, descOperand(ctx, desc, 5), rc, where);
-  if (rc)
-    return rc;
-  float gradScale = scalarOf(ctx, descOperand(ctx, desc, 6), rc, where);
-  if (rc)
-    return rc;
-  float gradNorm = scalarOf(ctx, descOperand(ctx, desc, 7), rc, where);
-  if (rc)
-    return rc;
-  if (!(t >= 1.0f)) {
-    std::snprintf(ctx->error, sizeof ctx->error,
-                  "%s: step must be at least 1, got %g", where, double(t));
-    return 1;
-  }
+  float lr = in[0], t = in[1];
+  if (!(t >= 1.0f))
+    return descFail(ctx, where, "step must be at least 1, got %g", double(t));
   // The same clipping and bias corrections as the CPU backend, on the host.
-  double maxNorm = descAttr(desc, 4), b1 = descAttr(desc, 0),
-         b2 = descAttr(desc, 1);
-  float scale =
-      maxNorm <= 0.0
-          ? gradScale
-          : gradScale *
-                float(std::min(1.0, maxNorm / (double(gradNorm) + 1e-6)));
+  double b1 = descAttr(desc, 0), b2 = descAttr(desc, 1);
+  float scale = infir2::rt::clippedGradScale(in[2], in[3], descAttr(desc, 4));
   float c1 = float(1.0 - std::pow(b1, double(t))),
         c2 = float(1.0 - std::pow(b2, double(t)));
   const int threads = 256;
@@ -236,9 +219,7 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
       f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), p.numel, lr, scale,
       float(b1), float(b2), float(descAttr(desc, 2)), float(descAttr(desc, 3)),
       c1, c2);
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_silu_grad(infir2rt_context *ctx,
@@ -257,35 +238,20 @@ extern "C" int32_t infir2rt_cuda_swiglu_grad(infir2rt_context *ctx,
   swigluGradKernel<<<unsigned((g.numel + 255) / 256), 256>>>(
       g, viewOf(descOperand(ctx, desc, 1)), viewOf(descOperand(ctx, desc, 2)),
       viewOf(descOperand(ctx, desc, 3)), viewOf(descOperand(ctx, desc, 4)));
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_sgd(infir2rt_context *ctx, const int64_t *desc,
                                      const char *where) {
   Operand p = descOperand(ctx, desc, 0), g = descOperand(ctx, desc, 1),
           np = descOperand(ctx, desc, 5);
-  int32_t rc = 0;
-  float lr = scalarOf(ctx, descOperand(ctx, desc, 2), rc, where);
-  if (rc)
+  float in[3]; // learning rate, grad scale, grad norm
+  if (int32_t rc = readScalars(ctx, desc, 2, 3, in, where))
     return rc;
-  float gradScale = scalarOf(ctx, descOperand(ctx, desc, 3), rc, where);
-  if (rc)
-    return rc;
-  float gradNorm = scalarOf(ctx, descOperand(ctx, desc, 4), rc, where);
-  if (rc)
-    return rc;
-  double maxNorm = descAttr(desc, 1);
-  float scale =
-      maxNorm <= 0.0
-          ? gradScale
-          : gradScale *
-                float(std::min(1.0, maxNorm / (double(gradNorm) + 1e-6)));
+  float lr = in[0];
+  float scale = infir2::rt::clippedGradScale(in[1], in[2], descAttr(desc, 1));
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
   sgdKernel<<<unsigned((p.numel + 255) / 256), 256>>>(
       f(p), f(g), f(np), p.numel, lr, scale, float(descAttr(desc, 0)));
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }

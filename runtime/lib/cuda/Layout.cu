@@ -115,12 +115,6 @@ __global__ void sumSquaresKernel(const float *g, int64_t n, float scale,
     atomicAdd(total, v);
 }
 
-int32_t finish(infir2rt_context *ctx, const char *where) {
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
-}
-
 } // namespace
 
 extern "C" int32_t infir2rt_cuda_fill(infir2rt_context *ctx,
@@ -130,7 +124,7 @@ extern "C" int32_t infir2rt_cuda_fill(infir2rt_context *ctx,
     return descFail(ctx, where, "%s", "the CUDA fill writes f32 or bf16");
   fillKernel<<<blocksFor(out.numel), kThreads>>>(viewOf(out),
                                                  float(descAttr(desc, 0)));
-  return finish(ctx, where);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_transpose(infir2rt_context *ctx,
@@ -150,7 +144,7 @@ extern "C" int32_t infir2rt_cuda_transpose(infir2rt_context *ctx,
   }
   transposeKernel<<<blocksFor(out.numel), kThreads>>>(
       in.ptr, out.ptr, out.numel, infir2rt_dtype_size(in.dtype), p);
-  return finish(ctx, where);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
@@ -167,7 +161,7 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
   embeddingKernel<<<blocksFor(ids.numel * dim), kThreads>>>(
       viewOf(table), reinterpret_cast<const int32_t *>(ids.ptr), viewOf(out),
       ids.numel, dim, vocab, bad);
-  int32_t rc = finish(ctx, where);
+  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
   if (!rc)
     rc = infir2::rt::cuda::check(
         ctx, cudaMemcpy(&first, bad, sizeof first, cudaMemcpyDeviceToHost),
@@ -197,7 +191,7 @@ extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
       viewOf(x), reinterpret_cast<const int32_t *>(pos.ptr), viewOf(out),
       tokens, width, x.dim(-2), hd, pos.rank == 1, descAttr(desc, 1),
       descAttr(desc, 2));
-  return finish(ctx, where);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
@@ -206,7 +200,7 @@ extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
   Operand x = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
   reduceSumKernel<<<blocksFor(out.numel), kThreads>>>(viewOf(x), viewOf(out),
                                                       x.numel / out.numel);
-  return finish(ctx, where);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
@@ -227,7 +221,7 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
         reinterpret_cast<const float *>(o.ptr), o.numel, scale, total);
   }
   double ss = 0.0;
-  int32_t rc = finish(ctx, where);
+  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
   if (!rc)
     rc = infir2::rt::cuda::check(
         ctx, cudaMemcpy(&ss, total, sizeof ss, cudaMemcpyDeviceToHost),

@@ -161,12 +161,6 @@ __global__ void embeddingGradKernel(const int32_t *ids, View dy, float *out,
   atomicAdd(&out[int64_t(ids[t]) * dim + i], dy.get(k));
 }
 
-int32_t finish(infir2rt_context *ctx, const char *where) {
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
-}
-
 } // namespace
 
 extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
@@ -191,7 +185,7 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
       viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
       sum);
   double s = 0.0;
-  int32_t rc = finish(ctx, where);
+  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
   if (!rc)
     rc = infir2::rt::cuda::check(
         ctx, cudaMemcpy(&s, sum, sizeof s, cudaMemcpyDeviceToHost),
@@ -229,7 +223,7 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
   crossEntropyGradKernel<<<unsigned(targets.numel), kThreads>>>(
       viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
       total == 0.0 ? 0.0f : float(double(g) / total), viewOf(out));
-  int32_t rc = finish(ctx, where);
+  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
   cudaFree(dw);
   return rc;
 }
@@ -249,7 +243,7 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
       float(descAttr(desc, 0)));
   castKernel<<<unsigned((d + kThreads - 1) / kThreads), kThreads>>>(
       dw, viewOf(dwOut));
-  int32_t rc = finish(ctx, where);
+  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
   cudaFree(dw);
   return rc;
 }
@@ -278,5 +272,5 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
                         kThreads>>>(
       reinterpret_cast<const int32_t *>(ids.ptr), viewOf(dy),
       reinterpret_cast<float *>(out.ptr), ids.numel, dim);
-  return finish(ctx, where);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }

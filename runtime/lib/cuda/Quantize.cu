@@ -236,9 +236,7 @@ int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
     castKernel<<<grid, threads>>>(
         x.ptr, x.dtype, x.numel, g, s, inverse, format, pow2, data.ptr, gt, sT,
         dual ? inverse + nb : nullptr, dual ? dataT.ptr : nullptr, T);
-    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-    INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-    return 0;
+    return infir2::rt::cuda::finishLaunch(ctx, where);
   };
   rc = run();
   cudaFree(amax);
@@ -315,9 +313,7 @@ extern "C" int32_t infir2rt_cuda_dequantize(infir2rt_context *ctx,
       data.ptr, data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3,
       data.numel, g, reinterpret_cast<const float *>(scale.ptr),
       infir2::rt::cuda::viewOf(out));
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
-  return 0;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_quantize(infir2rt_context *ctx,
