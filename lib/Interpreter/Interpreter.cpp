@@ -221,6 +221,8 @@ private:
   LogicalResult embeddingGrad(EmbeddingGradOp op);
   LogicalResult reduceSum(ReduceSumOp op);
   LogicalResult globalNorm(GlobalNormOp op);
+  template <typename CollectiveOp>
+  LogicalResult oneRankShards(CollectiveOp op);
   LogicalResult adamw(AdamWOp op);
   LogicalResult sgd(SGDOp op);
   double clippedScale(double gradScale, double norm, double maxGradNorm);
@@ -544,6 +546,20 @@ LogicalResult Interpreter::reduceSum(ReduceSumOp op) {
 // Optimizer ops
 //===----------------------------------------------------------------------===//
 
+/// ZeRO-1's collectives, run by the one rank the interpreter is: with a
+/// world size of 1 the shard is the whole tensor.
+template <typename CollectiveOp>
+LogicalResult Interpreter::oneRankShards(CollectiveOp op) {
+  if (op.getWorldSize() != 1)
+    return op.emitOpError()
+           << "shards over " << op.getWorldSize()
+           << " ranks; the reference interpreter runs one (compile with "
+              "world-size=1 to interpret ZeRO-1 steps)";
+  for (auto [in, out] : llvm::zip_equal(op.getInputs(), op.getResults()))
+    set(out, get(in));
+  return success();
+}
+
 LogicalResult Interpreter::globalNorm(GlobalNormOp op) {
   double scale = get(op.getScale()).data[0], ss = 0.0;
   for (Value g : op.getGrads())
@@ -853,6 +869,8 @@ LogicalResult Interpreter::run(Operation *op) {
           set(out, get(in));
         return success();
       })
+      .Case([&](ReduceScatterOp o) { return oneRankShards(o); })
+      .Case([&](AllGatherOp o) { return oneRankShards(o); })
       .Case([&](fp8::QuantizeOp o) { return quantize(o); })
       .Case([&](fp8::QuantizeDualOp o) { return quantizeDual(o); })
       .Case([&](fp8::FusedOp o) { return fused(o); })

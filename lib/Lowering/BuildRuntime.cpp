@@ -126,8 +126,16 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
             return named("rms_norm_grad", {n.getEpsilon().convertToDouble()});
           })
           .Case([&](EmbeddingGradOp) { return named("embedding_grad"); })
-          .Case([&](GlobalNormOp) { return named("global_norm"); })
+          .Case([&](GlobalNormOp g) {
+            return named("global_norm", {g.getAcrossRanks() ? 1.0 : 0.0});
+          })
           .Case([&](AllReduceOp) { return named("all_reduce"); })
+          .Case([&](ReduceScatterOp r) {
+            return named("reduce_scatter", {double(r.getWorldSize())});
+          })
+          .Case([&](AllGatherOp g) {
+            return named("all_gather", {double(g.getWorldSize())});
+          })
           .Case([&](AdamWOp a) {
             return named("adamw", {a.getBeta1().convertToDouble(),
                                    a.getBeta2().convertToDouble(),

@@ -349,6 +349,7 @@ FailureOr<ModelPlan> lowering::planModel(ModuleOp module) {
     plan.vocab =
         cast<RankedTensorType>(ce.getLogits().getType()).getShape().back();
   });
+  opt.walk([&](ReduceScatterOp r) { plan.zero1WorldSize = r.getWorldSize(); });
   if (!plan.batch || !plan.vocab)
     return train.emitError() << "expects token ids of shape [batch, seq] and "
                                 "a cross_entropy loss";
@@ -372,7 +373,11 @@ void lowering::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
       train = &f;
   auto gib = [](int64_t b) { return double(b) / (1024.0 * 1024.0 * 1024.0); };
   os << "planned memory (batch " << plan.batch << " x seq " << plan.seqLen
-     << " tokens, vocab " << plan.vocab << ")\n";
+     << " tokens, vocab " << plan.vocab << ")";
+  if (plan.zero1WorldSize)
+    os << ", per rank: masters and moments sharded over "
+       << plan.zero1WorldSize << " ranks (ZeRO-1)";
+  os << "\n";
   int64_t total = 0;
   for (int c = 0; c < kNumCategories; ++c) {
     int64_t bytes = state[c] + (train ? train->peakByCategory[c] : 0);
@@ -405,6 +410,8 @@ std::string lowering::buildManifest(const ModelPlan &plan) {
   os << "scratch_bytes " << plan.scratchBytes << "\n";
   os << "batch " << plan.batch << "\nseq " << plan.seqLen << "\nvocab "
      << plan.vocab << "\n";
+  if (plan.zero1WorldSize)
+    os << "zero1 " << plan.zero1WorldSize << "\n";
   for (const StateSlot &s : plan.state) {
     std::string dtype;
     llvm::raw_string_ostream ds(dtype);

@@ -16,22 +16,26 @@ using namespace mlir;
 
 /// Derives the training step unless the module already has one, and makes
 /// it data-parallel when asked.
-static void addTrainingStep(OpPassManager &pm, StringRef optimizer,
-                            bool dataParallel) {
+template <typename Options>
+static void addTrainingStep(OpPassManager &pm, const Options &options) {
   infir2::AutodiffPassOptions autodiff;
   autodiff.skipIfPresent = true;
   pm.addPass(infir2::createAutodiffPass(autodiff));
   infir2::OptimizerPassOptions opt;
-  opt.optimizer = optimizer.str();
+  opt.optimizer = options.optimizer;
   opt.skipIfPresent = true;
   pm.addPass(infir2::createOptimizerPass(opt));
-  if (dataParallel)
-    pm.addPass(infir2::createDataParallelPass());
+  if (options.dataParallel || options.zero1) {
+    infir2::DataParallelPassOptions dp;
+    dp.zero1 = options.zero1;
+    dp.worldSize = options.worldSize;
+    pm.addPass(infir2::createDataParallelPass(dp));
+  }
 }
 
 void infir2::buildFP8RecipePipeline(OpPassManager &pm,
                                     const FP8RecipeOptions &options) {
-  addTrainingStep(pm, options.optimizer, options.dataParallel);
+  addTrainingStep(pm, options);
   AssignPrecisionPassOptions assign;
   assign.recipe = options.recipe;
   assign.format = options.format;
@@ -51,7 +55,7 @@ void infir2::buildFP8RecipePipeline(OpPassManager &pm,
 
 void infir2::buildBF16RecipePipeline(OpPassManager &pm,
                                      const BF16RecipeOptions &options) {
-  addTrainingStep(pm, options.optimizer, options.dataParallel);
+  addTrainingStep(pm, options);
   pm.addPass(createCSEPass());
 }
 

@@ -6,6 +6,9 @@
 
 #include "Communicator.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,23 +30,57 @@ int launcherSize() {
 }
 
 #ifdef INFIR2_HAVE_MPI
+int32_t mpiFailed(int rc, const char *call, char *error, int64_t errorSize) {
+  if (rc == MPI_SUCCESS)
+    return 0;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  std::snprintf(error, size_t(errorSize), "%s: %s", call, text);
+  return 1;
+}
+
+/// MPI counts are int: larger buffers are refused with a message (buckets
+/// are 25 MiB by default; only a single huge tensor gets near this).
+int32_t mpiCount(int64_t n, const char *what, char *error, int64_t errorSize) {
+  if (n <= INT32_MAX)
+    return 0;
+  std::snprintf(error, size_t(errorSize),
+                "%s of %lld elements exceeds MPI's int counts", what,
+                (long long)n);
+  return 1;
+}
+
 int32_t mpiAllReduce(void *, float *data, int64_t n, char *error,
                      int64_t errorSize) {
-  // MPI counts are int: large buckets go in pieces.
+  // Large buckets go in pieces.
   const int64_t chunk = int64_t(1) << 30;
   for (int64_t at = 0; at < n; at += chunk) {
     int count = int(std::min(chunk, n - at));
-    int rc = MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT, MPI_SUM,
-                           MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) {
-      char text[MPI_MAX_ERROR_STRING];
-      int len = 0;
-      MPI_Error_string(rc, text, &len);
-      std::snprintf(error, size_t(errorSize), "MPI_Allreduce: %s", text);
+    if (mpiFailed(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT,
+                                MPI_SUM, MPI_COMM_WORLD),
+                  "MPI_Allreduce", error, errorSize))
       return 1;
-    }
   }
   return 0;
+}
+
+int32_t mpiReduceScatter(void *, const float *send, float *recv, int64_t n,
+                         char *error, int64_t errorSize) {
+  if (mpiCount(n, "a reduce-scatter block", error, errorSize))
+    return 1;
+  return mpiFailed(MPI_Reduce_scatter_block(send, recv, int(n), MPI_FLOAT,
+                                            MPI_SUM, MPI_COMM_WORLD),
+                   "MPI_Reduce_scatter_block", error, errorSize);
+}
+
+int32_t mpiAllGather(void *, const void *send, void *recv, int64_t bytes,
+                     char *error, int64_t errorSize) {
+  if (mpiCount(bytes, "an all-gather block", error, errorSize))
+    return 1;
+  return mpiFailed(MPI_Allgather(send, int(bytes), MPI_BYTE, recv, int(bytes),
+                                 MPI_BYTE, MPI_COMM_WORLD),
+                   "MPI_Allgather", error, errorSize);
 }
 #endif
 
@@ -91,14 +128,30 @@ void Communicator::finalize() {
 }
 
 void Communicator::attach(infir2rt_context &ctx) {
+  ctx.comm = nullptr;
 #ifdef INFIR2_HAVE_MPI
   if (size_ > 1) {
-    ctx.all_reduce_sum = mpiAllReduce;
-    ctx.comm = this;
+    interface_ = {this,           rank_,        size_, mpiAllReduce,
+                  mpiReduceScatter, mpiAllGather};
+    ctx.comm = &interface_;
   }
-#else
-  (void)ctx;
 #endif
+}
+
+bool Communicator::allGather(const void *send, void *recv, int64_t bytes,
+                             std::string &error) {
+  if (size_ == 1) {
+    std::memcpy(recv, send, size_t(bytes));
+    return true;
+  }
+#ifdef INFIR2_HAVE_MPI
+  char text[256] = {0};
+  if (mpiAllGather(this, send, recv, bytes, text, sizeof text)) {
+    error = text;
+    return false;
+  }
+#endif
+  return true;
 }
 
 double Communicator::sum(double v) {

@@ -7,7 +7,7 @@
 // The ranks of a data-parallel run. Under mpirun (or any MPI launcher) the
 // trainer joins MPI_COMM_WORLD; started alone it is one rank and needs no
 // MPI at all. The compiled step reaches it through the runtime's
-// communicator interface (infir2rt_context::all_reduce_sum).
+// communicator interface (infir2rt_communicator).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +33,10 @@ public:
   /// Installs the collectives into a runtime context (nothing for one rank).
   void attach(infir2rt_context &ctx);
 
+  /// Every rank's `bytes` bytes, in rank order, into `recv`.
+  bool allGather(const void *send, void *recv, int64_t bytes,
+                 std::string &error);
+
   /// Sums / takes the maximum of a double across the ranks.
   double sum(double v);
   double max(double v);
@@ -41,6 +45,7 @@ public:
 private:
   int rank_ = 0, size_ = 1;
   bool mpi_ = false;
+  infir2rt_communicator interface_{};
 };
 
 } // namespace infir2::rt

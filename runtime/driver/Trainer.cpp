@@ -74,6 +74,7 @@ struct Slot {
 
 struct Model {
   int64_t stateBytes = 0, scratchBytes = 0, batch = 0, seq = 0, vocab = 0;
+  int64_t zero1 = 0; ///< ranks the optimizer state is sharded over, or 0
   std::vector<Slot> slots;
 
   const Slot *find(const std::string &kind, const std::string &name) const {
@@ -107,6 +108,8 @@ Model readManifest() {
       ls >> m.seq;
     else if (key == "vocab")
       ls >> m.vocab;
+    else if (key == "zero1")
+      ls >> m.zero1;
     else if (key == "slot") {
       Slot s;
       int64_t rank = 0;
@@ -345,8 +348,6 @@ public:
     ctx.regions[0] = state.data();
     ctx.regions[1] = scratch.data();
     ctx.error[0] = 0;
-    ctx.all_reduce_sum = nullptr;
-    ctx.comm = nullptr;
     comm.attach(ctx);
   }
 
@@ -362,6 +363,19 @@ private:
   void setScalar(const char *name, float v) {
     *at<float>(m.get("input", name)) = v;
   }
+
+  /// A state slot as a whole tensor: its shape, and the elements of it this
+  /// rank holds (from `begin`, `count` of them). ZeRO-1 shards the masters
+  /// and moments by rows; everything else is whole on every rank.
+  struct Extent {
+    std::vector<int64_t> shape;
+    int64_t begin = 0, count = 0;
+    bool contains(int64_t i) const { return i >= begin && i < begin + count; }
+  };
+  Extent extentOf(const Slot &s) const;
+  /// The whole FP32 tensor of a master or moment slot (gathered from every
+  /// rank under ZeRO-1; every rank must call it, in the same order).
+  std::vector<float> wholeState(const Slot &s);
 
   void initialize();
   /// Sets element i of a parameter's working copy (BF16 or FP32).
@@ -391,18 +405,51 @@ private:
   int64_t dataPosition = 0, step = 0, updates = 0;
 };
 
+Trainer::Extent Trainer::extentOf(const Slot &s) const {
+  if (!m.zero1 ||
+      (s.kind != "master" && s.kind != "moment1" && s.kind != "moment2"))
+    return {s.shape, 0, s.numel};
+  const Slot &whole = m.get("param", s.name);
+  int64_t rows = s.shape[0], rowElems = s.numel / rows;
+  int64_t first = comm.rank() * rows;
+  int64_t mine =
+      std::max<int64_t>(0, std::min(whole.shape[0], first + rows) - first);
+  return {whole.shape, first * rowElems, mine * rowElems};
+}
+
+std::vector<float> Trainer::wholeState(const Slot &s) {
+  Extent e = extentOf(s);
+  int64_t numel = 1;
+  for (int64_t d : e.shape)
+    numel *= d;
+  if (!m.zero1)
+    return std::vector<float>(at<float>(s), at<float>(s) + numel);
+  // Rank r's shard is rows [r·rows, (r+1)·rows) of the whole: the shards
+  // in rank order are the whole tensor, then padding.
+  std::vector<float> all(size_t(s.numel) * comm.size());
+  std::string error;
+  if (!comm.allGather(at<float>(s), all.data(), s.numel * 4, error))
+    die("gathering %s '%s' for the checkpoint: %s", s.kind.c_str(),
+        s.name.c_str(), error.c_str());
+  all.resize(numel);
+  return all;
+}
+
 void Trainer::initialize() {
   std::normal_distribution<double> normal(0.0, 1.0);
   for (const Slot &s : m.slots) {
     if (s.kind != "param")
       continue;
     const Slot &master = m.get("master", s.name);
-    float *mw = at<float>(master);
+    Extent e = extentOf(master);
+    float *mw = at<float>(master) - e.begin;
+    // Every rank draws every value, so that all hold the same weights.
     for (int64_t i = 0; i < s.numel; ++i) {
       float v = s.init == "ones"     ? 1.0f
                 : s.init == "normal" ? float(s.std * normal(rng))
                                      : 0.0f;
-      mw[i] = v;
+      if (e.contains(i))
+        mw[i] = v;
       setParam(s, i, v);
     }
   }
@@ -433,10 +480,14 @@ void Trainer::loadWeights(const std::string &path) {
         t.dtype != "F64")
       die("%s: tensor '%s' has dtype %s (expected F32, BF16, F16 or F64)",
           path.c_str(), s.name.c_str(), t.dtype.c_str());
-    float *mw = at<float>(m.get("master", s.name));
+    const Slot &master = m.get("master", s.name);
+    Extent e = extentOf(master);
+    float *mw = at<float>(master) - e.begin;
     for (int64_t i = 0; i < s.numel; ++i) {
-      mw[i] = storedFloat(t, i);
-      setParam(s, i, mw[i]);
+      float v = storedFloat(t, i);
+      if (e.contains(i))
+        mw[i] = v;
+      setParam(s, i, v);
     }
   }
 }
@@ -489,10 +540,14 @@ void Trainer::loadCheckpoint(const std::string &path) {
     if (it == opt.end())
       die("%s: tensor '%s%s' is missing", optPath.c_str(), prefix,
           s.name.c_str());
-    if (it->second.dtype != "F32" || it->second.shape != s.shape)
+    Extent e = extentOf(s);
+    if (it->second.dtype != "F32" || it->second.shape != e.shape)
       die("%s: tensor '%s%s' is not F32 of the model's shape", optPath.c_str(),
           prefix, s.name.c_str());
-    std::memcpy(at<float>(s), it->second.bytes.data(), s.numel * 4);
+    // This rank's rows under ZeRO-1 (the padding stays zero), else all.
+    std::memset(at<float>(s), 0, s.numel * 4);
+    std::memcpy(at<float>(s), it->second.bytes.data() + e.begin * 4,
+                e.count * 4);
   }
   std::ifstream in(dir + "/trainer_state.txt");
   std::string key, rngState;
@@ -513,6 +568,14 @@ void Trainer::loadCheckpoint(const std::string &path) {
 }
 
 void Trainer::saveCheckpoint(int64_t at_) {
+  // Whole tensors, so that any world size can load them: under ZeRO-1 every
+  // rank takes part in gathering the optimizer state; rank 0 writes.
+  std::map<const Slot *, std::vector<float>> gathered;
+  for (const Slot &s : m.slots)
+    if (s.kind == "master" || s.kind == "moment1" || s.kind == "moment2")
+      gathered[&s] = wholeState(s);
+  if (comm.rank() != 0)
+    return;
   char name[32];
   std::snprintf(name, sizeof name, "step-%06lld", (long long)at_);
   std::string final = o.save + "/" + name, tmp = final + ".tmp";
@@ -534,9 +597,14 @@ void Trainer::saveCheckpoint(int64_t at_) {
     StoredTensor t;
     bool bf16 = s.dtype == "bf16";
     t.dtype = bf16 ? "BF16" : "F32";
-    t.shape = s.shape;
-    const uint8_t *p = state.data() + s.offset;
-    t.bytes.assign(p, p + s.numel * (bf16 ? 2 : 4));
+    t.shape = extentOf(s).shape;
+    if (auto it = gathered.find(&s); it != gathered.end()) {
+      const uint8_t *p = reinterpret_cast<const uint8_t *>(it->second.data());
+      t.bytes.assign(p, p + it->second.size() * 4);
+    } else {
+      const uint8_t *p = state.data() + s.offset;
+      t.bytes.assign(p, p + s.numel * (bf16 ? 2 : 4));
+    }
     store.push_back(std::move(t));
     (s.kind == "param" ? model : opt)
         .push_back({prefix + s.name, &store.back()});
@@ -672,6 +740,12 @@ int Trainer::run() {
     die("--micro-batch %lld, but the model was compiled for micro-batch "
         "%lld (recompile with infir2-import --micro-batch)",
         (long long)o.microBatch, (long long)m.batch);
+  if (m.zero1 && m.zero1 != comm.size())
+    die("this trainer shards its optimizer state over %lld ranks (ZeRO-1, "
+        "compiled with world-size=%lld) but was started as %d; run it with "
+        "mpirun -np %lld, or recompile for %d",
+        (long long)m.zero1, (long long)m.zero1, comm.size(),
+        (long long)m.zero1, comm.size());
   int64_t need = m.seq + 1;
   if (!o.data.empty())
     train = readTokens(o.data, o.dataFormat, m.vocab, need);
@@ -808,9 +882,7 @@ int Trainer::run() {
     }
     if (!o.save.empty() &&
         ((o.saveEvery && step % o.saveEvery == 0) || step == o.steps)) {
-      // Every rank holds the same weights and state: rank 0 writes them.
-      if (lead)
-        saveCheckpoint(step);
+      saveCheckpoint(step);
       comm.barrier();
     }
   }

@@ -82,6 +82,8 @@ struct ModelPlan {
   std::vector<FunctionPlan> functions;
   int64_t scratchBytes = 0; ///< the largest function's
   int64_t batch = 0, seqLen = 0, vocab = 0;
+  /// The ranks the optimizer state is sharded over (ZeRO-1), or 0.
+  int64_t zero1WorldSize = 0;
 };
 
 /// Plans `module`, which must hold @train_step and @optimizer_step (and may

@@ -20,8 +20,36 @@ class OpPassManager;
 
 namespace infir2 {
 
+/// What both recipes take about the training step: the optimizer that a
+/// forward-only input gets, and data parallelism.
+template <typename Derived>
+struct TrainingStepOptions : public mlir::PassPipelineOptions<Derived> {
+  using Base = mlir::PassPipelineOptions<Derived>;
+  template <typename T> using Option = typename Base::template Option<T>;
+
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("adamw or sgd, for a forward-only input"),
+      llvm::cl::init("adamw")};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Make the optimizer step data-parallel: the gradients "
+                     "summed across ranks (infir2.all_reduce in buckets)"),
+      llvm::cl::init(false)};
+  Option<bool> zero1{
+      *this, "zero1",
+      llvm::cl::desc("Data-parallel with the optimizer state sharded over the "
+                     "ranks (ZeRO-1: reduce-scatter, update the shard, "
+                     "all-gather the weights); needs world-size"),
+      llvm::cl::init(false)};
+  Option<int64_t> worldSize{
+      *this, "world-size",
+      llvm::cl::desc("The number of data-parallel ranks, for zero1"),
+      llvm::cl::init(0)};
+};
+
 /// `--fp8-recipe`: the InfiR2 FP8 training recipe and its variants.
-struct FP8RecipeOptions : public mlir::PassPipelineOptions<FP8RecipeOptions> {
+struct FP8RecipeOptions : public TrainingStepOptions<FP8RecipeOptions> {
   Option<std::string> recipe{
       *this, "recipe",
       llvm::cl::desc("blockwise (InfiR2: 128x128 weights, 1x128 activations "
@@ -42,15 +70,6 @@ struct FP8RecipeOptions : public mlir::PassPipelineOptions<FP8RecipeOptions> {
       *this, "min-gemm-flops",
       llvm::cl::desc("GEMMs of fewer flops stay in BF16 (too small to gain)"),
       llvm::cl::init(1.6e7)};
-  Option<std::string> optimizer{
-      *this, "optimizer",
-      llvm::cl::desc("adamw or sgd, for a forward-only input"),
-      llvm::cl::init("adamw")};
-  Option<bool> dataParallel{
-      *this, "data-parallel",
-      llvm::cl::desc("Sum the gradients across data-parallel ranks before "
-                     "the optimizer step (infir2.all_reduce in buckets)"),
-      llvm::cl::init(false)};
   Option<bool> fuseCasts{
       *this, "fuse-casts",
       llvm::cl::desc("Fuse quantizations into norms, SwiGLU and GEMMs "
@@ -60,17 +79,7 @@ struct FP8RecipeOptions : public mlir::PassPipelineOptions<FP8RecipeOptions> {
 
 /// `--bf16-recipe`: the baseline the InfiR2 paper compares against, the same
 /// training step with every GEMM in high precision.
-struct BF16RecipeOptions : public mlir::PassPipelineOptions<BF16RecipeOptions> {
-  Option<std::string> optimizer{
-      *this, "optimizer",
-      llvm::cl::desc("adamw or sgd, for a forward-only input"),
-      llvm::cl::init("adamw")};
-  Option<bool> dataParallel{
-      *this, "data-parallel",
-      llvm::cl::desc("Sum the gradients across data-parallel ranks before "
-                     "the optimizer step (infir2.all_reduce in buckets)"),
-      llvm::cl::init(false)};
-};
+struct BF16RecipeOptions : public TrainingStepOptions<BF16RecipeOptions> {};
 
 /// Adds the FP8 recipe: autodiff and the optimizer when the module has no
 /// training step yet, then assign-precision, insert-quantization, CSE,

@@ -284,12 +284,41 @@ def DataParallelPass : Pass<"infir2-data-parallel", "mlir::ModuleOp"> {
     ```mlir
     %r:2 = infir2.all_reduce %arg26, %arg27 : tensor<256x256xf32>, tensor<256xf32>
     ```
+
+    With `zero1=true world-size=N` it shards the optimizer state instead
+    (ZeRO stage 1): each FP32 master weight and its moments become the row
+    shard `ceil(d0/N)` of the rank that updates them, so their memory is
+    divided by N. The step then
+    - reduce-scatters the gradient accumulators (`infir2.reduce_scatter`,
+      same buckets): each rank gets the summed rows it owns;
+    - takes the clipping norm over all ranks' shards
+      (`infir2.global_norm {across_ranks}`);
+    - updates its shards only;
+    - all-gathers the updated working weights (`infir2.all_gather`), so that
+      every rank starts the next step with all of them.
+
+    The shard shapes depend on N, so a ZeRO-1 trainer runs at the world
+    size it was compiled for (the trainer checks); its checkpoints hold
+    whole tensors and load at any world size.
+
+    ```mlir
+    %s:2 = infir2.reduce_scatter %arg26, %arg27 {world_size = 2 : i64}
+        : tensor<256x256xf32>, tensor<256xf32> -> tensor<128x256xf32>, tensor<128xf32>
+    ...
+    %w = infir2.all_gather %5, %6 {world_size = 2 : i64}
+        : tensor<128x256xbf16>, tensor<128xbf16> -> tensor<256x256xbf16>, tensor<256xbf16>
+    ```
   }];
   let options = [
     Option<"stepName", "step-name", "std::string", "\"optimizer_step\"",
            "The optimizer step function">,
     Option<"bucketMB", "bucket-mb", "double", "25.0",
-           "Largest bucket, in MiB of FP32 gradients">
+           "Largest bucket, in MiB of FP32 gradients">,
+    Option<"zero1", "zero1", "bool", "false",
+           "Shard the optimizer state over the ranks (ZeRO-1) instead of "
+           "all-reducing the gradients">,
+    Option<"worldSize", "world-size", "int64_t", "0",
+           "The number of data-parallel ranks (required by zero1)">
   ];
   let dependentDialects = ["infir2::Infir2Dialect"];
 }

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Collectives.h"
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/FP8.h"
 #include "infir2/runtime/Optimizer.h"
@@ -930,6 +931,14 @@ ENTRY(global_norm) {
       local += double(scale * x[i]) * double(scale * x[i]);
     ss += local;
   }
+  if (c.attr(0) != 0.0 && c.ctx->comm) { // ZeRO-1: every rank's shards
+    float all = float(ss);
+    char error[256] = {0};
+    if (c.ctx->comm->all_reduce_sum(c.ctx->comm->impl, &all, 1, error,
+                                    sizeof error))
+      return c.fail("all-reduce of the squared norm failed: %s", error);
+    ss = all;
+  }
   c.operand(n - 1).set(0, float(std::sqrt(ss)));
   return 0;
 }
@@ -984,7 +993,7 @@ ENTRY(all_reduce) {
   int64_t n = c.numOperands() / 2, total = 0;
   for (int64_t i = 0; i < n; ++i)
     total += c.operand(i).numel;
-  if (!c.ctx->all_reduce_sum) { // one rank: the sums are the operands
+  if (!c.ctx->comm) { // one rank: the sums are the operands
     for (int64_t i = 0; i < n; ++i)
       if (c.operand(i).ptr != c.operand(n + i).ptr)
         std::memcpy(c.operand(n + i).ptr, c.operand(i).ptr,
@@ -997,13 +1006,44 @@ ENTRY(all_reduce) {
     std::memcpy(bucket.data() + at, c.operand(i).ptr,
                 c.operand(i).numel * sizeof(float));
   char error[256] = {0};
-  if (c.ctx->all_reduce_sum(c.ctx->comm, bucket.data(), total, error,
-                            sizeof error) != 0)
+  if (c.ctx->comm->all_reduce_sum(c.ctx->comm->impl, bucket.data(), total,
+                                  error, sizeof error) != 0)
     return c.fail("all-reduce of %lld floats failed: %s", (long long)total,
                   error);
   for (int64_t i = 0, at = 0; i < n; at += c.operand(i).numel, ++i)
     std::memcpy(c.operand(n + i).ptr, bucket.data() + at,
                 c.operand(i).numel * sizeof(float));
+  return 0;
+}
+
+/// ZeRO-1's bucket: operand i is a whole tensor (`wholeFirst`) or a shard,
+/// operand n + i the other.
+std::vector<RowShard> rowShards(const Call &c, bool wholeFirst) {
+  int64_t n = c.numOperands() / 2;
+  std::vector<RowShard> bucket;
+  for (int64_t i = 0; i < n; ++i) {
+    Operand a = c.operand(i), b = c.operand(n + i);
+    Operand whole = wholeFirst ? a : b;
+    bucket.push_back({whole.ptr, (wholeFirst ? b : a).ptr, whole.dim(0),
+                      whole.numel / whole.dim(0) *
+                          infir2rt_dtype_size(whole.dtype)});
+  }
+  return bucket;
+}
+
+ENTRY(reduce_scatter) {
+  char error[256] = {0};
+  if (reduceScatterHost(c.ctx, c.intAttr(0), rowShards(c, true), error,
+                        sizeof error))
+    return c.fail("reduce-scatter: %s", error);
+  return 0;
+}
+
+ENTRY(all_gather) {
+  char error[256] = {0};
+  if (allGatherHost(c.ctx, c.intAttr(0), rowShards(c, false), error,
+                    sizeof error))
+    return c.fail("all-gather: %s", error);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
 #include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Collectives.h"
 #include "infir2/runtime/Descriptor.h"
 
 #include <cmath>
@@ -25,6 +26,9 @@ using Operand = infir2::rt::DescOperand;
 using infir2::rt::descAttr;
 using infir2::rt::descFail;
 using infir2::rt::descOperand;
+using infir2::rt::RowShard;
+using infir2::rt::allGatherHost;
+using infir2::rt::reduceScatterHost;
 using infir2::rt::cuda::View;
 using infir2::rt::cuda::viewOf;
 
@@ -229,6 +233,15 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
   cudaFree(total);
   if (rc)
     return rc;
+  if (descAttr(desc, 0) != 0.0 && ctx->comm) { // ZeRO-1: every rank's shards
+    float all = float(ss);
+    char error[256] = {0};
+    if (ctx->comm->all_reduce_sum(ctx->comm->impl, &all, 1, error,
+                                  sizeof error))
+      return descFail(ctx, where, "all-reduce of the squared norm failed: %s",
+                      error);
+    ss = all;
+  }
   float norm = float(std::sqrt(ss));
   INFIR2_CUDA_CHECK(ctx,
                     cudaMemcpy(descOperand(ctx, desc, n - 1).ptr, &norm,
@@ -237,20 +250,20 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
   return 0;
 }
 
-// The collective on device buffers: with a communicator (the trainer's MPI),
-// each bucket is staged through host memory, summed across ranks and copied
-// back; alone, the sums are the operands. (NCCL, summing device buffers in
-// place, is the next step.)
+// The collectives on device buffers: with a communicator (the trainer's
+// MPI), each bucket is staged through host memory, reduced or gathered
+// across ranks and copied back; alone, the results are the operands. (NCCL,
+// working on device buffers in place, is the next step.)
 extern "C" int32_t infir2rt_cuda_all_reduce(infir2rt_context *ctx,
                                             const int64_t *desc,
                                             const char *where) {
   int64_t n = desc[0] / 2, total = 0;
   for (int64_t i = 0; i < n; ++i)
     total += descOperand(ctx, desc, i).numel;
-  std::vector<float> bucket(ctx->all_reduce_sum ? total : 0);
+  std::vector<float> bucket(ctx->comm ? total : 0);
   for (int64_t i = 0, at = 0; i < n; ++i) {
     Operand in = descOperand(ctx, desc, i), out = descOperand(ctx, desc, n + i);
-    if (ctx->all_reduce_sum) {
+    if (ctx->comm) {
       INFIR2_CUDA_CHECK(ctx,
                         cudaMemcpy(bucket.data() + at, in.ptr, in.numel * 4,
                                    cudaMemcpyDeviceToHost),
@@ -263,11 +276,11 @@ extern "C" int32_t infir2rt_cuda_all_reduce(infir2rt_context *ctx,
           where);
     }
   }
-  if (!ctx->all_reduce_sum)
+  if (!ctx->comm)
     return 0;
   char error[256] = {0};
-  if (ctx->all_reduce_sum(ctx->comm, bucket.data(), total, error,
-                          sizeof error) != 0)
+  if (ctx->comm->all_reduce_sum(ctx->comm->impl, bucket.data(), total, error,
+                                sizeof error) != 0)
     return descFail(ctx, where, "all-reduce of %lld floats failed: %s",
                     (long long)total, error);
   for (int64_t i = 0, at = 0; i < n; ++i) {
@@ -279,4 +292,65 @@ extern "C" int32_t infir2rt_cuda_all_reduce(infir2rt_context *ctx,
     at += out.numel;
   }
   return 0;
+}
+
+namespace {
+
+/// ZeRO-1's collectives, staged: the bucket's device operands copied to
+/// host buffers (operand i whole when `wholeFirst`, else a shard; operand
+/// n + i the other), the host collective run on them, the results copied
+/// back.
+int32_t stagedRowShards(infir2rt_context *ctx, const int64_t *desc,
+                        const char *where, bool wholeFirst,
+                        int32_t (*collective)(const infir2rt_context *,
+                                              int64_t,
+                                              const std::vector<RowShard> &,
+                                              char *, int64_t),
+                        const char *what) {
+  int64_t n = desc[0] / 2, world = int64_t(descAttr(desc, 0));
+  std::vector<std::vector<uint8_t>> wholes(n), shards(n);
+  std::vector<RowShard> bucket;
+  for (int64_t i = 0; i < n; ++i) {
+    Operand whole = descOperand(ctx, desc, wholeFirst ? i : n + i);
+    Operand shard = descOperand(ctx, desc, wholeFirst ? n + i : i);
+    int64_t size = infir2rt_dtype_size(whole.dtype);
+    wholes[i].resize(whole.numel * size);
+    shards[i].resize(shard.numel * size);
+    Operand in = wholeFirst ? whole : shard;
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpy((wholeFirst ? wholes : shards)[i].data(),
+                                 in.ptr, in.numel * size,
+                                 cudaMemcpyDeviceToHost),
+                      where);
+    bucket.push_back({wholes[i].data(), shards[i].data(), whole.dim(0),
+                      whole.numel / whole.dim(0) * size});
+  }
+  char error[256] = {0};
+  if (collective(ctx, world, bucket, error, sizeof error))
+    return descFail(ctx, where, "%s: %s", what, error);
+  for (int64_t i = 0; i < n; ++i) {
+    Operand out = descOperand(ctx, desc, n + i);
+    const std::vector<uint8_t> &host = wholeFirst ? shards[i] : wholes[i];
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpy(out.ptr, host.data(), host.size(),
+                                 cudaMemcpyHostToDevice),
+                      where);
+  }
+  return 0;
+}
+
+} // namespace
+
+extern "C" int32_t infir2rt_cuda_reduce_scatter(infir2rt_context *ctx,
+                                                const int64_t *desc,
+                                                const char *where) {
+  return stagedRowShards(ctx, desc, where, /*wholeFirst=*/true,
+                         reduceScatterHost, "reduce-scatter");
+}
+
+extern "C" int32_t infir2rt_cuda_all_gather(infir2rt_context *ctx,
+                                            const int64_t *desc,
+                                            const char *where) {
+  return stagedRowShards(ctx, desc, where, /*wholeFirst=*/false, allGatherHost,
+                         "all-gather");
 }

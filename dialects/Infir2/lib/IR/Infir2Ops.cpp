@@ -495,6 +495,45 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+/// Checks that each `shard` is rank `world`'s row shard of the `full` tensor
+/// at the same position: the rows ceil(d0 / world), the rest equal.
+static LogicalResult verifyRowShards(Operation *op, TypeRange full,
+                                     TypeRange shards, int64_t world) {
+  if (full.empty())
+    return op->emitOpError() << "expects at least one tensor";
+  if (full.size() != shards.size())
+    return op->emitOpError() << "expects one result per operand, got "
+                             << shards.size() << " for " << full.size();
+  for (auto [i, types] : llvm::enumerate(llvm::zip_equal(full, shards))) {
+    auto f = cast<RankedTensorType>(std::get<0>(types));
+    auto s = cast<RankedTensorType>(std::get<1>(types));
+    if (f.getElementType() != s.getElementType())
+      return op->emitOpError() << "tensor #" << i << ": element types differ ("
+                               << f.getElementType() << " and "
+                               << s.getElementType() << ")";
+    if (f.getRank() == 0)
+      return op->emitOpError() << "tensor #" << i
+                               << " is a scalar; shards are rows of a tensor";
+    SmallVector<int64_t> want(f.getShape());
+    want[0] = llvm::divideCeil(want[0], world);
+    if (s.getRank() != f.getRank() || s.getShape() != ArrayRef(want))
+      return op->emitOpError()
+             << "tensor #" << i << ": the shard of " << f << " over " << world
+             << " ranks is " << f.clone(want) << ", got " << s;
+  }
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyRowShards(*this, getInputs().getTypes(), getResults().getTypes(),
+                         getWorldSize());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyRowShards(*this, getResults().getTypes(), getInputs().getTypes(),
+                         getWorldSize());
+}
+
 /// Checks the hyperparameters shared by the update ops.
 static LogicalResult verifyUpdate(Operation *op, double weightDecay,
                                   double maxGradNorm) {

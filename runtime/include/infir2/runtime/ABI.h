@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-enum { INFIR2RT_ABI_VERSION = 1 };
+enum { INFIR2RT_ABI_VERSION = 2 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
@@ -50,19 +50,30 @@ enum infir2rt_dtype {
   INFIR2RT_I1 = 9,
 };
 
-/// The communicator interface: sums `n` floats in place across the
-/// data-parallel ranks (every rank gets the sums); 0 on success, else
-/// non-zero with a message in `error`. The trainer provides it (MPI on CPUs).
-typedef int32_t (*infir2rt_all_reduce_fn)(void *comm, float *data, int64_t n,
-                                          char *error, int64_t error_size);
+/// The data-parallel group, as the trainer provides it (MPI on CPUs). Each
+/// function returns 0 on success, else non-zero with a message in `error`.
+typedef struct infir2rt_communicator {
+  void *impl;
+  int32_t rank, size;
+  /// Sums `n` floats in place; every rank gets the sums.
+  int32_t (*all_reduce_sum)(void *impl, float *data, int64_t n, char *error,
+                            int64_t error_size);
+  /// `send` holds `size` blocks of `n` floats; rank r receives into `recv`
+  /// the sum over all ranks of their block r.
+  int32_t (*reduce_scatter_sum)(void *impl, const float *send, float *recv,
+                                int64_t n, char *error, int64_t error_size);
+  /// Every rank's `bytes` bytes of `send`, in rank order, into `recv`
+  /// (`size` times `bytes`).
+  int32_t (*all_gather)(void *impl, const void *send, void *recv,
+                        int64_t bytes, char *error, int64_t error_size);
+} infir2rt_communicator;
 
 /// What a compiled step runs against.
 typedef struct infir2rt_context {
   uint8_t *regions[2]; ///< state, scratch
   char error[512];     ///< the message of the call that failed
   /// Null when the trainer runs as one process: collectives are then copies.
-  infir2rt_all_reduce_fn all_reduce_sum;
-  void *comm;
+  const infir2rt_communicator *comm;
 } infir2rt_context;
 
 #define INFIR2RT_ENTRY(name, attributes)                                       \

@@ -65,9 +65,12 @@ INFIR2RT_CUDA_ENTRY(embedding)
 INFIR2RT_CUDA_ENTRY(rope)
 INFIR2RT_CUDA_ENTRY(reduce_sum)
 INFIR2RT_CUDA_ENTRY(global_norm)
-/// The gradient all-reduce on device buffers, through the context's
-/// communicator (staged through host memory) or a copy when alone.
+/// The collectives on device buffers, through the context's communicator
+/// (staged through host memory) or copies when alone: the gradient
+/// all-reduce, and ZeRO-1's reduce-scatter and all-gather.
 INFIR2RT_CUDA_ENTRY(all_reduce)
+INFIR2RT_CUDA_ENTRY(reduce_scatter)
+INFIR2RT_CUDA_ENTRY(all_gather)
 /// Losses and gradients: cross_entropy and its gradient (targets checked on
 /// the host), rms_norm_grad, embedding_grad (ids checked).
 INFIR2RT_CUDA_ENTRY(cross_entropy)

@@ -493,17 +493,26 @@ def Infir2_EmbeddingGradOp : Infir2_Op<"embedding_grad", [Pure]> {
 
 def Infir2_FP32Tensor : StaticShapeTensorOf<[F32]>;
 
-def Infir2_GlobalNormOp : Infir2_Op<"global_norm", [Pure]> {
+def Infir2_GlobalNormOp : Infir2_Op<"global_norm"> {
   let summary = "Computes the L2 norm of a list of tensors, each scaled by a common factor.";
   let description = [{
     `sqrt(Σ_i ||scale · grads_i||²)`: the norm of the averaged gradient that
     global-norm clipping compares against `max_grad_norm`.
 
+    With `across_ranks`, each rank of the data-parallel group holds a
+    disjoint shard of the gradients (ZeRO-1, see `infir2.reduce_scatter`):
+    the sums of squares of all ranks are added before the square root, so
+    every rank gets the norm of the whole gradient. That form communicates;
+    the op is therefore not `Pure` (it is never dead in an optimizer step
+    anyway).
+
     ```mlir
     %n = infir2.global_norm %g0, %g1 scale %s : tensor<8x4xf32>, tensor<4xf32>
+    %m = infir2.global_norm %s0 scale %s {across_ranks} : tensor<4x4xf32>
     ```
   }];
-  let arguments = (ins Variadic<Infir2_FP32Tensor>:$grads, Infir2_Scalar:$scale);
+  let arguments = (ins Variadic<Infir2_FP32Tensor>:$grads, Infir2_Scalar:$scale,
+                       UnitAttr:$across_ranks);
   let results = (outs Infir2_Scalar:$norm);
   let assemblyFormat = "$grads `scale` $scale attr-dict `:` type($grads)";
   let hasVerifier = 1;
@@ -531,6 +540,59 @@ def Infir2_AllReduceOp : Infir2_Op<"all_reduce", [
   let arguments = (ins Variadic<Infir2_FP32Tensor>:$inputs);
   let results = (outs Variadic<Infir2_FP32Tensor>:$results);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
+def Infir2_ReduceScatterOp : Infir2_Op<"reduce_scatter"> {
+  let summary = "Sums FP32 tensors across the ranks and keeps this rank's rows (ZeRO-1).";
+  let description = [{
+    The sum over the `world_size` ranks of each operand, as with
+    `infir2.all_reduce`, of which each rank receives only its shard: the
+    rows (leading dimension) `[r·s, min(d0, (r+1)·s))` for rank `r`, with
+    `s = ceil(d0 / world_size)` rows per shard. A shard that runs past `d0`
+    is padded with zero rows, so every rank's shard has the same type and
+    the compiled state layout does not depend on the rank. The operands form
+    one communication bucket.
+
+    `--infir2-data-parallel="zero1=true world-size=N"` inserts these ops on
+    the gradient accumulators at the top of `@optimizer_step`.
+
+    ```mlir
+    %s0, %s1 = infir2.reduce_scatter %g0, %g1 {world_size = 2 : i64}
+        : tensor<256x64xf32>, tensor<5xf32> -> tensor<128x64xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Infir2_FP32Tensor>:$inputs,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$world_size);
+  let results = (outs Variadic<Infir2_FP32Tensor>:$results);
+  let assemblyFormat =
+      "$inputs attr-dict `:` type($inputs) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def Infir2_AllGatherOp : Infir2_Op<"all_gather"> {
+  let summary = "Concatenates every rank's row shard of tensors (ZeRO-1).";
+  let description = [{
+    The inverse of `infir2.reduce_scatter`'s sharding: each operand is this
+    rank's shard of `s` rows of a tensor of `d0` rows
+    (`s = ceil(d0 / world_size)`); each result is the whole tensor, rank
+    `r`'s shard giving rows `[r·s, min(d0, (r+1)·s))` (padding rows are
+    dropped). Every rank receives the same result. The operands form one
+    communication bucket.
+
+    `--infir2-data-parallel="zero1=true"` gathers the updated working
+    weights with it at the end of `@optimizer_step`.
+
+    ```mlir
+    %w = infir2.all_gather %shard {world_size = 2 : i64}
+        : tensor<3xbf16> -> tensor<5xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Infir2_FloatTensor>:$inputs,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$world_size);
+  let results = (outs Variadic<Infir2_FloatTensor>:$results);
+  let assemblyFormat =
+      "$inputs attr-dict `:` type($inputs) `->` type($results)";
   let hasVerifier = 1;
 }
 

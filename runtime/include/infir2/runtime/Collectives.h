@@ -1,0 +1,152 @@
+//===- Collectives.h - Buckets of the data-parallel collectives -*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The host side of the collectives, shared by every backend (the CUDA one
+// stages its device buffers through host memory): packing a bucket of
+// tensors into the one buffer the communicator reduces or gathers, and the
+// row sharding of ZeRO-1. Rank r of `world` owns the rows
+// [r·s, min(rows, (r+1)·s)) of a tensor, s = ceil(rows / world); shards
+// past the last row are zero padding, so that every rank's shard has the
+// same size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_COLLECTIVES_H
+#define INFIR2_RUNTIME_COLLECTIVES_H
+
+#include "infir2/runtime/ABI.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace infir2::rt {
+
+/// One tensor of a ZeRO-1 bucket: the whole tensor and this rank's shard,
+/// both in host memory.
+struct RowShard {
+  uint8_t *whole;
+  uint8_t *shard;
+  int64_t rows, rowBytes;
+};
+
+inline int64_t shardRows(int64_t rows, int64_t world) {
+  return (rows + world - 1) / world;
+}
+
+/// The number of `t`'s real (not padding) rows that rank `r` owns.
+inline int64_t ownedRows(const RowShard &t, int64_t world, int64_t r) {
+  int64_t s = shardRows(t.rows, world);
+  return std::max<int64_t>(0, std::min(t.rows, (r + 1) * s) - r * s);
+}
+
+/// The bytes each rank holds of a bucket: its shards, one after the other.
+inline int64_t shardBytes(const std::vector<RowShard> &bucket, int64_t world) {
+  int64_t n = 0;
+  for (const RowShard &t : bucket)
+    n += shardRows(t.rows, world) * t.rowBytes;
+  return n;
+}
+
+/// The whole tensors as `world` consecutive blocks of shardBytes() bytes,
+/// block r holding rank r's shards (zero padded).
+inline void packByRank(const std::vector<RowShard> &bucket, int64_t world,
+                       uint8_t *out) {
+  int64_t block = shardBytes(bucket, world);
+  std::memset(out, 0, size_t(block * world));
+  for (int64_t r = 0; r < world; ++r) {
+    uint8_t *at = out + r * block;
+    for (const RowShard &t : bucket) {
+      int64_t s = shardRows(t.rows, world);
+      std::memcpy(at, t.whole + r * s * t.rowBytes,
+                  size_t(ownedRows(t, world, r) * t.rowBytes));
+      at += s * t.rowBytes;
+    }
+  }
+}
+
+/// The inverse of packByRank: each whole tensor from the ranks' blocks.
+inline void unpackByRank(const uint8_t *in, const std::vector<RowShard> &bucket,
+                         int64_t world) {
+  int64_t block = shardBytes(bucket, world);
+  for (int64_t r = 0; r < world; ++r) {
+    const uint8_t *at = in + r * block;
+    for (const RowShard &t : bucket) {
+      int64_t s = shardRows(t.rows, world);
+      std::memcpy(t.whole + r * s * t.rowBytes, at,
+                  size_t(ownedRows(t, world, r) * t.rowBytes));
+      at += s * t.rowBytes;
+    }
+  }
+}
+
+/// Checks that a ZeRO-1 step compiled for `world` ranks runs on as many.
+inline int32_t checkWorldSize(const infir2rt_context *ctx, int64_t world,
+                              char *error, int64_t errorSize) {
+  int64_t size = ctx->comm ? ctx->comm->size : 1;
+  if (size == world)
+    return 0;
+  std::snprintf(error, size_t(errorSize),
+                "the step was compiled with ZeRO-1 for %lld ranks, but runs on "
+                "%lld",
+                (long long)world, (long long)size);
+  return 1;
+}
+
+/// ZeRO-1's gradient reduce-scatter on host buffers of FP32 tensors: each
+/// shard gets this rank's rows of the sum over the ranks of the wholes.
+inline int32_t reduceScatterHost(const infir2rt_context *ctx, int64_t world,
+                                 const std::vector<RowShard> &bucket,
+                                 char *error, int64_t errorSize) {
+  if (checkWorldSize(ctx, world, error, errorSize))
+    return 1;
+  int64_t block = shardBytes(bucket, world);
+  std::vector<uint8_t> send(block * world), recv(block);
+  packByRank(bucket, world, send.data());
+  if (!ctx->comm)
+    recv.assign(send.begin(), send.begin() + block);
+  else if (ctx->comm->reduce_scatter_sum(
+               ctx->comm->impl, reinterpret_cast<const float *>(send.data()),
+               reinterpret_cast<float *>(recv.data()), block / 4, error,
+               errorSize))
+    return 1;
+  const uint8_t *at = recv.data();
+  for (const RowShard &t : bucket) {
+    int64_t bytes = shardRows(t.rows, world) * t.rowBytes;
+    std::memcpy(t.shard, at, size_t(bytes));
+    at += bytes;
+  }
+  return 0;
+}
+
+/// ZeRO-1's weight all-gather on host buffers: each whole tensor from every
+/// rank's shard.
+inline int32_t allGatherHost(const infir2rt_context *ctx, int64_t world,
+                             const std::vector<RowShard> &bucket, char *error,
+                             int64_t errorSize) {
+  if (checkWorldSize(ctx, world, error, errorSize))
+    return 1;
+  int64_t block = shardBytes(bucket, world);
+  std::vector<uint8_t> send(block), recv(block * world);
+  uint8_t *at = send.data();
+  for (const RowShard &t : bucket) {
+    int64_t bytes = shardRows(t.rows, world) * t.rowBytes;
+    std::memcpy(at, t.shard, size_t(bytes));
+    at += bytes;
+  }
+  if (!ctx->comm)
+    recv = send;
+  else if (ctx->comm->all_gather(ctx->comm->impl, send.data(), recv.data(),
+                                 block, error, errorSize))
+    return 1;
+  unpackByRank(recv.data(), bucket, world);
+  return 0;
+}
+
+} // namespace infir2::rt
+
+#endif // INFIR2_RUNTIME_COLLECTIVES_H
