@@ -84,7 +84,7 @@ void DataParallelPass::runOnOperation() {
     getOperation().emitError()
         << "zero1 needs world-size=N, the number of data-parallel ranks "
            "(got "
-        << worldSize << ")";
+        << static_cast<int64_t>(worldSize) << ")";
     return signalPassFailure();
   }
   bool allReduces = !fn.getOps<AllReduceOp>().empty();

@@ -15,3 +15,4 @@ module {
 func.func @optimizer_step(%p: tensor<4xf32>) -> tensor<4xf32> {
   return %p : tensor<4xf32>
 }
+

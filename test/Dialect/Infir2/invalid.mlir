@@ -729,3 +729,84 @@ func.func @all_reduce_bf16(%g: tensor<4xbf16>) {
   %r = infir2.all_reduce %g : tensor<4xbf16>
   return
 }
+
+// -----
+
+// Tests that a reduce-scatter has something to reduce.
+func.func @reduce_scatter_empty() {
+  // expected-error @+1 {{expects at least one tensor}}
+  "infir2.reduce_scatter"() {world_size = 2 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Tests that a reduce-scatter has one shard per operand.
+func.func @reduce_scatter_count(%g: tensor<4xf32>) {
+  // expected-error @+1 {{expects one result per operand, got 2 for 1}}
+  %r:2 = "infir2.reduce_scatter"(%g) {world_size = 2 : i64} : (tensor<4xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+// Tests that a shard has ceil(rows / world_size) rows: 5 over 2 is 3.
+func.func @reduce_scatter_rows(%g: tensor<5x4xf32>) {
+  // expected-error @+1 {{tensor #0: the shard of 'tensor<5x4xf32>' over 2 ranks is 'tensor<3x4xf32>', got 'tensor<2x4xf32>'}}
+  %r = infir2.reduce_scatter %g {world_size = 2 : i64} : tensor<5x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a shard keeps the trailing dimensions.
+func.func @reduce_scatter_columns(%g: tensor<4x4xf32>) {
+  // expected-error @+1 {{tensor #0: the shard of 'tensor<4x4xf32>' over 2 ranks is 'tensor<2x4xf32>', got 'tensor<2x2xf32>'}}
+  %r = infir2.reduce_scatter %g {world_size = 2 : i64} : tensor<4x4xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+// Tests that scalars have no rows to shard.
+func.func @reduce_scatter_scalar(%g: tensor<f32>) {
+  // expected-error @+1 {{tensor #0 is a scalar; shards are rows of a tensor}}
+  %r = infir2.reduce_scatter %g {world_size = 2 : i64} : tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that the world has at least one rank.
+func.func @reduce_scatter_world(%g: tensor<4xf32>) {
+  // expected-error @+1 {{attribute 'world_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %r = infir2.reduce_scatter %g {world_size = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that reduce-scatter sums FP32 gradients only.
+func.func @reduce_scatter_bf16(%g: tensor<4xbf16>) {
+  // expected-error @+1 {{operand #0 must be variadic of statically shaped tensor of 32-bit float values}}
+  %r = infir2.reduce_scatter %g {world_size = 2 : i64} : tensor<4xbf16> -> tensor<2xbf16>
+  return
+}
+
+// -----
+
+// Tests that an all-gather keeps the element type.
+func.func @all_gather_types(%w: tensor<2xbf16>) {
+  // expected-error @+1 {{tensor #0: element types differ ('f32' and 'bf16')}}
+  %r = infir2.all_gather %w {world_size = 2 : i64} : tensor<2xbf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that an all-gather's operand is the result's shard.
+func.func @all_gather_rows(%w: tensor<2xbf16>) {
+  // expected-error @+1 {{tensor #0: the shard of 'tensor<8xbf16>' over 2 ranks is 'tensor<4xbf16>', got 'tensor<2xbf16>'}}
+  %r = infir2.all_gather %w {world_size = 2 : i64} : tensor<2xbf16> -> tensor<8xbf16>
+  return
+}

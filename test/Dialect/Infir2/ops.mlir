@@ -187,3 +187,18 @@ func.func @all_reduce(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> (tensor<8x4xf32
   %r:2 = infir2.all_reduce %a, %b : tensor<8x4xf32>, tensor<4xf32>
   return %r#0, %r#1 : tensor<8x4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Tests ZeRO-1's collectives and the norm over every rank's shards: 5 rows
+// over 2 ranks are shards of 3 (the last one padded).
+// CHECK-LABEL: func.func @zero1
+// CHECK: %[[S:.+]]:2 = infir2.reduce_scatter %{{.+}}, %{{.+}} {world_size = 2 : i64} : tensor<8x4xf32>, tensor<5xf32> -> tensor<4x4xf32>, tensor<3xf32>
+// CHECK: infir2.global_norm %[[S]]#0, %[[S]]#1 scale %{{.+}} {across_ranks} : tensor<4x4xf32>, tensor<3xf32>
+// CHECK: infir2.all_gather %{{.+}} {world_size = 2 : i64} : tensor<3xbf16> -> tensor<5xbf16>
+func.func @zero1(%a: tensor<8x4xf32>, %b: tensor<5xf32>, %s: tensor<f32>, %w: tensor<3xbf16>) -> (tensor<f32>, tensor<5xbf16>) {
+  %r:2 = infir2.reduce_scatter %a, %b {world_size = 2 : i64} : tensor<8x4xf32>, tensor<5xf32> -> tensor<4x4xf32>, tensor<3xf32>
+  %n = infir2.global_norm %r#0, %r#1 scale %s {across_ranks} : tensor<4x4xf32>, tensor<3xf32>
+  %g = infir2.all_gather %w {world_size = 2 : i64} : tensor<3xbf16> -> tensor<5xbf16>
+  return %n, %g : tensor<f32>, tensor<5xbf16>
+}

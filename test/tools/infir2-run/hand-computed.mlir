@@ -4,6 +4,7 @@
 // RUN: infir2-run %s --entry rms_norm | FileCheck %s --check-prefix=RMS
 // RUN: infir2-run %s --entry attention | FileCheck %s --check-prefix=ATTN
 // RUN: infir2-run %s --entry matmul | FileCheck %s --check-prefix=MM
+// RUN: infir2-run %s --entry zero1_one_rank | FileCheck %s --check-prefix=ZERO
 
 // Two equal logits: loss ln 2. The second token is ignored (-100), the third
 // has mask weight 0, so the mean is over the first token only.
@@ -46,4 +47,18 @@ func.func @matmul() -> tensor<2x2xf32> {
   %b = arith.constant dense<[[5.0, 6.0], [7.0, 8.0]]> : tensor<2x2xf32>
   %c = infir2.matmul %a, %b {transpose_rhs} : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
   return %c : tensor<2x2xf32>
+}
+
+// ZeRO-1 over one rank: the shard is the whole (3 rows of 2), the norm over
+// "every rank" is the local one, sqrt(1+4+9+16+25+36) · 0.5 = 4.769696007,
+// and the gather gives the rows back.
+// ZERO: result #0: 4.76969600708472{{[0-9]*}}
+// ZERO: result #1: shape [3, 2] sum 21 mean|x| 3.5 first [1, 2, 3, 4, ...]
+func.func @zero1_one_rank() -> (tensor<f32>, tensor<3x2xf32>) {
+  %g = arith.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %h = arith.constant dense<0.5> : tensor<f32>
+  %s = infir2.reduce_scatter %g {world_size = 1 : i64} : tensor<3x2xf32> -> tensor<3x2xf32>
+  %n = infir2.global_norm %s scale %h {across_ranks} : tensor<3x2xf32>
+  %w = infir2.all_gather %s {world_size = 1 : i64} : tensor<3x2xf32> -> tensor<3x2xf32>
+  return %n, %w : tensor<f32>, tensor<3x2xf32>
 }

@@ -19,3 +19,9 @@ func.func @unsupported() -> tensor<2xf32> {
   %e = tensor.empty() : tensor<2xf32>
   return %e : tensor<2xf32>
 }
+
+// ZeRO-1's collectives over two ranks: the interpreter is one.
+func.func @zero1_two_ranks(%g: tensor<4xf32>) -> tensor<2xf32> {
+  %s = infir2.reduce_scatter %g {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+  return %s : tensor<2xf32>
+}
