@@ -34,3 +34,18 @@ if config.infir2_have_mpi:
     config.available_features.add("mpi")
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+
+# GPU tests (REQUIRES: cuda-gpu) run only where the CUDA backend can: the
+# probe says which GPU, or why none; without one they are reported
+# UNSUPPORTED (ctest: Skipped) with that reason.
+probe = os.path.join(config.infir2_tools_dir, "infir2-cuda-probe")
+if os.path.exists(probe):
+    import subprocess
+    result = subprocess.run([probe], capture_output=True, text=True)
+    if result.returncode == 0:
+        config.available_features.add("cuda-gpu")
+        lit_config.note("GPU tests run on " + result.stdout.strip())
+    else:
+        lit_config.note("GPU tests are skipped: " + result.stdout.strip())
+else:
+    lit_config.note("GPU tests are skipped: InfiR2 was built without the CUDA backend")

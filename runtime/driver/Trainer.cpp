@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Communicator.h"
+#include "Device.h"
 
 #include "infir2/runtime/Checkpoint.h"
 
@@ -132,7 +133,7 @@ Model readManifest() {
 
 struct Options {
   std::string data, dataFormat = "auto", evalData, save, load, logJsonl,
-                    schedule = "cosine", dumpStep;
+                    schedule = "cosine", dumpStep, device = "auto";
   int64_t steps = 100, warmup = 0, decay = 0, microBatch = 0, gradAccum = 1,
           seed = 0, saveEvery = 0, evalEvery = 0, evalBatches = 8,
           logEvery = 10, maxSkipped = 10;
@@ -165,6 +166,8 @@ const char *kUsage =
     "  --eval-batches N       held-out batches per evaluation (default 8)\n"
     "  --log-every N          progress line every N steps (default 10)\n"
     "  --log-jsonl FILE       one JSON object per logged step\n"
+    "  --device D             auto (default: the GPU when one is usable, else\n"
+    "                         the CPU, saying so), cuda or cpu\n"
     "  --dump-step FILE       write the first step's weights, batch, loss and\n"
     "                         gradients (as F32) to a safetensors file, then "
     "exit\n";
@@ -187,6 +190,23 @@ double parseDouble(const char *flag, const char *v) {
 
 Options parseOptions(int argc, char **argv) {
   Options o;
+  // "--flag value" and "--flag=value" alike.
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      args.push_back(a.substr(0, eq));
+      args.push_back(a.substr(eq + 1));
+    } else {
+      args.push_back(a);
+    }
+  }
+  std::vector<const char *> argvs = {argv[0]};
+  for (const std::string &a : args)
+    argvs.push_back(a.c_str());
+  argc = int(argvs.size());
+  argv = const_cast<char **>(argvs.data());
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -212,6 +232,8 @@ Options parseOptions(int argc, char **argv) {
       o.schedule = v;
     else if (a == "--dump-step")
       o.dumpStep = v;
+    else if (a == "--device")
+      o.device = v;
     else if (a == "--steps")
       o.steps = parseInt(argv[i - 1], v);
     else if (a == "--warmup")
@@ -343,25 +365,53 @@ class Trainer {
 public:
   Trainer(Model model, Options options, Communicator &comm)
       : m(std::move(model)), o(std::move(options)), comm(comm), rng(o.seed) {
-    state.assign(m.stateBytes + 64, 0);
-    scratch.assign(m.scratchBytes + 64, 0);
-    ctx.regions[0] = state.data();
-    ctx.regions[1] = scratch.data();
-    ctx.error[0] = 0;
+    std::string notice, error;
+    if (!device.open(o.device, localRank(), m.stateBytes, m.scratchBytes,
+                     notice, error))
+      die("%s", error.c_str());
+    if (!notice.empty())
+      std::fprintf(stderr, "trainer%s: %s\n",
+                   comm.size() > 1
+                       ? (" (rank " + std::to_string(comm.rank()) + ")").c_str()
+                       : "",
+                   notice.c_str());
+    device.attach(ctx);
     comm.attach(ctx);
   }
 
   int run();
 
 private:
+  /// A slot in the host copy of the state.
   template <typename T> T *at(const Slot &s) {
-    return reinterpret_cast<T *>(state.data() + s.offset);
+    return reinterpret_cast<T *>(device.state() + s.offset);
+  }
+  int64_t bytesOf(const Slot &s) const { return s.numel * s.elementSize(); }
+  /// Moves slots between the host copy and the device (nothing on a CPU).
+  void upload(const Slot &s) { check(device.upload(s.offset, bytesOf(s), e)); }
+  void download(const Slot &s) {
+    check(device.download(s.offset, bytesOf(s), e));
+  }
+  void uploadState() { check(device.upload(0, m.stateBytes, e)); }
+  void downloadState() { check(device.download(0, m.stateBytes, e)); }
+  void zeroGradients() {
+    for (const Slot &s : m.slots)
+      if (s.kind == "grad")
+        check(device.zero(s.offset, bytesOf(s), e));
+  }
+  void check(bool ok) {
+    if (!ok)
+      die("%s: %s", device.name().c_str(), e.c_str());
   }
   float scalar(const char *kind, const char *name) {
-    return *at<float>(m.get(kind, name));
+    const Slot &s = m.get(kind, name);
+    download(s);
+    return *at<float>(s);
   }
   void setScalar(const char *name, float v) {
-    *at<float>(m.get("input", name)) = v;
+    const Slot &s = m.get("input", name);
+    *at<float>(s) = v;
+    upload(s);
   }
 
   /// A state slot as a whole tensor: its shape, and the elements of it this
@@ -399,8 +449,9 @@ private:
   Options o;
   Communicator &comm;
   std::mt19937_64 rng;
-  std::vector<uint8_t> state, scratch;
-  infir2rt_context ctx;
+  Device device;
+  std::string e; ///< the last device error
+  infir2rt_context ctx{};
   std::vector<uint32_t> train, held;
   int64_t dataPosition = 0, step = 0, updates = 0;
 };
@@ -570,6 +621,7 @@ void Trainer::loadCheckpoint(const std::string &path) {
 void Trainer::saveCheckpoint(int64_t at_) {
   // Whole tensors, so that any world size can load them: under ZeRO-1 every
   // rank takes part in gathering the optimizer state; rank 0 writes.
+  downloadState();
   std::map<const Slot *, std::vector<float>> gathered;
   for (const Slot &s : m.slots)
     if (s.kind == "master" || s.kind == "moment1" || s.kind == "moment2")
@@ -602,7 +654,7 @@ void Trainer::saveCheckpoint(int64_t at_) {
       const uint8_t *p = reinterpret_cast<const uint8_t *>(it->second.data());
       t.bytes.assign(p, p + it->second.size() * 4);
     } else {
-      const uint8_t *p = state.data() + s.offset;
+      const uint8_t *p = device.state() + s.offset;
       t.bytes.assign(p, p + s.numel * (bf16 ? 2 : 4));
     }
     store.push_back(std::move(t));
@@ -659,12 +711,18 @@ void Trainer::fillBatch(const std::vector<uint32_t> &tokens, int64_t &position,
   if (const Slot *pos = m.find("input", "positions"))
     for (int64_t i = 0; i < pos->numel; ++i)
       at<int32_t>(*pos)[i] = int32_t(i % m.seq);
+  for (const char *role : {"input_ids", "targets", "loss_mask", "positions"})
+    if (const Slot *s = m.find("input", role))
+      upload(*s);
 }
 
 void Trainer::call(int32_t (*fn)(infir2rt_context *), const char *what,
                    int64_t at_) {
   if (fn(&ctx) != 0)
     die("step %lld, %s: %s", (long long)at_, what, ctx.error);
+  if (!device.finish(e))
+    die("step %lld, %s, on %s: %s", (long long)at_, what, device.name().c_str(),
+        e.c_str());
 }
 
 double Trainer::evaluate() {
@@ -684,10 +742,10 @@ double Trainer::evaluate() {
 bool Trainer::gradientsFinite() {
   for (const Slot &s : m.slots)
     if (s.kind == "grad") {
-      const float *g = at<float>(s);
-      for (int64_t i = 0; i < s.numel; ++i)
-        if (!std::isfinite(g[i]))
-          return false;
+      int64_t bad = 0;
+      check(device.countNonFinite(s.offset, s.numel, bad, e));
+      if (bad)
+        return false;
     }
   return true;
 }
@@ -698,6 +756,7 @@ bool Trainer::gradientsFinite() {
 /// as input.<role>, the loss as output.loss, and each computed gradient as
 /// gradient.<name>.
 void Trainer::dumpStep() {
+  downloadState();
   std::vector<StoredTensor> store;
   store.reserve(2 * m.slots.size());
   std::vector<std::pair<std::string, const StoredTensor *>> out;
@@ -707,7 +766,7 @@ void Trainer::dumpStep() {
     t.shape = s.shape;
     t.bytes.assign(s.numel * 4, 0);
     float *f = reinterpret_cast<float *>(t.bytes.data());
-    const uint8_t *p = state.data() + s.offset;
+    const uint8_t *p = device.state() + s.offset;
     for (int64_t i = 0; i < s.numel && !zero; ++i)
       f[i] = s.dtype == "bf16"
                  ? fromBF16(reinterpret_cast<const uint16_t *>(p)[i])
@@ -744,8 +803,8 @@ int Trainer::run() {
     die("this trainer shards its optimizer state over %lld ranks (ZeRO-1, "
         "compiled with world-size=%lld) but was started as %d; run it with "
         "mpirun -np %lld, or recompile for %d",
-        (long long)m.zero1, (long long)m.zero1, comm.size(),
-        (long long)m.zero1, comm.size());
+        (long long)m.zero1, (long long)m.zero1, comm.size(), (long long)m.zero1,
+        comm.size());
   int64_t need = m.seq + 1;
   if (!o.data.empty())
     train = readTokens(o.data, o.dataFormat, m.vocab, need);
@@ -764,6 +823,7 @@ int Trainer::run() {
   initialize();
   if (!o.load.empty())
     loadCheckpoint(o.load);
+  uploadState();
 
   std::FILE *jsonl = nullptr;
   if (!o.logJsonl.empty() && comm.rank() == 0 &&
@@ -773,9 +833,7 @@ int Trainer::run() {
   if (!o.dumpStep.empty()) {
     if (comm.size() > 1)
       die("--dump-step runs one process, not %d ranks", comm.size());
-    for (const Slot &s : m.slots)
-      if (s.kind == "grad")
-        std::memset(at<float>(s), 0, s.numel * 4);
+    zeroGradients();
     if (train.empty())
       die("--dump-step needs --data");
     fillBatch(train, dataPosition, /*shard=*/false);
@@ -789,11 +847,12 @@ int Trainer::run() {
   if (lead)
     std::printf("training: %lld steps of %lld tokens (micro-batch %lld x %lld, "
                 "%lld accumulated, %d rank%s), %.1f MiB state, %.1f MiB "
-                "scratch\n",
+                "scratch, on %s\n",
                 (long long)o.steps, (long long)tokensPerStep,
                 (long long)m.batch, (long long)m.seq, (long long)o.gradAccum,
                 comm.size(), comm.size() > 1 ? "s" : "",
-                m.stateBytes / 1048576.0, m.scratchBytes / 1048576.0);
+                m.stateBytes / 1048576.0, m.scratchBytes / 1048576.0,
+                device.name().c_str());
   auto start = std::chrono::steady_clock::now();
   auto lastLog = start;
   int64_t tokensSinceLog = 0, skippedInARow = 0, startStep = step;
@@ -807,9 +866,7 @@ int Trainer::run() {
     if (killRank && killStep && std::atoi(killRank) == comm.rank() &&
         std::atoll(killStep) == step)
       std::raise(SIGKILL);
-    for (const Slot &s : m.slots)
-      if (s.kind == "grad")
-        std::memset(at<float>(s), 0, s.numel * 4);
+    zeroGradients();
     double loss = 0.0;
     for (int64_t k = 0; k < o.gradAccum; ++k) {
       fillBatch(train, dataPosition, /*shard=*/true);

@@ -530,10 +530,14 @@ int32_t elementwise(const Call &c, int64_t inputs, Fn fn) {
 // Entry points
 //===----------------------------------------------------------------------===//
 
+// Each entry point runs on the CPU, or forwards to the context's device
+// backend when the regions live there.
 #define ENTRY(name)                                                            \
   static int32_t name##Impl(const Call &c);                                    \
   extern "C" int32_t infir2rt_##name(infir2rt_context *ctx,                    \
                                      const int64_t *desc, const char *where) { \
+    if (ctx->device)                                                           \
+      return ctx->device[INFIR2RT_ENTRY_##name](ctx, desc, where);             \
     return name##Impl(Call{ctx, desc, where});                                 \
   }                                                                            \
   static int32_t name##Impl(const Call &c)
@@ -1024,9 +1028,9 @@ std::vector<RowShard> rowShards(const Call &c, bool wholeFirst) {
   for (int64_t i = 0; i < n; ++i) {
     Operand a = c.operand(i), b = c.operand(n + i);
     Operand whole = wholeFirst ? a : b;
-    bucket.push_back({whole.ptr, (wholeFirst ? b : a).ptr, whole.dim(0),
-                      whole.numel / whole.dim(0) *
-                          infir2rt_dtype_size(whole.dtype)});
+    bucket.push_back(
+        {whole.ptr, (wholeFirst ? b : a).ptr, whole.dim(0),
+         whole.numel / whole.dim(0) * infir2rt_dtype_size(whole.dtype)});
   }
   return bucket;
 }

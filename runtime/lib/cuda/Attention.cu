@@ -161,7 +161,8 @@ extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
   if (int32_t rc = geometryOf(ctx, desc, where, a))
     return rc;
   int64_t n = a.batch * a.heads * a.sq;
-  attentionKernel<<<unsigned((n + 127) / 128), 128>>>(
+  attentionKernel<<<unsigned((n + 127) / 128), 128, 0,
+                    infir2::rt::cuda::streamOf(ctx)>>>(
       a, viewOf(descOperand(ctx, desc, 0)), viewOf(descOperand(ctx, desc, 1)),
       viewOf(descOperand(ctx, desc, 2)), viewOf(descOperand(ctx, desc, 3)));
   return infir2::rt::cuda::finishLaunch(ctx, where);
@@ -197,14 +198,16 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
   }
   if (!rc) {
     int64_t n = a.batch * a.heads * a.sq;
-    attentionGradKernel<<<unsigned((n + 127) / 128), 128>>>(
+    attentionGradKernel<<<unsigned((n + 127) / 128), 128, 0,
+                          infir2::rt::cuda::streamOf(ctx)>>>(
         a, viewOf(descOperand(ctx, desc, 0)), viewOf(descOperand(ctx, desc, 1)),
         viewOf(descOperand(ctx, desc, 2)), viewOf(descOperand(ctx, desc, 3)),
         acc[0], acc[1], acc[2]);
     for (int i = 0; i < 3; ++i)
       if (grads[i].dtype != INFIR2RT_F32)
-        roundKernel<<<unsigned((grads[i].numel + 255) / 256), 256>>>(
-            acc[i], viewOf(grads[i]));
+        roundKernel<<<unsigned((grads[i].numel + 255) / 256), 256, 0,
+                      infir2::rt::cuda::streamOf(ctx)>>>(acc[i],
+                                                         viewOf(grads[i]));
     rc = infir2::rt::cuda::finishLaunch(ctx, where);
   }
   for (int i = 0; i < 3; ++i)

@@ -42,10 +42,19 @@ inline int32_t check(infir2rt_context *ctx, cudaError_t status,
 
 namespace infir2::rt::cuda {
 
-/// After kernel launches: the launch status, then the work's.
+/// The stream a call's work goes on: the trainer's step stream, or the
+/// default stream.
+inline cudaStream_t streamOf(const infir2rt_context *ctx) {
+  return static_cast<cudaStream_t>(ctx->stream);
+}
+
+/// After kernel launches: the launch status; on the default stream also the
+/// work's (a step stream is synchronized, and its status checked, by the
+/// trainer at the end of the step).
 inline int32_t finishLaunch(infir2rt_context *ctx, const char *where) {
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+  if (!ctx->stream)
+    INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
   return 0;
 }
 

@@ -89,8 +89,8 @@ int32_t elementwise(infir2rt_context *ctx, const int64_t *desc,
   View b = inputs > 1 ? viewOf(descOperand(ctx, desc, 1)) : a;
   View out = viewOf(descOperand(ctx, desc, inputs));
   const int threads = 256;
-  elementwiseKernel<<<unsigned((out.numel + threads - 1) / threads), threads>>>(
-      op, a, b, out);
+  elementwiseKernel<<<unsigned((out.numel + threads - 1) / threads), threads, 0,
+                      infir2::rt::cuda::streamOf(ctx)>>>(op, a, b, out);
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -191,7 +191,8 @@ extern "C" int32_t infir2rt_cuda_rms_norm(infir2rt_context *ctx,
   Operand x = descOperand(ctx, desc, 0), w = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
   int64_t d = x.shape[x.rank - 1];
-  rmsNormKernel<<<unsigned(x.numel / d), 256>>>(
+  rmsNormKernel<<<unsigned(x.numel / d), 256, 0,
+                  infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(x), viewOf(w), viewOf(out), d, float(descAttr(desc, 0)));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
@@ -215,7 +216,8 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
         c2 = float(1.0 - std::pow(b2, double(t)));
   const int threads = 256;
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
-  adamwKernel<<<unsigned((p.numel + threads - 1) / threads), threads>>>(
+  adamwKernel<<<unsigned((p.numel + threads - 1) / threads), threads, 0,
+                infir2::rt::cuda::streamOf(ctx)>>>(
       f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), p.numel, lr, scale,
       float(b1), float(b2), float(descAttr(desc, 2)), float(descAttr(desc, 3)),
       c1, c2);
@@ -235,7 +237,8 @@ extern "C" int32_t infir2rt_cuda_swiglu_grad(infir2rt_context *ctx,
     return descFail(ctx, where, "%s",
                     "the CUDA kernel takes f32 or bf16 operands");
   View g = viewOf(descOperand(ctx, desc, 0));
-  swigluGradKernel<<<unsigned((g.numel + 255) / 256), 256>>>(
+  swigluGradKernel<<<unsigned((g.numel + 255) / 256), 256, 0,
+                     infir2::rt::cuda::streamOf(ctx)>>>(
       g, viewOf(descOperand(ctx, desc, 1)), viewOf(descOperand(ctx, desc, 2)),
       viewOf(descOperand(ctx, desc, 3)), viewOf(descOperand(ctx, desc, 4)));
   return infir2::rt::cuda::finishLaunch(ctx, where);
@@ -251,7 +254,8 @@ extern "C" int32_t infir2rt_cuda_sgd(infir2rt_context *ctx, const int64_t *desc,
   float lr = in[0];
   float scale = infir2::rt::clippedGradScale(in[1], in[2], descAttr(desc, 1));
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
-  sgdKernel<<<unsigned((p.numel + 255) / 256), 256>>>(
+  sgdKernel<<<unsigned((p.numel + 255) / 256), 256, 0,
+              infir2::rt::cuda::streamOf(ctx)>>>(
       f(p), f(g), f(np), p.numel, lr, scale, float(descAttr(desc, 0)));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }

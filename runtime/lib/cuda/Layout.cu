@@ -23,12 +23,12 @@
 namespace {
 
 using Operand = infir2::rt::DescOperand;
+using infir2::rt::allGatherHost;
 using infir2::rt::descAttr;
 using infir2::rt::descFail;
 using infir2::rt::descOperand;
-using infir2::rt::RowShard;
-using infir2::rt::allGatherHost;
 using infir2::rt::reduceScatterHost;
+using infir2::rt::RowShard;
 using infir2::rt::cuda::View;
 using infir2::rt::cuda::viewOf;
 
@@ -126,8 +126,9 @@ extern "C" int32_t infir2rt_cuda_fill(infir2rt_context *ctx,
   Operand out = descOperand(ctx, desc, 0);
   if (out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16)
     return descFail(ctx, where, "%s", "the CUDA fill writes f32 or bf16");
-  fillKernel<<<blocksFor(out.numel), kThreads>>>(viewOf(out),
-                                                 float(descAttr(desc, 0)));
+  fillKernel<<<blocksFor(out.numel), kThreads, 0,
+               infir2::rt::cuda::streamOf(ctx)>>>(viewOf(out),
+                                                  float(descAttr(desc, 0)));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -146,7 +147,8 @@ extern "C" int32_t infir2rt_cuda_transpose(infir2rt_context *ctx,
     p.outShape[i] = out.shape[i];
     p.perm[i] = int64_t(descAttr(desc, i));
   }
-  transposeKernel<<<blocksFor(out.numel), kThreads>>>(
+  transposeKernel<<<blocksFor(out.numel), kThreads, 0,
+                    infir2::rt::cuda::streamOf(ctx)>>>(
       in.ptr, out.ptr, out.numel, infir2rt_dtype_size(in.dtype), p);
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
@@ -162,7 +164,8 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
   unsigned long long *bad = nullptr, none = ~0ull, first = none;
   INFIR2_CUDA_CHECK(ctx, cudaMalloc(&bad, sizeof *bad), where);
   cudaMemcpy(bad, &none, sizeof none, cudaMemcpyHostToDevice);
-  embeddingKernel<<<blocksFor(ids.numel * dim), kThreads>>>(
+  embeddingKernel<<<blocksFor(ids.numel * dim), kThreads, 0,
+                    infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(table), reinterpret_cast<const int32_t *>(ids.ptr), viewOf(out),
       ids.numel, dim, vocab, bad);
   int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
@@ -191,7 +194,8 @@ extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
     return descFail(ctx, where, "%s", "the CUDA rope takes i32 positions");
   int64_t hd = int64_t(descAttr(desc, 0)), width = x.last();
   int64_t tokens = x.rows(), heads = width / hd;
-  ropeKernel<<<blocksFor(tokens * heads * (hd / 2)), kThreads>>>(
+  ropeKernel<<<blocksFor(tokens * heads * (hd / 2)), kThreads, 0,
+               infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(x), reinterpret_cast<const int32_t *>(pos.ptr), viewOf(out),
       tokens, width, x.dim(-2), hd, pos.rank == 1, descAttr(desc, 1),
       descAttr(desc, 2));
@@ -202,8 +206,9 @@ extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
                                             const int64_t *desc,
                                             const char *where) {
   Operand x = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
-  reduceSumKernel<<<blocksFor(out.numel), kThreads>>>(viewOf(x), viewOf(out),
-                                                      x.numel / out.numel);
+  reduceSumKernel<<<blocksFor(out.numel), kThreads, 0,
+                    infir2::rt::cuda::streamOf(ctx)>>>(viewOf(x), viewOf(out),
+                                                       x.numel / out.numel);
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -221,7 +226,8 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
   cudaMemset(total, 0, sizeof *total);
   for (int64_t g = 0; g < n - 2; ++g) {
     Operand o = descOperand(ctx, desc, g);
-    sumSquaresKernel<<<blocksFor(o.numel), kThreads>>>(
+    sumSquaresKernel<<<blocksFor(o.numel), kThreads, 0,
+                       infir2::rt::cuda::streamOf(ctx)>>>(
         reinterpret_cast<const float *>(o.ptr), o.numel, scale, total);
   }
   double ss = 0.0;
@@ -302,8 +308,7 @@ namespace {
 /// back.
 int32_t stagedRowShards(infir2rt_context *ctx, const int64_t *desc,
                         const char *where, bool wholeFirst,
-                        int32_t (*collective)(const infir2rt_context *,
-                                              int64_t,
+                        int32_t (*collective)(const infir2rt_context *, int64_t,
                                               const std::vector<RowShard> &,
                                               char *, int64_t),
                         const char *what) {
@@ -331,10 +336,10 @@ int32_t stagedRowShards(infir2rt_context *ctx, const int64_t *desc,
   for (int64_t i = 0; i < n; ++i) {
     Operand out = descOperand(ctx, desc, n + i);
     const std::vector<uint8_t> &host = wholeFirst ? shards[i] : wholes[i];
-    INFIR2_CUDA_CHECK(ctx,
-                      cudaMemcpy(out.ptr, host.data(), host.size(),
-                                 cudaMemcpyHostToDevice),
-                      where);
+    INFIR2_CUDA_CHECK(
+        ctx,
+        cudaMemcpy(out.ptr, host.data(), host.size(), cudaMemcpyHostToDevice),
+        where);
   }
   return 0;
 }

@@ -181,7 +181,8 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
   INFIR2_CUDA_CHECK(ctx, cudaMalloc(&sum, sizeof *sum), where);
   cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice);
   cudaMemset(sum, 0, sizeof *sum);
-  crossEntropyKernel<<<unsigned(targets.numel), kThreads>>>(
+  crossEntropyKernel<<<unsigned(targets.numel), kThreads, 0,
+                       infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
       sum);
   double s = 0.0;
@@ -220,7 +221,8 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
   float *dw = nullptr;
   INFIR2_CUDA_CHECK(ctx, cudaMalloc(&dw, w.size() * 4), where);
   cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice);
-  crossEntropyGradKernel<<<unsigned(targets.numel), kThreads>>>(
+  crossEntropyGradKernel<<<unsigned(targets.numel), kThreads, 0,
+                           infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
       total == 0.0 ? 0.0f : float(double(g) / total), viewOf(out));
   int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
@@ -238,11 +240,12 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
   double *dw = nullptr;
   INFIR2_CUDA_CHECK(ctx, cudaMalloc(&dw, d * sizeof(double)), where);
   cudaMemset(dw, 0, d * sizeof(double));
-  rmsNormGradKernel<<<unsigned(x.rows()), kThreads>>>(
+  rmsNormGradKernel<<<unsigned(x.rows()), kThreads, 0,
+                      infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(x), viewOf(w), viewOf(dy), viewOf(dx), dw, d,
       float(descAttr(desc, 0)));
-  castKernel<<<unsigned((d + kThreads - 1) / kThreads), kThreads>>>(
-      dw, viewOf(dwOut));
+  castKernel<<<unsigned((d + kThreads - 1) / kThreads), kThreads, 0,
+               infir2::rt::cuda::streamOf(ctx)>>>(dw, viewOf(dwOut));
   int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
   cudaFree(dw);
   return rc;
@@ -269,7 +272,7 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
                       host[t], t, (long long)vocab);
   INFIR2_CUDA_CHECK(ctx, cudaMemset(out.ptr, 0, out.numel * 4), where);
   embeddingGradKernel<<<unsigned((ids.numel * dim + kThreads - 1) / kThreads),
-                        kThreads>>>(
+                        kThreads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
       reinterpret_cast<const int32_t *>(ids.ptr), viewOf(dy),
       reinterpret_cast<float *>(out.ptr), ids.numel, dim);
   return infir2::rt::cuda::finishLaunch(ctx, where);

@@ -204,19 +204,22 @@ int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
     const int threads = 256;
     unsigned grid = unsigned((x.numel + threads - 1) / threads);
     if (dual)
-      dualAmaxKernel<<<grid, threads>>>(x.ptr, x.dtype, x.numel, g, gt, amax,
-                                        amax + nb);
+      dualAmaxKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
+          x.ptr, x.dtype, x.numel, g, gt, amax, amax + nb);
     else
-      amaxKernel<<<grid, threads>>>(x.ptr, x.dtype, x.numel, g, amax);
+      amaxKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
+          x.ptr, x.dtype, x.numel, g, amax);
     INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
     float *s = reinterpret_cast<float *>(scale.ptr);
-    scaleKernel<<<unsigned((nb + threads - 1) / threads), threads>>>(
-        amax, nb, format, pow2, s, inverse, bad);
+    scaleKernel<<<unsigned((nb + threads - 1) / threads), threads, 0,
+                  infir2::rt::cuda::streamOf(ctx)>>>(amax, nb, format, pow2, s,
+                                                     inverse, bad);
     INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
     float *sT = nullptr;
     if (dual) {
       sT = reinterpret_cast<float *>(scaleT.ptr);
-      scaleKernel<<<unsigned((nbt + threads - 1) / threads), threads>>>(
+      scaleKernel<<<unsigned((nbt + threads - 1) / threads), threads, 0,
+                    infir2::rt::cuda::streamOf(ctx)>>>(
           amax + nb, nbt, format, pow2, sT, inverse + nb, bad);
       INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
     }
@@ -233,7 +236,7 @@ int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
                                                       : "the column-wise copy");
       return 1;
     }
-    castKernel<<<grid, threads>>>(
+    castKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
         x.ptr, x.dtype, x.numel, g, s, inverse, format, pow2, data.ptr, gt, sT,
         dual ? inverse + nb : nullptr, dual ? dataT.ptr : nullptr, T);
     return infir2::rt::cuda::finishLaunch(ctx, where);
@@ -284,9 +287,11 @@ extern "C" int32_t infir2rt_cuda_amax(infir2rt_context *ctx,
                     where);
   cudaMemset(bits, 0, out.numel * sizeof(unsigned));
   const int threads = 256;
-  amaxKernel<<<unsigned((x.numel + threads - 1) / threads), threads>>>(
-      x.ptr, x.dtype, x.numel, g, bits);
-  bitsToFloatKernel<<<unsigned((out.numel + threads - 1) / threads), threads>>>(
+  amaxKernel<<<unsigned((x.numel + threads - 1) / threads), threads, 0,
+               infir2::rt::cuda::streamOf(ctx)>>>(x.ptr, x.dtype, x.numel, g,
+                                                  bits);
+  bitsToFloatKernel<<<unsigned((out.numel + threads - 1) / threads), threads, 0,
+                      infir2::rt::cuda::streamOf(ctx)>>>(
       bits, reinterpret_cast<float *>(out.ptr), out.numel);
   cudaError_t st = cudaGetLastError();
   if (st == cudaSuccess)
@@ -309,7 +314,8 @@ extern "C" int32_t infir2rt_cuda_dequantize(infir2rt_context *ctx,
                     "the CUDA dequantize takes f32 scales, writes f32/bf16, "
                     "and does not handle this granularity");
   const int threads = 256;
-  dequantizeKernel<<<unsigned((data.numel + threads - 1) / threads), threads>>>(
+  dequantizeKernel<<<unsigned((data.numel + threads - 1) / threads), threads, 0,
+                     infir2::rt::cuda::streamOf(ctx)>>>(
       data.ptr, data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3,
       data.numel, g, reinterpret_cast<const float *>(scale.ptr),
       infir2::rt::cuda::viewOf(out));

@@ -216,9 +216,11 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     const int threads = 256;
     unsigned grid = unsigned((n + threads - 1) / threads);
     if (m == Mode::Vec128)
-      vecLayoutKernel<<<grid, threads>>>(in, *out, rows, L);
+      vecLayoutKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
+          in, *out, rows, L);
     else
-      blkLayoutKernel<<<grid, threads>>>(in, *out, (rows + 127) / 128, L, L4);
+      blkLayoutKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
+          in, *out, (rows + 127) / 128, L, L4);
     INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
     return 0;
   };
@@ -270,8 +272,9 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     float alpha = 1.0f, beta = 0.0f;
     BLAS_CHECK(cublasLtMatmul(lib.handle, op, &alpha, b.ptr, la, a.ptr, lb,
                               &beta, d.ptr, ld, d.ptr, ld, &algo, lib.workspace,
-                              kWorkspaceBytes, 0));
-    INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+                              kWorkspaceBytes,
+                              infir2::rt::cuda::streamOf(ctx)));
+    return infir2::rt::cuda::finishLaunch(ctx, where);
     return 0;
   };
   if (!rc)
@@ -362,8 +365,8 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
           lib.handle, op, &alpha, b.ptr + (shared ? 0 : p * K * N * eb), la,
           a.ptr + p * M * K * ea, lb, &beta, c.ptr + p * M * N * ec, lc,
           c.ptr + p * M * N * ec, lc, &algo, lib.workspace, kWorkspaceBytes,
-          0));
-    INFIR2_CUDA_CHECK(ctx, cudaDeviceSynchronize(), where);
+          infir2::rt::cuda::streamOf(ctx)));
+    return infir2::rt::cuda::finishLaunch(ctx, where);
     return 0;
   };
   int32_t rc = run();

@@ -734,6 +734,38 @@ TEST(CudaBackend, ImplementsEveryEntryPoint) {
   EXPECT_EQ(entries.size(), 31u);
 }
 
+// The table a trainer points ctx->device at holds each entry point at its
+// INFIR2RT_ENTRY_<name> index, so that the CPU-named calls of a compiled
+// step reach the CUDA version of the same op. (Runs without a GPU.)
+TEST(CudaBackend, EntryTableIsInAbiOrder) {
+  const infir2rt_entry_fn *table = infir2rt_cuda_entries();
+#define INFIR2RT_ENTRY(name, attributes)                                       \
+  EXPECT_EQ(reinterpret_cast<const void *>(table[INFIR2RT_ENTRY_##name]),      \
+            reinterpret_cast<const void *>(&infir2rt_cuda_##name))             \
+      << #name;
+#include "infir2/runtime/ABI.def"
+}
+
+// ZeRO-1's collectives alone (one rank, world size 1): the shards are the
+// wholes, on both backends.
+TEST(CudaBackend, ShardCollectivesAloneCopy) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  std::mt19937_64 rng = seededRng();
+  for (Entry cpu : {infir2rt_reduce_scatter, infir2rt_all_gather}) {
+    Call c;
+    int a = c.add({5, 3}, INFIR2RT_F32), b = c.add({7}, INFIR2RT_F32);
+    c.add({5, 3}, INFIR2RT_F32);
+    c.add({7}, INFIR2RT_F32);
+    fill(c, a, INFIR2RT_F32, 5, 3, rng);
+    fill(c, b, INFIR2RT_F32, 1, 7, rng);
+    c.attrs({1.0});
+    compare(c, cpu,
+            cpu == infir2rt_reduce_scatter ? infir2rt_cuda_reduce_scatter
+                                           : infir2rt_cuda_all_gather);
+  }
+}
+
 // The all-reduce alone (no communicator): the outputs are the inputs.
 TEST(CudaBackend, AllReduceAloneCopies) {
   if (std::string why = gpuUnusable(); !why.empty())

@@ -32,11 +32,13 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 
 using namespace mlir;
 using infir2::interp::Tensor;
@@ -230,6 +232,35 @@ TEST(RuntimeQuantize, NonFiniteBlocksAreRefused) {
                     (std::isnan(bad) ? "nan" : "inf") +
                     ") in scale block 3: refusing to quantize it");
     }
+}
+
+// A context whose regions live on a device forwards every entry point to
+// the device backend's table, at the entry's index, and leaves the CPU
+// kernels alone (a fake table records which slot was called).
+int gForwardedTo = -1;
+template <int I>
+int32_t recordCall(infir2rt_context *, const int64_t *, const char *) {
+  gForwardedTo = I;
+  return 7;
+}
+template <int... I>
+std::array<infir2rt_entry_fn, sizeof...(I)>
+recordingTable(std::integer_sequence<int, I...>) {
+  return {&recordCall<I>...};
+}
+
+TEST(RuntimeDispatch, DeviceContextsForwardEveryEntryPoint) {
+  auto table =
+      recordingTable(std::make_integer_sequence<int, INFIR2RT_NUM_ENTRIES>());
+  infir2rt_context ctx{};
+  ctx.device = table.data();
+  // No operands: a CPU kernel run by mistake would fail another way.
+  int64_t desc[2] = {0, 0};
+#define INFIR2RT_ENTRY(name, attributes)                                       \
+  gForwardedTo = -1;                                                           \
+  EXPECT_EQ(infir2rt_##name(&ctx, desc, "test"), 7) << #name;                  \
+  EXPECT_EQ(gForwardedTo, INFIR2RT_ENTRY_##name) << #name;
+#include "infir2/runtime/ABI.def"
 }
 
 } // namespace

@@ -64,16 +64,34 @@ typedef struct infir2rt_communicator {
                                 int64_t n, char *error, int64_t error_size);
   /// Every rank's `bytes` bytes of `send`, in rank order, into `recv`
   /// (`size` times `bytes`).
-  int32_t (*all_gather)(void *impl, const void *send, void *recv,
-                        int64_t bytes, char *error, int64_t error_size);
+  int32_t (*all_gather)(void *impl, const void *send, void *recv, int64_t bytes,
+                        char *error, int64_t error_size);
 } infir2rt_communicator;
+
+struct infir2rt_context;
+
+/// An entry point's signature, and each one's index in a backend's table.
+typedef int32_t (*infir2rt_entry_fn)(struct infir2rt_context *ctx,
+                                     const int64_t *desc, const char *where);
+enum infir2rt_entry_index {
+#define INFIR2RT_ENTRY(name, attributes) INFIR2RT_ENTRY_##name,
+#include "infir2/runtime/ABI.def"
+  INFIR2RT_NUM_ENTRIES
+};
 
 /// What a compiled step runs against.
 typedef struct infir2rt_context {
-  uint8_t *regions[2]; ///< state, scratch
+  uint8_t *regions[2]; ///< state, scratch (host or device memory)
   char error[512];     ///< the message of the call that failed
   /// Null when the trainer runs as one process: collectives are then copies.
   const infir2rt_communicator *comm;
+  /// The backend the regions belong to: null for the CPU; else a table of
+  /// INFIR2RT_NUM_ENTRIES entry points (infir2rt_cuda_entries()), to which
+  /// every infir2rt_<name> forwards.
+  const infir2rt_entry_fn *device;
+  /// The device stream the step's work is queued on (a cudaStream_t); null
+  /// is the default stream, synchronized after every call.
+  void *stream;
 } infir2rt_context;
 
 #define INFIR2RT_ENTRY(name, attributes)                                       \

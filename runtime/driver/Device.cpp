@@ -1,0 +1,187 @@
+//===- Device.cpp - Where a trainer's steps run ---------------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Device.h"
+
+#ifdef INFIR2_HAVE_CUDA
+#include "infir2/runtime/CUDA.h"
+#endif
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+using namespace infir2::rt;
+
+int infir2::rt::localRank() {
+  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                          "SLURM_LOCALID", "LOCAL_RANK"})
+    if (const char *v = std::getenv(var))
+      return std::atoi(v);
+  return 0;
+}
+
+Device::~Device() {
+#ifdef INFIR2_HAVE_CUDA
+  if (stream_)
+    infir2rt_cuda_stream_destroy(stream_);
+  infir2rt_cuda_free(deviceState_);
+  infir2rt_cuda_free(deviceScratch_);
+#endif
+}
+
+bool Device::open(const std::string &choice, int local, int64_t stateBytes,
+                  int64_t scratchBytes, std::string &notice,
+                  std::string &error) {
+  if (choice != "auto" && choice != "cuda" && choice != "cpu") {
+    error = "--device must be auto, cuda or cpu, got '" + choice + "'";
+    return false;
+  }
+  // The host copy of the state; 64 bytes of slack as the compiled step's
+  // alignment allows.
+  state_.assign(size_t(stateBytes + 64), 0);
+  auto useCpu = [&] {
+    scratch_.assign(size_t(scratchBytes + 64), 0);
+    return true;
+  };
+  if (choice == "cpu")
+    return useCpu();
+#ifndef INFIR2_HAVE_CUDA
+  if (choice == "cuda") {
+    error = "--device=cuda: this trainer was built without the CUDA backend "
+            "(build InfiR2 where nvcc is, with INFIR2_ENABLE_CUDA=ON)";
+    return false;
+  }
+  notice = "built without the CUDA backend: training on the CPU";
+  return useCpu();
+#else
+  char why[512] = {0};
+  int32_t device = 0, major = 0, minor = 0;
+  std::string unusable;
+  if (infir2rt_cuda_select(local, &device, &major, &minor, why, sizeof why))
+    unusable = why;
+  if (!unusable.empty()) {
+    if (choice == "cuda") {
+      error = "--device=cuda: " + unusable;
+      return false;
+    }
+    notice = unusable + ": training on the CPU (--device cpu chooses it "
+                        "without this notice)";
+    return useCpu();
+  }
+  name_ = why;
+  if (infir2rt_cuda_malloc(reinterpret_cast<void **>(&deviceState_),
+                           stateBytes + 64, why, sizeof why) ||
+      infir2rt_cuda_malloc(reinterpret_cast<void **>(&deviceScratch_),
+                           scratchBytes + 64, why, sizeof why) ||
+      infir2rt_cuda_stream_create(&stream_, why, sizeof why)) {
+    error = name_ + ": cannot hold the state (" +
+            std::to_string(stateBytes >> 20) + " MiB) and the scratch arena (" +
+            std::to_string(scratchBytes >> 20) + " MiB): " + why;
+    return false;
+  }
+  gpu_ = true;
+  return true;
+#endif
+}
+
+void Device::attach(infir2rt_context &ctx) {
+  ctx.error[0] = 0;
+  ctx.device = nullptr;
+  ctx.stream = nullptr;
+  if (!gpu_) {
+    ctx.regions[0] = state_.data();
+    ctx.regions[1] = scratch_.data();
+    return;
+  }
+#ifdef INFIR2_HAVE_CUDA
+  ctx.regions[0] = deviceState_;
+  ctx.regions[1] = deviceScratch_;
+  ctx.device = infir2rt_cuda_entries();
+  ctx.stream = stream_;
+#endif
+}
+
+#ifdef INFIR2_HAVE_CUDA
+namespace {
+bool ok(int32_t rc, const char *why, std::string &error) {
+  if (rc)
+    error = why;
+  return rc == 0;
+}
+} // namespace
+#endif
+
+bool Device::upload(int64_t offset, int64_t bytes, std::string &error) {
+  if (!gpu_)
+    return true;
+#ifdef INFIR2_HAVE_CUDA
+  char why[512] = {0};
+  return ok(infir2rt_cuda_memcpy(deviceState_ + offset, state_.data() + offset,
+                                 bytes, 1, why, sizeof why),
+            why, error);
+#else
+  return true;
+#endif
+}
+
+bool Device::download(int64_t offset, int64_t bytes, std::string &error) {
+  if (!gpu_)
+    return true;
+#ifdef INFIR2_HAVE_CUDA
+  char why[512] = {0};
+  return ok(infir2rt_cuda_memcpy(state_.data() + offset, deviceState_ + offset,
+                                 bytes, 0, why, sizeof why),
+            why, error);
+#else
+  return true;
+#endif
+}
+
+bool Device::zero(int64_t offset, int64_t bytes, std::string &error) {
+  std::memset(state_.data() + offset, 0, size_t(bytes));
+  if (!gpu_)
+    return true;
+#ifdef INFIR2_HAVE_CUDA
+  char why[512] = {0};
+  return ok(infir2rt_cuda_zero(deviceState_ + offset, bytes, stream_, why,
+                               sizeof why),
+            why, error);
+#else
+  return true;
+#endif
+}
+
+bool Device::countNonFinite(int64_t offset, int64_t n, int64_t &count,
+                            std::string &error) {
+  count = 0;
+  if (!gpu_) {
+    const float *x = reinterpret_cast<const float *>(state_.data() + offset);
+    for (int64_t i = 0; i < n; ++i)
+      count += !std::isfinite(x[i]);
+    return true;
+  }
+#ifdef INFIR2_HAVE_CUDA
+  char why[512] = {0};
+  return ok(infir2rt_cuda_count_nonfinite(
+                reinterpret_cast<const float *>(deviceState_ + offset), n,
+                stream_, &count, why, sizeof why),
+            why, error);
+#else
+  return true;
+#endif
+}
+
+bool Device::finish(std::string &error) {
+  if (!gpu_)
+    return true;
+#ifdef INFIR2_HAVE_CUDA
+  char why[512] = {0};
+  return ok(infir2rt_cuda_synchronize(stream_, why, sizeof why), why, error);
+#else
+  return true;
+#endif
+}
