@@ -40,6 +40,7 @@ if config.infir2_have_mpi:
 # UNSUPPORTED (ctest: Skipped) with that reason.
 probe = os.path.join(config.infir2_tools_dir, "infir2-cuda-probe")
 if os.path.exists(probe):
+    config.available_features.add("cuda-backend")
     import subprocess
     result = subprocess.run([probe], capture_output=True, text=True)
     if result.returncode == 0:

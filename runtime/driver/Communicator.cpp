@@ -16,6 +16,10 @@
 #ifdef INFIR2_HAVE_MPI
 #include <mpi.h>
 #endif
+#ifdef INFIR2_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+#endif
 
 using namespace infir2::rt;
 
@@ -84,7 +88,87 @@ int32_t mpiAllGather(void *, const void *send, void *recv, int64_t bytes,
 }
 #endif
 
+#ifdef INFIR2_HAVE_NCCL
+ncclComm_t ncclOf(void *impl) {
+  return static_cast<ncclComm_t>(static_cast<Communicator *>(impl)->nccl());
+}
+
+int32_t ncclFailed(ncclResult_t rc, const char *call, char *error,
+                   int64_t errorSize) {
+  if (rc == ncclSuccess)
+    return 0;
+  std::snprintf(error, size_t(errorSize), "%s: %s", call,
+                ncclGetErrorString(rc));
+  return 1;
+}
+
+int32_t ncclAllReduceSum(void *impl, float *data, int64_t n, void *stream,
+                         char *error, int64_t errorSize) {
+  return ncclFailed(ncclAllReduce(data, data, size_t(n), ncclFloat, ncclSum,
+                                  ncclOf(impl),
+                                  static_cast<cudaStream_t>(stream)),
+                    "ncclAllReduce", error, errorSize);
+}
+
+int32_t ncclReduceScatterSum(void *impl, const float *send, float *recv,
+                             int64_t n, void *stream, char *error,
+                             int64_t errorSize) {
+  return ncclFailed(ncclReduceScatter(send, recv, size_t(n), ncclFloat, ncclSum,
+                                      ncclOf(impl),
+                                      static_cast<cudaStream_t>(stream)),
+                    "ncclReduceScatter", error, errorSize);
+}
+
+int32_t ncclAllGatherBytes(void *impl, const void *send, void *recv,
+                           int64_t bytes, void *stream, char *error,
+                           int64_t errorSize) {
+  return ncclFailed(ncclAllGather(send, recv, size_t(bytes), ncclUint8,
+                                  ncclOf(impl),
+                                  static_cast<cudaStream_t>(stream)),
+                    "ncclAllGather", error, errorSize);
+}
+#endif
+
 } // namespace
+
+void Communicator::useDeviceCollectives(std::string &notice) {
+  if (size_ == 1)
+    return;
+#ifdef INFIR2_HAVE_NCCL
+  if (const char *v = std::getenv("INFIR2_COLLECTIVES");
+      v && std::strcmp(v, "mpi") == 0) {
+    notice = "INFIR2_COLLECTIVES=mpi: collectives staged through host "
+             "memory over MPI";
+    return;
+  }
+  // Rank 0's NCCL id reaches the others over MPI; the group then decides
+  // together, so that no rank waits in NCCL for one that fell back.
+  ncclUniqueId id{};
+  ncclResult_t rc = rank_ == 0 ? ncclGetUniqueId(&id) : ncclSuccess;
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t comm = nullptr;
+  if (rc == ncclSuccess)
+    rc = ncclCommInitRank(&comm, size_, id, rank_);
+  int ok = rc == ncclSuccess, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    if (comm)
+      ncclCommDestroy(comm);
+    notice =
+        std::string("NCCL could not start") +
+        (ok ? " on another rank" : std::string(": ") + ncclGetErrorString(rc)) +
+        "; collectives staged through host memory over MPI";
+    return;
+  }
+  nccl_ = comm;
+  interface_.device_all_reduce_sum = ncclAllReduceSum;
+  interface_.device_reduce_scatter_sum = ncclReduceScatterSum;
+  interface_.device_all_gather = ncclAllGatherBytes;
+#else
+  notice = "built without NCCL: collectives staged through host memory "
+           "over MPI";
+#endif
+}
 
 bool Communicator::init(int *argc, char ***argv, std::string &error) {
   int announced = launcherSize();
@@ -121,6 +205,11 @@ bool Communicator::init(int *argc, char ***argv, std::string &error) {
 }
 
 void Communicator::finalize() {
+#ifdef INFIR2_HAVE_NCCL
+  if (nccl_)
+    ncclCommDestroy(static_cast<ncclComm_t>(nccl_));
+  nccl_ = nullptr;
+#endif
 #ifdef INFIR2_HAVE_MPI
   if (mpi_)
     MPI_Finalize();
@@ -131,8 +220,12 @@ void Communicator::attach(infir2rt_context &ctx) {
   ctx.comm = nullptr;
 #ifdef INFIR2_HAVE_MPI
   if (size_ > 1) {
-    interface_ = {this,           rank_,        size_, mpiAllReduce,
-                  mpiReduceScatter, mpiAllGather};
+    interface_.impl = this;
+    interface_.rank = rank_;
+    interface_.size = size_;
+    interface_.all_reduce_sum = mpiAllReduce;
+    interface_.reduce_scatter_sum = mpiReduceScatter;
+    interface_.all_gather = mpiAllGather;
     ctx.comm = &interface_;
   }
 #endif

@@ -33,6 +33,13 @@ public:
   /// Installs the collectives into a runtime context (nothing for one rank).
   void attach(infir2rt_context &ctx);
 
+  /// For ranks on GPUs (after the device is chosen, before attach): NCCL
+  /// for the collectives on device memory, bootstrapped over MPI. Where
+  /// NCCL cannot start on every rank, or INFIR2_COLLECTIVES=mpi, the group
+  /// keeps MPI on staged host buffers and `notice` says why.
+  void useDeviceCollectives(std::string &notice);
+  void *nccl() const { return nccl_; }
+
   /// Every rank's `bytes` bytes, in rank order, into `recv`.
   bool allGather(const void *send, void *recv, int64_t bytes,
                  std::string &error);
@@ -46,6 +53,7 @@ private:
   int rank_ = 0, size_ = 1;
   bool mpi_ = false;
   infir2rt_communicator interface_{};
+  void *nccl_ = nullptr; ///< the ncclComm_t, when device collectives run
 };
 
 } // namespace infir2::rt

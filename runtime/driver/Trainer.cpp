@@ -376,6 +376,12 @@ public:
                        : "",
                    notice.c_str());
     device.attach(ctx);
+    if (device.onGpu() && comm.size() > 1) {
+      std::string why;
+      comm.useDeviceCollectives(why);
+      if (!why.empty() && comm.rank() == 0)
+        std::fprintf(stderr, "trainer: %s\n", why.c_str());
+    }
     comm.attach(ctx);
   }
 

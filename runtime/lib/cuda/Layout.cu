@@ -17,6 +17,7 @@
 #include "infir2/runtime/Collectives.h"
 #include "infir2/runtime/Descriptor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -256,13 +257,133 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
   return 0;
 }
 
-// The collectives on device buffers: with a communicator (the trainer's
-// MPI), each bucket is staged through host memory, reduced or gathered
-// across ranks and copied back; alone, the results are the operands. (NCCL,
-// working on device buffers in place, is the next step.)
+// The collectives on device buffers. With a communicator that works on
+// device memory (NCCL), each bucket is packed on the device, reduced or
+// gathered on the step's stream and unpacked there; with a host-only one
+// (MPI), it is staged through host memory; alone, the results are the
+// operands.
+
+namespace {
+
+/// Device-to-device copies queued on the step's stream; the first failure
+/// is kept in `status`.
+struct DeviceCopy {
+  cudaStream_t stream;
+  cudaError_t *status;
+  void operator()(void *dst, const void *src, int64_t bytes) const {
+    if (bytes > 0 && *status == cudaSuccess)
+      *status = cudaMemcpyAsync(dst, src, size_t(bytes),
+                                cudaMemcpyDeviceToDevice, stream);
+  }
+};
+
+/// A zeroed device buffer for the length of one collective (its cudaFree
+/// waits for the work that uses it).
+struct DeviceBuffer {
+  uint8_t *ptr = nullptr;
+  ~DeviceBuffer() { cudaFree(ptr); }
+  cudaError_t allocate(int64_t bytes, cudaStream_t stream) {
+    cudaError_t st = cudaMalloc(&ptr, size_t(std::max<int64_t>(bytes, 1)));
+    return st != cudaSuccess ? st
+                             : cudaMemsetAsync(ptr, 0, size_t(bytes), stream);
+  }
+};
+
+/// ZeRO-1's bucket over device operands: operand i whole (`wholeFirst`) or a
+/// shard, operand n + i the other.
+std::vector<RowShard> deviceRowShards(infir2rt_context *ctx,
+                                      const int64_t *desc, bool wholeFirst) {
+  int64_t n = desc[0] / 2;
+  std::vector<RowShard> bucket;
+  for (int64_t i = 0; i < n; ++i) {
+    Operand whole = descOperand(ctx, desc, wholeFirst ? i : n + i);
+    Operand shard = descOperand(ctx, desc, wholeFirst ? n + i : i);
+    bucket.push_back(
+        {whole.ptr, shard.ptr, whole.dim(0),
+         whole.numel / whole.dim(0) * infir2rt_dtype_size(whole.dtype)});
+  }
+  return bucket;
+}
+
+enum class Collective { AllReduce, ReduceScatter, AllGather };
+
+/// One collective on device memory through the communicator's device
+/// functions.
+int32_t onDevice(infir2rt_context *ctx, const int64_t *desc, const char *where,
+                 Collective kind) {
+  const infir2rt_communicator *comm = ctx->comm;
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  cudaError_t status = cudaSuccess;
+  DeviceCopy copy{stream, &status};
+  char error[256] = {0};
+  int64_t n = desc[0] / 2;
+  DeviceBuffer send, recv;
+  int32_t rc = 0;
+  if (kind == Collective::AllReduce) {
+    int64_t total = 0;
+    for (int64_t i = 0; i < n; ++i)
+      total += descOperand(ctx, desc, i).numel;
+    INFIR2_CUDA_CHECK(ctx, send.allocate(total * 4, stream), where);
+    for (int64_t i = 0, at = 0; i < n; ++i) {
+      Operand in = descOperand(ctx, desc, i);
+      copy(send.ptr + at * 4, in.ptr, in.numel * 4);
+      at += in.numel;
+    }
+    rc = status != cudaSuccess
+             ? 0
+             : comm->device_all_reduce_sum(
+                   comm->impl, reinterpret_cast<float *>(send.ptr), total,
+                   ctx->stream, error, sizeof error);
+    for (int64_t i = 0, at = 0; i < n && !rc; ++i) {
+      Operand out = descOperand(ctx, desc, n + i);
+      copy(out.ptr, send.ptr + at * 4, out.numel * 4);
+      at += out.numel;
+    }
+  } else {
+    int64_t world = int64_t(descAttr(desc, 0));
+    if (infir2::rt::checkWorldSize(ctx, world, error, sizeof error))
+      return descFail(ctx, where, "%s", error);
+    bool scatter = kind == Collective::ReduceScatter;
+    std::vector<RowShard> bucket = deviceRowShards(ctx, desc, scatter);
+    int64_t block = infir2::rt::shardBytes(bucket, world);
+    INFIR2_CUDA_CHECK(
+        ctx, send.allocate(scatter ? block * world : block, stream), where);
+    INFIR2_CUDA_CHECK(
+        ctx, recv.allocate(scatter ? block : block * world, stream), where);
+    if (scatter)
+      infir2::rt::packByRank(bucket, world, send.ptr, copy);
+    else
+      infir2::rt::moveShards(send.ptr, bucket, world, /*toShards=*/false, copy);
+    if (status == cudaSuccess)
+      rc = scatter
+               ? comm->device_reduce_scatter_sum(
+                     comm->impl, reinterpret_cast<float *>(send.ptr),
+                     reinterpret_cast<float *>(recv.ptr), block / 4,
+                     ctx->stream, error, sizeof error)
+               : comm->device_all_gather(comm->impl, send.ptr, recv.ptr, block,
+                                         ctx->stream, error, sizeof error);
+    if (!rc && scatter)
+      infir2::rt::moveShards(recv.ptr, bucket, world, /*toShards=*/true, copy);
+    else if (!rc)
+      infir2::rt::unpackByRank(recv.ptr, bucket, world, copy);
+  }
+  if (rc)
+    return descFail(ctx, where, "%s", error);
+  INFIR2_CUDA_CHECK(ctx, status, where);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
+}
+
+bool deviceCollectives(const infir2rt_context *ctx) {
+  return ctx->comm && ctx->comm->device_all_reduce_sum;
+}
+
+} // namespace
+
 extern "C" int32_t infir2rt_cuda_all_reduce(infir2rt_context *ctx,
                                             const int64_t *desc,
                                             const char *where) {
+  if (deviceCollectives(ctx))
+    return onDevice(ctx, desc, where, Collective::AllReduce);
   int64_t n = desc[0] / 2, total = 0;
   for (int64_t i = 0; i < n; ++i)
     total += descOperand(ctx, desc, i).numel;
@@ -313,33 +434,33 @@ int32_t stagedRowShards(infir2rt_context *ctx, const int64_t *desc,
                                               char *, int64_t),
                         const char *what) {
   int64_t n = desc[0] / 2, world = int64_t(descAttr(desc, 0));
+  std::vector<RowShard> device = deviceRowShards(ctx, desc, wholeFirst);
   std::vector<std::vector<uint8_t>> wholes(n), shards(n);
   std::vector<RowShard> bucket;
   for (int64_t i = 0; i < n; ++i) {
-    Operand whole = descOperand(ctx, desc, wholeFirst ? i : n + i);
-    Operand shard = descOperand(ctx, desc, wholeFirst ? n + i : i);
-    int64_t size = infir2rt_dtype_size(whole.dtype);
-    wholes[i].resize(whole.numel * size);
-    shards[i].resize(shard.numel * size);
-    Operand in = wholeFirst ? whole : shard;
-    INFIR2_CUDA_CHECK(ctx,
-                      cudaMemcpy((wholeFirst ? wholes : shards)[i].data(),
-                                 in.ptr, in.numel * size,
-                                 cudaMemcpyDeviceToHost),
-                      where);
-    bucket.push_back({wholes[i].data(), shards[i].data(), whole.dim(0),
-                      whole.numel / whole.dim(0) * size});
+    const RowShard &d = device[i];
+    int64_t shardBytes = infir2::rt::shardRows(d.rows, world) * d.rowBytes;
+    wholes[i].resize(d.rows * d.rowBytes);
+    shards[i].resize(shardBytes);
+    INFIR2_CUDA_CHECK(
+        ctx,
+        cudaMemcpy(wholeFirst ? wholes[i].data() : shards[i].data(),
+                   wholeFirst ? d.whole : d.shard,
+                   wholeFirst ? wholes[i].size() : shardBytes,
+                   cudaMemcpyDeviceToHost),
+        where);
+    bucket.push_back({wholes[i].data(), shards[i].data(), d.rows, d.rowBytes});
   }
   char error[256] = {0};
   if (collective(ctx, world, bucket, error, sizeof error))
     return descFail(ctx, where, "%s: %s", what, error);
   for (int64_t i = 0; i < n; ++i) {
-    Operand out = descOperand(ctx, desc, n + i);
     const std::vector<uint8_t> &host = wholeFirst ? shards[i] : wholes[i];
-    INFIR2_CUDA_CHECK(
-        ctx,
-        cudaMemcpy(out.ptr, host.data(), host.size(), cudaMemcpyHostToDevice),
-        where);
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpy(wholeFirst ? device[i].shard : device[i].whole,
+                                 host.data(), host.size(),
+                                 cudaMemcpyHostToDevice),
+                      where);
   }
   return 0;
 }
@@ -349,6 +470,8 @@ int32_t stagedRowShards(infir2rt_context *ctx, const int64_t *desc,
 extern "C" int32_t infir2rt_cuda_reduce_scatter(infir2rt_context *ctx,
                                                 const int64_t *desc,
                                                 const char *where) {
+  if (deviceCollectives(ctx))
+    return onDevice(ctx, desc, where, Collective::ReduceScatter);
   return stagedRowShards(ctx, desc, where, /*wholeFirst=*/true,
                          reduceScatterHost, "reduce-scatter");
 }
@@ -356,6 +479,8 @@ extern "C" int32_t infir2rt_cuda_reduce_scatter(infir2rt_context *ctx,
 extern "C" int32_t infir2rt_cuda_all_gather(infir2rt_context *ctx,
                                             const int64_t *desc,
                                             const char *where) {
+  if (deviceCollectives(ctx))
+    return onDevice(ctx, desc, where, Collective::AllGather);
   return stagedRowShards(ctx, desc, where, /*wholeFirst=*/false, allGatherHost,
                          "all-gather");
 }

@@ -66,6 +66,19 @@ typedef struct infir2rt_communicator {
   /// (`size` times `bytes`).
   int32_t (*all_gather)(void *impl, const void *send, void *recv, int64_t bytes,
                         char *error, int64_t error_size);
+  /// Set when the group also works on device memory (NCCL on GPUs): the
+  /// same three collectives on device pointers, queued on `stream`. A
+  /// device backend uses them when set, and stages its buffers through host
+  /// memory for the functions above otherwise.
+  int32_t (*device_all_reduce_sum)(void *impl, float *data, int64_t n,
+                                   void *stream, char *error,
+                                   int64_t error_size);
+  int32_t (*device_reduce_scatter_sum)(void *impl, const float *send,
+                                       float *recv, int64_t n, void *stream,
+                                       char *error, int64_t error_size);
+  int32_t (*device_all_gather)(void *impl, const void *send, void *recv,
+                               int64_t bytes, void *stream, char *error,
+                               int64_t error_size);
 } infir2rt_communicator;
 
 struct infir2rt_context;

@@ -53,35 +53,56 @@ inline int64_t shardBytes(const std::vector<RowShard> &bucket, int64_t world) {
 }
 
 /// The whole tensors as `world` consecutive blocks of shardBytes() bytes,
-/// block r holding rank r's shards (zero padded).
-inline void packByRank(const std::vector<RowShard> &bucket, int64_t world,
-                       uint8_t *out) {
+/// block r holding rank r's shards. `copy(dst, src, bytes)` moves bytes
+/// (in host or device memory); the padding keeps what `out` held (zeros).
+template <typename Copy>
+void packByRank(const std::vector<RowShard> &bucket, int64_t world,
+                uint8_t *out, Copy copy) {
   int64_t block = shardBytes(bucket, world);
-  std::memset(out, 0, size_t(block * world));
   for (int64_t r = 0; r < world; ++r) {
     uint8_t *at = out + r * block;
     for (const RowShard &t : bucket) {
       int64_t s = shardRows(t.rows, world);
-      std::memcpy(at, t.whole + r * s * t.rowBytes,
-                  size_t(ownedRows(t, world, r) * t.rowBytes));
+      copy(at, t.whole + r * s * t.rowBytes,
+           ownedRows(t, world, r) * t.rowBytes);
       at += s * t.rowBytes;
     }
   }
 }
 
 /// The inverse of packByRank: each whole tensor from the ranks' blocks.
-inline void unpackByRank(const uint8_t *in, const std::vector<RowShard> &bucket,
-                         int64_t world) {
+template <typename Copy>
+void unpackByRank(const uint8_t *in, const std::vector<RowShard> &bucket,
+                  int64_t world, Copy copy) {
   int64_t block = shardBytes(bucket, world);
   for (int64_t r = 0; r < world; ++r) {
     const uint8_t *at = in + r * block;
     for (const RowShard &t : bucket) {
       int64_t s = shardRows(t.rows, world);
-      std::memcpy(t.whole + r * s * t.rowBytes, at,
-                  size_t(ownedRows(t, world, r) * t.rowBytes));
+      copy(t.whole + r * s * t.rowBytes, at,
+           ownedRows(t, world, r) * t.rowBytes);
       at += s * t.rowBytes;
     }
   }
+}
+
+/// This rank's shards as one block, one after the other: from `block` into
+/// the shards (`toShards`), or from the shards into `block`.
+template <typename Copy>
+void moveShards(uint8_t *block, const std::vector<RowShard> &bucket,
+                int64_t world, bool toShards, Copy copy) {
+  for (const RowShard &t : bucket) {
+    int64_t bytes = shardRows(t.rows, world) * t.rowBytes;
+    if (toShards)
+      copy(t.shard, block, bytes);
+    else
+      copy(block, t.shard, bytes);
+    block += bytes;
+  }
+}
+
+inline void hostCopy(void *dst, const void *src, int64_t bytes) {
+  std::memcpy(dst, src, size_t(bytes));
 }
 
 /// Checks that a ZeRO-1 step compiled for `world` ranks runs on as many.
@@ -106,7 +127,7 @@ inline int32_t reduceScatterHost(const infir2rt_context *ctx, int64_t world,
     return 1;
   int64_t block = shardBytes(bucket, world);
   std::vector<uint8_t> send(block * world), recv(block);
-  packByRank(bucket, world, send.data());
+  packByRank(bucket, world, send.data(), hostCopy);
   if (!ctx->comm)
     recv.assign(send.begin(), send.begin() + block);
   else if (ctx->comm->reduce_scatter_sum(
@@ -114,12 +135,7 @@ inline int32_t reduceScatterHost(const infir2rt_context *ctx, int64_t world,
                reinterpret_cast<float *>(recv.data()), block / 4, error,
                errorSize))
     return 1;
-  const uint8_t *at = recv.data();
-  for (const RowShard &t : bucket) {
-    int64_t bytes = shardRows(t.rows, world) * t.rowBytes;
-    std::memcpy(t.shard, at, size_t(bytes));
-    at += bytes;
-  }
+  moveShards(recv.data(), bucket, world, /*toShards=*/true, hostCopy);
   return 0;
 }
 
@@ -132,18 +148,13 @@ inline int32_t allGatherHost(const infir2rt_context *ctx, int64_t world,
     return 1;
   int64_t block = shardBytes(bucket, world);
   std::vector<uint8_t> send(block), recv(block * world);
-  uint8_t *at = send.data();
-  for (const RowShard &t : bucket) {
-    int64_t bytes = shardRows(t.rows, world) * t.rowBytes;
-    std::memcpy(at, t.shard, size_t(bytes));
-    at += bytes;
-  }
+  moveShards(send.data(), bucket, world, /*toShards=*/false, hostCopy);
   if (!ctx->comm)
     recv = send;
   else if (ctx->comm->all_gather(ctx->comm->impl, send.data(), recv.data(),
                                  block, error, errorSize))
     return 1;
-  unpackByRank(recv.data(), bucket, world);
+  unpackByRank(recv.data(), bucket, world, hostCopy);
   return 0;
 }
 
