@@ -172,6 +172,17 @@ void Communicator::useDeviceCollectives(std::string &notice) {
 
 bool Communicator::init(int *argc, char ***argv, std::string &error) {
   int announced = launcherSize();
+  // torchrun and similar launchers start every rank as a lone process with
+  // RANK / WORLD_SIZE set: each would train alone, and all would write the
+  // same checkpoints. Refuse, saying how to launch instead.
+  if (const char *world = std::getenv("WORLD_SIZE");
+      world && std::atoi(world) > 1 && announced <= 1) {
+    error = std::string("WORLD_SIZE=") + world +
+            " but no MPI launcher started this process (torchrun-style "
+            "launch?): start the ranks with mpirun -np N or srun --mpi=pmix "
+            "(docs/Running.md)";
+    return false;
+  }
 #ifdef INFIR2_HAVE_MPI
   if (announced <= 1)
     return true; // alone: no MPI needed
