@@ -221,8 +221,7 @@ private:
   LogicalResult embeddingGrad(EmbeddingGradOp op);
   LogicalResult reduceSum(ReduceSumOp op);
   LogicalResult globalNorm(GlobalNormOp op);
-  template <typename CollectiveOp>
-  LogicalResult oneRankShards(CollectiveOp op);
+  template <typename CollectiveOp> LogicalResult oneRankShards(CollectiveOp op);
   LogicalResult adamw(AdamWOp op);
   LogicalResult sgd(SGDOp op);
   double clippedScale(double gradScale, double norm, double maxGradNorm);

@@ -209,6 +209,22 @@ rt::BufferAttr bufferOf(const FunctionPlan &f, Value v) {
                              b.offset, cast<RankedTensorType>(v.getType()));
 }
 
+/// The fused entry point of a norm or SwiGLU and the quantize_dual of its
+/// result scheduled right after it, both in one fp8.fused region; null
+/// otherwise.
+const char *fusedEntry(Operation *producer, Operation *next) {
+  auto q = dyn_cast_or_null<fp8::QuantizeDualOp>(next);
+  if (!q || !isa_and_nonnull<fp8::FusedOp>(producer->getParentOp()) ||
+      q->getParentOp() != producer->getParentOp() ||
+      q.getInput() != producer->getResult(0))
+    return nullptr;
+  if (isa<RMSNormOp>(producer))
+    return "rms_norm_quantize_dual";
+  if (isa<SwigluOp>(producer))
+    return "swiglu_quantize_dual";
+  return nullptr;
+}
+
 } // namespace
 
 FailureOr<OwningOpRef<ModuleOp>>
@@ -222,12 +238,25 @@ lowering::buildRuntimeModule(ModuleOp module, const ModelPlan &plan) {
     auto fn = func::FuncOp::create(b, f.fn.getLoc(), f.symbol,
                                    b.getFunctionType({}, {}));
     OpBuilder body = OpBuilder::atBlockEnd(fn.addEntryBlock());
-    for (Operation *op : f.schedule) {
+    for (size_t i = 0; i < f.schedule.size(); ++i) {
+      Operation *op = f.schedule[i];
       FailureOr<std::optional<CallSpec>> call = callFor(op);
       if (failed(call))
         return failure();
       if (!*call)
         continue;
+      // A producer and its quantization: one call, one kernel on a GPU.
+      Operation *next = i + 1 < f.schedule.size() ? f.schedule[i + 1] : nullptr;
+      if (const char *fused = fusedEntry(op, next)) {
+        FailureOr<std::optional<CallSpec>> quantize = callFor(next);
+        if (failed(quantize))
+          return failure();
+        (*call)->entry = fused;
+        (*call)->operands.append(std::next((*quantize)->operands.begin()),
+                                 (*quantize)->operands.end());
+        (*call)->attrs.append((*quantize)->attrs);
+        ++i;
+      }
       SmallVector<Attribute> buffers;
       for (Value v : (*call)->operands)
         buffers.push_back(bufferOf(f, v));

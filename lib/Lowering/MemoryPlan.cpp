@@ -375,8 +375,8 @@ void lowering::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
   os << "planned memory (batch " << plan.batch << " x seq " << plan.seqLen
      << " tokens, vocab " << plan.vocab << ")";
   if (plan.zero1WorldSize)
-    os << ", per rank: masters and moments sharded over "
-       << plan.zero1WorldSize << " ranks (ZeRO-1)";
+    os << ", per rank: masters and moments sharded over " << plan.zero1WorldSize
+       << " ranks (ZeRO-1)";
   os << "\n";
   int64_t total = 0;
   for (int c = 0; c < kNumCategories; ++c) {

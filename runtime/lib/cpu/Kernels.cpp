@@ -1136,3 +1136,32 @@ ENTRY(amax) {
     out.set(i, amax[i]);
   return 0;
 }
+
+// The fused producers run as their two calls on the CPU (the CUDA backend
+// fuses them into the producer's kernel).
+namespace {
+
+int32_t producerThenQuantizeDual(const Call &c,
+                                 int32_t (*producer)(const Call &),
+                                 std::initializer_list<int64_t> operands,
+                                 int64_t producerAttrs) {
+  int64_t out = *(operands.end() - 1);
+  std::vector<int64_t> first =
+      subDescriptor(c.desc, operands, 0, producerAttrs);
+  std::vector<int64_t> second =
+      subDescriptor(c.desc, {out, out + 1, out + 2, out + 3, out + 4},
+                    producerAttrs, c.numAttrs() - producerAttrs);
+  if (int32_t rc = producer(Call{c.ctx, first.data(), c.where}))
+    return rc;
+  return quantize_dualImpl(Call{c.ctx, second.data(), c.where});
+}
+
+} // namespace
+
+ENTRY(rms_norm_quantize_dual) {
+  return producerThenQuantizeDual(c, rms_normImpl, {0, 1, 2}, 1);
+}
+
+ENTRY(swiglu_quantize_dual) {
+  return producerThenQuantizeDual(c, swigluImpl, {0, 1, 2}, 0);
+}

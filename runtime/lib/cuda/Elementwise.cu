@@ -15,6 +15,7 @@
 
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
+#include "Producers.cuh"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/Optimizer.h"
@@ -49,7 +50,7 @@ bool floatOperands(const int64_t *desc, infir2rt_context *ctx) {
 
 enum class Op { Copy, Add, Mul, Silu, Swiglu, SiluGrad };
 
-__device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+using infir2::rt::cuda::sigmoid;
 
 __global__ void elementwiseKernel(Op op, View a, View b, View out) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -69,7 +70,7 @@ __global__ void elementwiseKernel(Op op, View a, View b, View out) {
     r = x * sigmoid(x);
     break;
   case Op::Swiglu:
-    r = x * sigmoid(x) * b.get(i);
+    r = infir2::rt::cuda::swigluValue(x, b.get(i));
     break;
   case Op::SiluGrad: {
     float sg = sigmoid(x);
@@ -108,28 +109,6 @@ __global__ void sgdKernel(const float *p, const float *g, float *np, int64_t n,
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n)
     np[i] = p[i] - lr * (g[i] * scale + wd * p[i]);
-}
-
-/// One block per row: the sum of squares by a block reduction, then the
-/// scaled row.
-__global__ void rmsNormKernel(View x, View w, View out, int64_t d, float eps) {
-  int64_t row = blockIdx.x;
-  __shared__ float partial[256];
-  float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-    float v = x.get(row * d + i);
-    ss += v * v;
-  }
-  partial[threadIdx.x] = ss;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s)
-      partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
-  float inv = 1.0f / sqrtf(partial[0] / float(d) + eps);
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-    out.set(row * d + i, x.get(row * d + i) * inv * w.get(i));
 }
 
 __global__ void adamwKernel(const float *p, const float *g, const float *m,
@@ -191,9 +170,10 @@ extern "C" int32_t infir2rt_cuda_rms_norm(infir2rt_context *ctx,
   Operand x = descOperand(ctx, desc, 0), w = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
   int64_t d = x.shape[x.rank - 1];
-  rmsNormKernel<<<unsigned(x.numel / d), 256, 0,
-                  infir2::rt::cuda::streamOf(ctx)>>>(
-      viewOf(x), viewOf(w), viewOf(out), d, float(descAttr(desc, 0)));
+  infir2::rt::cuda::rmsNormKernel<<<unsigned(x.numel / d), 256, 0,
+                                    infir2::rt::cuda::streamOf(ctx)>>>(
+      viewOf(x), viewOf(w), viewOf(out), d, float(descAttr(desc, 0)),
+      infir2::rt::cuda::NoSink{});
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 

@@ -20,6 +20,7 @@
 
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
+#include "Quantize.cuh"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/FP8.h"
@@ -37,39 +38,14 @@ using Operand = infir2::rt::DescOperand;
 using infir2::rt::descAttr;
 using infir2::rt::descFail;
 using infir2::rt::descOperand;
+using infir2::rt::cuda::AmaxPass;
+using infir2::rt::cuda::AmaxSink;
+using infir2::rt::cuda::Geometry;
+using infir2::rt::cuda::geometryOf;
 
 Operand descOperand(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
   const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
   return {ctx->regions[w[0]] + w[3], w[1], w[2], w[4], w + 5};
-}
-
-/// Where an element's scale is: the tensor as rows of its last dimension,
-/// blocks of `br` rows (of the second-to-last dimension) by `bc` columns;
-/// leading dimensions with block 1 (leadOne) or covered by one block.
-struct Geometry {
-  int64_t R, C, br, bc;
-  bool leadOne;
-  __host__ __device__ int64_t index(int64_t q, int64_t c) const {
-    int64_t p = leadOne ? q / R : 0, r = q % R;
-    return (p * (R / br) + r / br) * (C / bc) + c / bc;
-  }
-};
-
-/// The geometry of a block shape, or false if the GPU kernels do not handle
-/// it (mixed leading blocks).
-bool geometryOf(const int64_t *shape, int64_t rank, const int64_t *block,
-                Geometry &g) {
-  g.C = shape[rank - 1];
-  g.bc = block[rank - 1];
-  g.R = rank >= 2 ? shape[rank - 2] : 1;
-  g.br = rank >= 2 ? block[rank - 2] : 1;
-  bool one = true, all = true;
-  for (int64_t i = 0; i + 2 < rank; ++i) {
-    one &= block[i] == 1;
-    all &= block[i] == shape[i];
-  }
-  g.leadOne = one;
-  return one || all;
 }
 
 __device__ float load(const uint8_t *x, int64_t dtype, int64_t i) {
@@ -150,9 +126,13 @@ __global__ void castKernel(const uint8_t *x, int64_t dtype, int64_t n,
   }
 }
 
+} // namespace
+
 /// The three passes for one or two copies.
-int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
-                 bool dual) {
+int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
+                                       const int64_t *desc, const char *where,
+                                       bool dual, AmaxPass amaxPass,
+                                       const int64_t *producerDesc) {
   Operand x = descOperand(ctx, desc, 0), data = descOperand(ctx, desc, 1),
           scale = descOperand(ctx, desc, 2);
   if (x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16)
@@ -203,7 +183,11 @@ int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
         where);
     const int threads = 256;
     unsigned grid = unsigned((x.numel + threads - 1) / threads);
-    if (dual)
+    if (amaxPass) {
+      AmaxSink sink{g, gt, amax, dual ? amax + nb : nullptr};
+      if (int32_t rc = amaxPass(ctx, producerDesc, sink))
+        return rc;
+    } else if (dual)
       dualAmaxKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
           x.ptr, x.dtype, x.numel, g, gt, amax, amax + nb);
     else
@@ -247,6 +231,8 @@ int32_t quantize(infir2rt_context *ctx, const int64_t *desc, const char *where,
   cudaFree(bad);
   return rc;
 }
+
+namespace {
 
 __global__ void bitsToFloatKernel(const unsigned *bits, float *out, int64_t n) {
   int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -325,11 +311,13 @@ extern "C" int32_t infir2rt_cuda_dequantize(infir2rt_context *ctx,
 extern "C" int32_t infir2rt_cuda_quantize(infir2rt_context *ctx,
                                           const int64_t *desc,
                                           const char *where) {
-  return quantize(ctx, desc, where, /*dual=*/false);
+  return infir2::rt::cuda::quantizeWith(ctx, desc, where, /*dual=*/false,
+                                        nullptr, nullptr);
 }
 
 extern "C" int32_t infir2rt_cuda_quantize_dual(infir2rt_context *ctx,
                                                const int64_t *desc,
                                                const char *where) {
-  return quantize(ctx, desc, where, /*dual=*/true);
+  return infir2::rt::cuda::quantizeWith(ctx, desc, where, /*dual=*/true,
+                                        nullptr, nullptr);
 }

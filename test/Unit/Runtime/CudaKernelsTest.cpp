@@ -18,6 +18,7 @@
 
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Descriptor.h"
 
 #include "DescriptorBuilder.h"
 
@@ -731,7 +732,7 @@ TEST(CudaBackend, ImplementsEveryEntryPoint) {
   {#name, reinterpret_cast<const void *>(&infir2rt_cuda_##name)},
 #include "infir2/runtime/ABI.def"
   };
-  EXPECT_EQ(entries.size(), 31u);
+  EXPECT_EQ(entries.size(), 33u);
 }
 
 // The table a trainer points ctx->device at holds each entry point at its
@@ -763,6 +764,90 @@ TEST(CudaBackend, ShardCollectivesAloneCopy) {
     compare(c, cpu,
             cpu == infir2rt_reduce_scatter ? infir2rt_cuda_reduce_scatter
                                            : infir2rt_cuda_all_gather);
+  }
+}
+
+// RMSNorm and SwiGLU with FP8 output: the fused entry point on the GPU gives
+// the bytes of the producer's call followed by quantize_dual's on the GPU
+// (every operand, byte for byte: the same device functions compute the
+// values, and the amaxes do not depend on the order), and the CPU backend's
+// fused entry gives the same high-precision result within the producers'
+// tolerance (a few ulps, checked operand by operand in CudaElementwise).
+TEST(CudaFused, NormAndSwigluWithFP8OutputMatchTheirTwoCalls) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  std::mt19937_64 rng = seededRng();
+  const int64_t B = 2, S = 128, K = 384, T = B * S;
+  for (bool norm : {true, false}) {
+    SCOPED_TRACE(norm ? "rms_norm_quantize_dual" : "swiglu_quantize_dual");
+    Call c;
+    int a = c.add({B, S, K}, INFIR2RT_BF16);
+    int b = norm ? c.add({K}, INFIR2RT_BF16) : c.add({B, S, K}, INFIR2RT_BF16);
+    c.add({B, S, K}, INFIR2RT_BF16);
+    c.add({B, S, K}, INFIR2RT_E4M3);
+    c.add({B, S, K / 128}, INFIR2RT_F32);
+    c.add({K, T}, INFIR2RT_E4M3);
+    c.add({K, T / 128}, INFIR2RT_F32);
+    fill(c, a, INFIR2RT_BF16, T, K, rng);
+    fill(c, b, INFIR2RT_BF16, norm ? 1 : T, K, rng);
+    std::vector<double> quantize = {0.0, 1.0, 1.0, 1.0, 128.0, 1.0, 128.0};
+    std::vector<double> attrs = quantize;
+    if (norm)
+      attrs.insert(attrs.begin(), 1e-6);
+    c.attrs(attrs);
+    int64_t producerAttrs = norm ? 1 : 0;
+
+    int32_t rc = 0;
+    std::string error;
+    std::vector<uint8_t> fused =
+        runOnGpu(c,
+                 norm ? infir2rt_cuda_rms_norm_quantize_dual
+                      : infir2rt_cuda_swiglu_quantize_dual,
+                 rc, error);
+    ASSERT_EQ(rc, 0) << error;
+
+    Call producer = c;
+    producer.desc =
+        infir2::rt::subDescriptor(c.desc.data(), {0, 1, 2}, 0, producerAttrs);
+    std::vector<uint8_t> mid =
+        runOnGpu(producer, norm ? infir2rt_cuda_rms_norm : infir2rt_cuda_swiglu,
+                 rc, error);
+    ASSERT_EQ(rc, 0) << error;
+    Call second = c;
+    second.host = mid;
+    second.desc = infir2::rt::subDescriptor(c.desc.data(), {2, 3, 4, 5, 6},
+                                            producerAttrs, quantize.size());
+    std::vector<uint8_t> twoCalls =
+        runOnGpu(second, infir2rt_cuda_quantize_dual, rc, error);
+    ASSERT_EQ(rc, 0) << error;
+    for (size_t i = 2; i < c.operands.size(); ++i) {
+      auto [offset, bytes] = c.operands[i];
+      int64_t mismatches = 0;
+      for (int64_t k = 0; k < bytes; ++k)
+        mismatches += fused[offset + k] != twoCalls[offset + k];
+      EXPECT_EQ(mismatches, 0) << "operand " << i;
+    }
+
+    std::vector<uint8_t> onCpu =
+        runOnCpu(c, norm ? infir2rt_rms_norm_quantize_dual
+                         : infir2rt_swiglu_quantize_dual);
+    // BF16 has 8 significant bits: 2 ulps is 2^-7 relative.
+    double worst = 0.0;
+    for (int64_t i = 0; i < T * K; ++i) {
+      auto value = [&](const std::vector<uint8_t> &mem) {
+        uint16_t h;
+        std::memcpy(&h, mem.data() + c.operands[2].first + 2 * i, 2);
+        uint32_t u = uint32_t(h) << 16;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return double(f);
+      };
+      double g = value(fused), w = value(onCpu);
+      double size = std::max(std::fabs(g), std::fabs(w));
+      if (size > 0)
+        worst = std::max(worst, std::fabs(g - w) / size);
+    }
+    EXPECT_LE(worst, 1.0 / 128) << "relative, GPU against CPU";
   }
 }
 

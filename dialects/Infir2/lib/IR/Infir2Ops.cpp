@@ -508,12 +508,12 @@ static LogicalResult verifyRowShards(Operation *op, TypeRange full,
     auto f = cast<RankedTensorType>(std::get<0>(types));
     auto s = cast<RankedTensorType>(std::get<1>(types));
     if (f.getElementType() != s.getElementType())
-      return op->emitOpError() << "tensor #" << i << ": element types differ ("
-                               << f.getElementType() << " and "
-                               << s.getElementType() << ")";
+      return op->emitOpError()
+             << "tensor #" << i << ": element types differ ("
+             << f.getElementType() << " and " << s.getElementType() << ")";
     if (f.getRank() == 0)
-      return op->emitOpError() << "tensor #" << i
-                               << " is a scalar; shards are rows of a tensor";
+      return op->emitOpError()
+             << "tensor #" << i << " is a scalar; shards are rows of a tensor";
     SmallVector<int64_t> want(f.getShape());
     want[0] = llvm::divideCeil(want[0], world);
     if (s.getRank() != f.getRank() || s.getShape() != ArrayRef(want))

@@ -124,6 +124,11 @@ INFIR2RT_CUDA_ENTRY(attention_grad)
 /// infir2.matmul (transpose flags, batches, a shared rank-2 rhs) through
 /// cuBLASLt, BF16 or FP32 with FP32 accumulation.
 INFIR2RT_CUDA_ENTRY(matmul)
+/// RMSNorm and SwiGLU with FP8 output: the producer's kernel also feeds the
+/// amaxes of both layouts; the bytes of the producer's call followed by
+/// quantize_dual's.
+INFIR2RT_CUDA_ENTRY(rms_norm_quantize_dual)
+INFIR2RT_CUDA_ENTRY(swiglu_quantize_dual)
 #undef INFIR2RT_CUDA_ENTRY
 
 #ifdef __cplusplus

@@ -19,6 +19,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <vector>
 
 namespace infir2::rt {
 
@@ -46,6 +48,23 @@ inline double descAttr(const int64_t *desc, int64_t i) {
   double d;
   std::memcpy(&d, desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS + i, sizeof d);
   return d;
+}
+
+/// The descriptor of a call on some of `desc`'s operands (in the order
+/// given) and `count` of its attributes from `first`: an entry point that
+/// composes others (a fused producer and its quantization) calls them with
+/// these.
+inline std::vector<int64_t>
+subDescriptor(const int64_t *desc, std::initializer_list<int64_t> operands,
+              int64_t first, int64_t count) {
+  std::vector<int64_t> out = {int64_t(operands.size()), count};
+  for (int64_t i : operands) {
+    const int64_t *w = desc + 2 + i * INFIR2RT_OPERAND_WORDS;
+    out.insert(out.end(), w, w + INFIR2RT_OPERAND_WORDS);
+  }
+  const int64_t *attrs = desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS;
+  out.insert(out.end(), attrs + first, attrs + first + count);
+  return out;
 }
 
 /// Writes "where: message" into ctx->error and returns 1.
