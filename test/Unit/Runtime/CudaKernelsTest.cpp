@@ -102,6 +102,18 @@ double worstRowError(const Call &c, int out, const std::vector<uint8_t> &want,
   return worst;
 }
 
+/// Expects operands `first`.. of `c` to hold the same bytes in `a` and `b`.
+void expectSameBytes(const Call &c, size_t first, const std::vector<uint8_t> &a,
+                     const std::vector<uint8_t> &b) {
+  for (size_t i = first; i < c.operands.size(); ++i) {
+    auto [offset, bytes] = c.operands[i];
+    int64_t mismatches = 0;
+    for (int64_t k = 0; k < bytes; ++k)
+      mismatches += a[offset + k] != b[offset + k];
+    EXPECT_EQ(mismatches, 0) << "operand " << i;
+  }
+}
+
 /// Runs `entry` on the CPU (cpu) and on the GPU (gpu) over copies of `c`'s
 /// operands and compares the outputs (operands 1..) byte for byte.
 void compare(Call &c, Entry cpu, Entry gpu) {
@@ -110,13 +122,7 @@ void compare(Call &c, Entry cpu, Entry gpu) {
   std::string error;
   std::vector<uint8_t> onGpu = runOnGpu(c, gpu, rc, error);
   ASSERT_EQ(rc, 0) << error;
-  for (size_t i = 1; i < c.operands.size(); ++i) {
-    auto [offset, bytes] = c.operands[i];
-    int64_t mismatches = 0;
-    for (int64_t b = 0; b < bytes; ++b)
-      mismatches += onCpu[offset + b] != onGpu[offset + b];
-    EXPECT_EQ(mismatches, 0) << "operand " << i;
-  }
+  expectSameBytes(c, 1, onCpu, onGpu);
 }
 
 void fill(Call &c, int operand, int64_t dtype, int64_t rows, int64_t cols,
@@ -820,13 +826,7 @@ TEST(CudaFused, NormAndSwigluWithFP8OutputMatchTheirTwoCalls) {
     std::vector<uint8_t> twoCalls =
         runOnGpu(second, infir2rt_cuda_quantize_dual, rc, error);
     ASSERT_EQ(rc, 0) << error;
-    for (size_t i = 2; i < c.operands.size(); ++i) {
-      auto [offset, bytes] = c.operands[i];
-      int64_t mismatches = 0;
-      for (int64_t k = 0; k < bytes; ++k)
-        mismatches += fused[offset + k] != twoCalls[offset + k];
-      EXPECT_EQ(mismatches, 0) << "operand " << i;
-    }
+    expectSameBytes(c, 2, fused, twoCalls);
 
     std::vector<uint8_t> onCpu =
         runOnCpu(c, norm ? infir2rt_rms_norm_quantize_dual
