@@ -17,6 +17,7 @@
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Collectives.h"
 #include "infir2/runtime/Descriptor.h"
+#include "infir2/runtime/Elementwise.h"
 #include "infir2/runtime/FP8.h"
 #include "infir2/runtime/Optimizer.h"
 
@@ -255,8 +256,6 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
 struct SingleThreadedBlas {
   SingleThreadedBlas() { openblas_set_num_threads(1); }
 } singleThreadedBlas;
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 /// Where the scale of each element of a tensor quantized in blocks of
 /// `block` is. The tensor is seen as rows of its last dimension; blocks span
@@ -636,7 +635,7 @@ ENTRY(rms_norm) {
     float ss = 0.0f;
     for (int64_t i = 0; i < d; ++i)
       ss += row[i] * row[i];
-    float inv = 1.0f / std::sqrt(ss / d + eps);
+    float inv = rmsNormScaleOf(ss, d, eps);
     for (int64_t i = 0; i < d; ++i)
       O[r * d + i] = row[i] * inv * W[i];
   }
@@ -703,13 +702,13 @@ ENTRY(attention) {
 
 ENTRY(silu) {
   return elementwise(c, 1, [](const float **in, const int64_t *, int64_t i) {
-    return in[0][i] * sigmoid(in[0][i]);
+    return siluOf(in[0][i]);
   });
 }
 
 ENTRY(swiglu) {
   return elementwise(c, 2, [](const float **in, const int64_t *, int64_t i) {
-    return in[0][i] * sigmoid(in[0][i]) * in[1][i];
+    return swigluOf(in[0][i], in[1][i]);
   });
 }
 
@@ -764,8 +763,7 @@ ENTRY(reduce_sum) {
 
 ENTRY(silu_grad) {
   return elementwise(c, 2, [](const float **in, const int64_t *, int64_t i) {
-    float x = in[0][i], s = sigmoid(x);
-    return in[1][i] * (s + x * s * (1.0f - s));
+    return siluGradOf(in[0][i], in[1][i]);
   });
 }
 
@@ -777,9 +775,7 @@ ENTRY(swiglu_grad) {
   float *DG = dg.output(bdg), *DU = du.output(bdu);
 #pragma omp parallel for
   for (int64_t i = 0; i < g.numel; ++i) {
-    float s = sigmoid(G[i]);
-    DU[i] = D[i] * G[i] * s;
-    DG[i] = D[i] * U[i] * (s + G[i] * s * (1.0f - s));
+    swigluGradOf(G[i], U[i], D[i], DG[i], DU[i]);
   }
   dg.store(DG);
   du.store(DU);
@@ -966,16 +962,11 @@ ENTRY(adamw) {
   float *NP = reinterpret_cast<float *>(np.ptr),
         *NM = reinterpret_cast<float *>(nm.ptr),
         *NV = reinterpret_cast<float *>(nv.ptr);
-  float fb1 = float(b1), fb2 = float(b2), feps = float(eps), fwd = float(wd);
+  AdamWStep step{lr,         scale,     float(b1), float(b2),
+                 float(eps), float(wd), c1,        c2};
 #pragma omp parallel for if (p.numel > 16384)
-  for (int64_t i = 0; i < p.numel; ++i) {
-    float gi = G[i] * scale;
-    float mi = fb1 * M[i] + (1.0f - fb1) * gi;
-    float vi = fb2 * V[i] + (1.0f - fb2) * gi * gi;
-    NM[i] = mi;
-    NV[i] = vi;
-    NP[i] = P[i] - lr * (fwd * P[i] + (mi / c1) / (std::sqrt(vi / c2) + feps));
-  }
+  for (int64_t i = 0; i < p.numel; ++i)
+    adamwOf(step, P[i], G[i], M[i], V[i], NP[i], NM[i], NV[i]);
   return 0;
 }
 
@@ -989,7 +980,7 @@ ENTRY(sgd) {
               *G = reinterpret_cast<const float *>(g.ptr);
   float *NP = reinterpret_cast<float *>(np.ptr);
   for (int64_t i = 0; i < p.numel; ++i)
-    NP[i] = P[i] - lr * (G[i] * scale + wd * P[i]);
+    NP[i] = sgdOf(lr, scale, wd, P[i], G[i]);
   return 0;
 }
 

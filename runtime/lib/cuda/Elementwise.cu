@@ -18,6 +18,7 @@
 #include "Producers.cuh"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
+#include "infir2/runtime/Elementwise.h"
 #include "infir2/runtime/Optimizer.h"
 
 #include <cuda_bf16.h>
@@ -50,8 +51,6 @@ bool floatOperands(const int64_t *desc, infir2rt_context *ctx) {
 
 enum class Op { Copy, Add, Mul, Silu, Swiglu, SiluGrad };
 
-using infir2::rt::cuda::sigmoid;
-
 __global__ void elementwiseKernel(Op op, View a, View b, View out) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= out.numel)
@@ -67,16 +66,14 @@ __global__ void elementwiseKernel(Op op, View a, View b, View out) {
     r = x * b.get(i % b.numel);
     break;
   case Op::Silu:
-    r = x * sigmoid(x);
+    r = infir2::rt::siluOf(x);
     break;
   case Op::Swiglu:
-    r = infir2::rt::cuda::swigluValue(x, b.get(i));
+    r = infir2::rt::swigluOf(x, b.get(i));
     break;
-  case Op::SiluGrad: {
-    float sg = sigmoid(x);
-    r = b.get(i) * (sg + x * sg * (1.0f - sg));
+  case Op::SiluGrad:
+    r = infir2::rt::siluGradOf(x, b.get(i));
     break;
-  }
   }
   out.set(i, r);
 }
@@ -99,31 +96,25 @@ __global__ void swigluGradKernel(View g, View u, View dy, View dg, View du) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= g.numel)
     return;
-  float gi = g.get(i), s = sigmoid(gi), d = dy.get(i);
-  du.set(i, d * gi * s);
-  dg.set(i, d * u.get(i) * (s + gi * s * (1.0f - s)));
+  float dgi, dui;
+  infir2::rt::swigluGradOf(g.get(i), u.get(i), dy.get(i), dgi, dui);
+  du.set(i, dui);
+  dg.set(i, dgi);
 }
 
 __global__ void sgdKernel(const float *p, const float *g, float *np, int64_t n,
                           float lr, float scale, float wd) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n)
-    np[i] = p[i] - lr * (g[i] * scale + wd * p[i]);
+    np[i] = infir2::rt::sgdOf(lr, scale, wd, p[i], g[i]);
 }
 
 __global__ void adamwKernel(const float *p, const float *g, const float *m,
                             const float *v, float *np, float *nm, float *nv,
-                            int64_t n, float lr, float scale, float b1,
-                            float b2, float eps, float wd, float c1, float c2) {
+                            int64_t n, infir2::rt::AdamWStep step) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n)
-    return;
-  float gi = g[i] * scale;
-  float mi = b1 * m[i] + (1.0f - b1) * gi;
-  float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-  nm[i] = mi;
-  nv[i] = vi;
-  np[i] = p[i] - lr * (wd * p[i] + (mi / c1) / (sqrtf(vi / c2) + eps));
+  if (i < n)
+    infir2::rt::adamwOf(step, p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
 }
 
 /// Reads `count` FP32 scalars (operands first, first + 1, ...) to the host.
@@ -198,9 +189,10 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
   adamwKernel<<<unsigned((p.numel + threads - 1) / threads), threads, 0,
                 infir2::rt::cuda::streamOf(ctx)>>>(
-      f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), p.numel, lr, scale,
-      float(b1), float(b2), float(descAttr(desc, 2)), float(descAttr(desc, 3)),
-      c1, c2);
+      f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), p.numel,
+      infir2::rt::AdamWStep{lr, scale, float(b1), float(b2),
+                            float(descAttr(desc, 2)), float(descAttr(desc, 3)),
+                            c1, c2});
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 

@@ -9,7 +9,8 @@
 // (FusedQuantize.cu). Each kernel hands every stored value (as stored, after
 // rounding to the output type) to a `Sink`: nothing for the plain entry
 // points, the quantization's amax for the fused ones. Both forms thus
-// compute the very same values.
+// compute the very same values, with the CPU backend's formulas
+// (Elementwise.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,14 +18,9 @@
 #define INFIR2_RUNTIME_CUDA_PRODUCERS_CUH
 
 #include "DeviceView.cuh"
+#include "infir2/runtime/Elementwise.h"
 
 namespace infir2::rt::cuda {
-
-__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-__device__ inline float swigluValue(float gate, float up) {
-  return gate * sigmoid(gate) * up;
-}
 
 /// A producer's sink that does nothing.
 struct NoSink {
@@ -50,7 +46,7 @@ __global__ void rmsNormKernel(View x, View w, View out, int64_t d, float eps,
       partial[threadIdx.x] += partial[threadIdx.x + s];
     __syncthreads();
   }
-  float inv = 1.0f / sqrtf(partial[0] / float(d) + eps);
+  float inv = rmsNormScaleOf(partial[0], d, eps);
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     out.set(row * d + i, x.get(row * d + i) * inv * w.get(i));
     sink(row * d + i, out.get(row * d + i));
@@ -62,7 +58,7 @@ __global__ void swigluKernel(View gate, View up, View out, Sink sink) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= out.numel)
     return;
-  out.set(i, swigluValue(gate.get(i), up.get(i)));
+  out.set(i, swigluOf(gate.get(i), up.get(i)));
   sink(i, out.get(i));
 }
 
