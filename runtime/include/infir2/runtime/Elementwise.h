@@ -15,14 +15,11 @@
 #ifndef INFIR2_RUNTIME_ELEMENTWISE_H
 #define INFIR2_RUNTIME_ELEMENTWISE_H
 
+#include "infir2/runtime/HostDevice.h"
+
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define INFIR2_HD __host__ __device__ __forceinline__
-#else
-#define INFIR2_HD inline
-#endif
 
 namespace infir2::rt {
 
@@ -74,7 +71,5 @@ INFIR2_HD float sgdOf(float lr, float scale, float wd, float p, float g) {
 }
 
 } // namespace infir2::rt
-
-#undef INFIR2_HD
 
 #endif // INFIR2_RUNTIME_ELEMENTWISE_H

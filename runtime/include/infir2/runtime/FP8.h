@@ -24,14 +24,11 @@
 #ifndef INFIR2_RUNTIME_FP8_H
 #define INFIR2_RUNTIME_FP8_H
 
+#include "infir2/runtime/HostDevice.h"
+
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
-#define INFIR2_HD __host__ __device__ __forceinline__
-#else
-#define INFIR2_HD inline
-#endif
 
 namespace infir2::rt {
 
@@ -168,7 +165,5 @@ INFIR2_HD float fp8Scale(float amax, FP8Format f, bool pow2) {
 }
 
 } // namespace infir2::rt
-
-#undef INFIR2_HD
 
 #endif // INFIR2_RUNTIME_FP8_H
