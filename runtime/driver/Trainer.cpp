@@ -901,7 +901,9 @@ int Trainer::run() {
     skippedInARow = 0;
     double lr = learningRate(o, step);
     setScalar("learning_rate", float(lr));
-    setScalar("step", float(++updates));
+    ++updates;
+    if (m.find("input", "step")) // AdamW's bias correction; SGD has none
+      setScalar("step", float(updates));
     setScalar("grad_scale", float(1.0 / double(o.gradAccum * comm.size())));
     call(infir2_optimizer_step, "optimizer step", step);
     double gradNorm = scalar("output", "grad_norm");
