@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Compares a compiled trainer's first step (`trainer --dump-step`) with the
 reference interpreter's (`infir2-run --entry train_step --inputs` on the same
-dump): the loss, and for every parameter the cosine similarity and relative
-L2 error of the gradient.
+dump), or with another trainer's dump of the same step (another device): the
+loss, and for every parameter the cosine similarity and relative L2 error of
+the gradient.
 
-Usage: compare_trainer_step.py TRAINER.safetensors INTERPRETER.safetensors
+Usage: compare_trainer_step.py TRAINER.safetensors OTHER.safetensors
            MAX_LOSS_REL MIN_COSINE MAX_GRAD_REL
 
 The interpreter's dump holds result0 = loss and result1.. = the updated
@@ -62,12 +63,22 @@ def grade(loss, ref_loss, oracle, grads, max_loss, min_cos, max_rel):
 
 def main():
     trainer, order, _ = load(sys.argv[1])
-    interp, _, _ = load(sys.argv[2])
+    other, _, _ = load(sys.argv[2])
     max_loss, min_cos, max_rel = (float(x) for x in sys.argv[3:6])
     names = [k[len("gradient."):] for k in order if k.startswith("gradient.")]
-    grads = [(n, trainer["gradient." + n], interp[f"result{i + 1}"]) for i, n in enumerate(names)]
-    ok = grade(float(trainer["output.loss"][0]), float(interp["result0"][0]), "interpreter",
-               grads, max_loss, min_cos, max_rel)
+    if "output.loss" in other:
+        # Another trainer's dump (another device): it must have started from
+        # the same weights and batch, bit for bit.
+        for k in order:
+            if not k.startswith(("gradient.", "output.")) and not np.array_equal(trainer[k], other[k]):
+                print(f"FAIL: the two dumps differ in {k}: not the same weights and batch")
+                sys.exit(1)
+        grads = [(n, trainer["gradient." + n], other["gradient." + n]) for n in names]
+        ref_loss, oracle = float(other["output.loss"][0]), "other trainer"
+    else:
+        grads = [(n, trainer["gradient." + n], other[f"result{i + 1}"]) for i, n in enumerate(names)]
+        ref_loss, oracle = float(other["result0"][0]), "interpreter"
+    ok = grade(float(trainer["output.loss"][0]), ref_loss, oracle, grads, max_loss, min_cos, max_rel)
     sys.exit(0 if ok else 1)
 
 
