@@ -16,6 +16,7 @@
 
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
+#include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 
@@ -178,23 +179,30 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
   // once to their type.
   Operand grads[3] = {descOperand(ctx, desc, 4), descOperand(ctx, desc, 5),
                       descOperand(ctx, desc, 6)};
-  float *acc[3] = {};
+  // FP32 accumulators: the gradients themselves, or (for BF16 ones)
+  // workspace rounded into them at the end.
+  float *acc[3] = {}, *scratch[3] = {};
+  int64_t bytes[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    if (grads[i].dtype != INFIR2RT_F32 && grads[i].dtype != INFIR2RT_BF16)
+      return descFail(ctx, where, "%s",
+                      "the CUDA attention gradient writes f32 or bf16");
+    if (grads[i].dtype == INFIR2RT_BF16)
+      bytes[i] = grads[i].numel * int64_t(sizeof(float));
+  }
+  INFIR2_CUDA_CHECK(ctx,
+                    infir2::rt::cuda::takeWorkspace({{&scratch[0], bytes[0]},
+                                                     {&scratch[1], bytes[1]},
+                                                     {&scratch[2], bytes[2]}}),
+                    where);
   int32_t rc = 0;
   for (int i = 0; i < 3 && !rc; ++i) {
-    const Operand &o = grads[i];
-    if (o.dtype != INFIR2RT_F32 && o.dtype != INFIR2RT_BF16)
-      rc = descFail(ctx, where, "%s",
-                    "the CUDA attention gradient writes f32 or bf16");
-    else if (o.dtype == INFIR2RT_F32)
-      acc[i] = reinterpret_cast<float *>(o.ptr);
-    else
-      rc = infir2::rt::cuda::check(ctx,
-                                   cudaMalloc(&acc[i], o.numel * sizeof(float)),
-                                   "cudaMalloc", where);
-    if (!rc)
-      rc = infir2::rt::cuda::check(
-          ctx, cudaMemset(acc[i], 0, o.numel * sizeof(float)), "cudaMemset",
-          where);
+    acc[i] = grads[i].dtype == INFIR2RT_F32
+                 ? reinterpret_cast<float *>(grads[i].ptr)
+                 : scratch[i];
+    rc = infir2::rt::cuda::check(
+        ctx, cudaMemset(acc[i], 0, grads[i].numel * sizeof(float)),
+        "cudaMemset", where);
   }
   if (!rc) {
     int64_t n = a.batch * a.heads * a.sq;
@@ -210,8 +218,5 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
                                                          viewOf(grads[i]));
     rc = infir2::rt::cuda::finishLaunch(ctx, where);
   }
-  for (int i = 0; i < 3; ++i)
-    if (acc[i] && grads[i].dtype != INFIR2RT_F32)
-      cudaFree(acc[i]);
   return rc;
 }

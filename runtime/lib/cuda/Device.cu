@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 
 #include <cuda_runtime.h>
@@ -125,7 +126,8 @@ extern "C" int32_t infir2rt_cuda_count_nonfinite(const float *data, int64_t n,
                                                  char *why, int64_t why_size) {
   unsigned long long *d = nullptr, h = 0;
   auto s = static_cast<cudaStream_t>(stream);
-  if (failed(cudaMalloc(&d, sizeof *d), "cudaMalloc", why, why_size))
+  if (failed(infir2::rt::cuda::takeWorkspace({{&d, sizeof *d}}),
+             "the workspace", why, why_size))
     return 1;
   int32_t rc = failed(cudaMemsetAsync(d, 0, sizeof *d, s), "cudaMemsetAsync",
                       why, why_size);
@@ -139,7 +141,6 @@ extern "C" int32_t infir2rt_cuda_count_nonfinite(const float *data, int64_t n,
   if (!rc)
     rc = failed(cudaStreamSynchronize(s), "cudaStreamSynchronize", why,
                 why_size);
-  cudaFree(d);
   *count = int64_t(h);
   return rc;
 }

@@ -13,6 +13,7 @@
 
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
+#include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Collectives.h"
 #include "infir2/runtime/Descriptor.h"
@@ -163,7 +164,8 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
     return descFail(ctx, where, "%s", "the CUDA embedding takes i32 ids");
   int64_t vocab = table.shape[0], dim = table.shape[1];
   unsigned long long *bad = nullptr, none = ~0ull, first = none;
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&bad, sizeof *bad), where);
+  INFIR2_CUDA_CHECK(ctx, infir2::rt::cuda::takeWorkspace({{&bad, sizeof *bad}}),
+                    where);
   cudaMemcpy(bad, &none, sizeof none, cudaMemcpyHostToDevice);
   embeddingKernel<<<blocksFor(ids.numel * dim), kThreads, 0,
                     infir2::rt::cuda::streamOf(ctx)>>>(
@@ -174,7 +176,6 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
     rc = infir2::rt::cuda::check(
         ctx, cudaMemcpy(&first, bad, sizeof first, cudaMemcpyDeviceToHost),
         "cudaMemcpy", where);
-  cudaFree(bad);
   if (rc)
     return rc;
   if (first != none) {
@@ -223,7 +224,8 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
                                sizeof scale, cudaMemcpyDeviceToHost),
                     where);
   double *total = nullptr;
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&total, sizeof *total), where);
+  INFIR2_CUDA_CHECK(
+      ctx, infir2::rt::cuda::takeWorkspace({{&total, sizeof *total}}), where);
   cudaMemset(total, 0, sizeof *total);
   for (int64_t g = 0; g < n - 2; ++g) {
     Operand o = descOperand(ctx, desc, g);
@@ -237,7 +239,6 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
     rc = infir2::rt::cuda::check(
         ctx, cudaMemcpy(&ss, total, sizeof ss, cudaMemcpyDeviceToHost),
         "cudaMemcpy", where);
-  cudaFree(total);
   if (rc)
     return rc;
   if (descAttr(desc, 0) != 0.0 && ctx->comm) { // ZeRO-1: every rank's shards
@@ -277,17 +278,18 @@ struct DeviceCopy {
   }
 };
 
-/// A zeroed device buffer for the length of one collective (its cudaFree
-/// waits for the work that uses it).
-struct DeviceBuffer {
-  uint8_t *ptr = nullptr;
-  ~DeviceBuffer() { cudaFree(ptr); }
-  cudaError_t allocate(int64_t bytes, cudaStream_t stream) {
-    cudaError_t st = cudaMalloc(&ptr, size_t(std::max<int64_t>(bytes, 1)));
-    return st != cudaSuccess ? st
-                             : cudaMemsetAsync(ptr, 0, size_t(bytes), stream);
-  }
-};
+/// The send and receive buffers of one collective, from the workspace,
+/// zeroed on the step's stream (the padding rows stay zero).
+cudaError_t takeBuffers(uint8_t **send, int64_t sendBytes, uint8_t **recv,
+                        int64_t recvBytes, cudaStream_t stream) {
+  cudaError_t st =
+      infir2::rt::cuda::takeWorkspace({{send, sendBytes}, {recv, recvBytes}});
+  if (st == cudaSuccess && sendBytes)
+    st = cudaMemsetAsync(*send, 0, size_t(sendBytes), stream);
+  if (st == cudaSuccess && recvBytes)
+    st = cudaMemsetAsync(*recv, 0, size_t(recvBytes), stream);
+  return st;
+}
 
 /// ZeRO-1's bucket over device operands: operand i whole (`wholeFirst`) or a
 /// shard, operand n + i the other.
@@ -317,26 +319,27 @@ int32_t onDevice(infir2rt_context *ctx, const int64_t *desc, const char *where,
   DeviceCopy copy{stream, &status};
   char error[256] = {0};
   int64_t n = desc[0] / 2;
-  DeviceBuffer send, recv;
+  uint8_t *send = nullptr, *recv = nullptr;
   int32_t rc = 0;
   if (kind == Collective::AllReduce) {
     int64_t total = 0;
     for (int64_t i = 0; i < n; ++i)
       total += descOperand(ctx, desc, i).numel;
-    INFIR2_CUDA_CHECK(ctx, send.allocate(total * 4, stream), where);
+    INFIR2_CUDA_CHECK(ctx, takeBuffers(&send, total * 4, &recv, 0, stream),
+                      where);
     for (int64_t i = 0, at = 0; i < n; ++i) {
       Operand in = descOperand(ctx, desc, i);
-      copy(send.ptr + at * 4, in.ptr, in.numel * 4);
+      copy(send + at * 4, in.ptr, in.numel * 4);
       at += in.numel;
     }
     rc = status != cudaSuccess
              ? 0
              : comm->device_all_reduce_sum(
-                   comm->impl, reinterpret_cast<float *>(send.ptr), total,
+                   comm->impl, reinterpret_cast<float *>(send), total,
                    ctx->stream, error, sizeof error);
     for (int64_t i = 0, at = 0; i < n && !rc; ++i) {
       Operand out = descOperand(ctx, desc, n + i);
-      copy(out.ptr, send.ptr + at * 4, out.numel * 4);
+      copy(out.ptr, send + at * 4, out.numel * 4);
       at += out.numel;
     }
   } else {
@@ -346,26 +349,25 @@ int32_t onDevice(infir2rt_context *ctx, const int64_t *desc, const char *where,
     bool scatter = kind == Collective::ReduceScatter;
     std::vector<RowShard> bucket = deviceRowShards(ctx, desc, scatter);
     int64_t block = infir2::rt::shardBytes(bucket, world);
-    INFIR2_CUDA_CHECK(
-        ctx, send.allocate(scatter ? block * world : block, stream), where);
-    INFIR2_CUDA_CHECK(
-        ctx, recv.allocate(scatter ? block : block * world, stream), where);
+    INFIR2_CUDA_CHECK(ctx,
+                      takeBuffers(&send, scatter ? block * world : block, &recv,
+                                  scatter ? block : block * world, stream),
+                      where);
     if (scatter)
-      infir2::rt::packByRank(bucket, world, send.ptr, copy);
+      infir2::rt::packByRank(bucket, world, send, copy);
     else
-      infir2::rt::moveShards(send.ptr, bucket, world, /*toShards=*/false, copy);
+      infir2::rt::moveShards(send, bucket, world, /*toShards=*/false, copy);
     if (status == cudaSuccess)
-      rc = scatter
-               ? comm->device_reduce_scatter_sum(
-                     comm->impl, reinterpret_cast<float *>(send.ptr),
-                     reinterpret_cast<float *>(recv.ptr), block / 4,
-                     ctx->stream, error, sizeof error)
-               : comm->device_all_gather(comm->impl, send.ptr, recv.ptr, block,
-                                         ctx->stream, error, sizeof error);
+      rc = scatter ? comm->device_reduce_scatter_sum(
+                         comm->impl, reinterpret_cast<float *>(send),
+                         reinterpret_cast<float *>(recv), block / 4,
+                         ctx->stream, error, sizeof error)
+                   : comm->device_all_gather(comm->impl, send, recv, block,
+                                             ctx->stream, error, sizeof error);
     if (!rc && scatter)
-      infir2::rt::moveShards(recv.ptr, bucket, world, /*toShards=*/true, copy);
+      infir2::rt::moveShards(recv, bucket, world, /*toShards=*/true, copy);
     else if (!rc)
-      infir2::rt::unpackByRank(recv.ptr, bucket, world, copy);
+      infir2::rt::unpackByRank(recv, bucket, world, copy);
   }
   if (rc)
     return descFail(ctx, where, "%s", error);

@@ -14,6 +14,7 @@
 
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
+#include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 
@@ -177,8 +178,10 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
     return rc;
   float *dw = nullptr;
   double *sum = nullptr;
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&dw, w.size() * 4), where);
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&sum, sizeof *sum), where);
+  INFIR2_CUDA_CHECK(ctx,
+                    infir2::rt::cuda::takeWorkspace(
+                        {{&dw, int64_t(w.size() * 4)}, {&sum, sizeof *sum}}),
+                    where);
   cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice);
   cudaMemset(sum, 0, sizeof *sum);
   crossEntropyKernel<<<unsigned(targets.numel), kThreads, 0,
@@ -191,8 +194,6 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
     rc = infir2::rt::cuda::check(
         ctx, cudaMemcpy(&s, sum, sizeof s, cudaMemcpyDeviceToHost),
         "cudaMemcpy", where);
-  cudaFree(dw);
-  cudaFree(sum);
   if (rc)
     return rc;
   float loss = total == 0.0 ? 0.0f : float(s / total);
@@ -219,15 +220,15 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
   INFIR2_CUDA_CHECK(
       ctx, cudaMemcpy(&g, dloss.ptr, sizeof g, cudaMemcpyDeviceToHost), where);
   float *dw = nullptr;
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&dw, w.size() * 4), where);
+  INFIR2_CUDA_CHECK(
+      ctx, infir2::rt::cuda::takeWorkspace({{&dw, int64_t(w.size() * 4)}}),
+      where);
   cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice);
   crossEntropyGradKernel<<<unsigned(targets.numel), kThreads, 0,
                            infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
       total == 0.0 ? 0.0f : float(double(g) / total), viewOf(out));
-  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
-  cudaFree(dw);
-  return rc;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
@@ -238,7 +239,10 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
           dwOut = descOperand(ctx, desc, 4);
   int64_t d = x.last();
   double *dw = nullptr;
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&dw, d * sizeof(double)), where);
+  INFIR2_CUDA_CHECK(
+      ctx,
+      infir2::rt::cuda::takeWorkspace({{&dw, int64_t(d * sizeof(double))}}),
+      where);
   cudaMemset(dw, 0, d * sizeof(double));
   rmsNormGradKernel<<<unsigned(x.rows()), kThreads, 0,
                       infir2::rt::cuda::streamOf(ctx)>>>(
@@ -246,9 +250,7 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
       float(descAttr(desc, 0)));
   castKernel<<<unsigned((d + kThreads - 1) / kThreads), kThreads, 0,
                infir2::rt::cuda::streamOf(ctx)>>>(dw, viewOf(dwOut));
-  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
-  cudaFree(dw);
-  return rc;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,

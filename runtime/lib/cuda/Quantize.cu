@@ -21,6 +21,7 @@
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
 #include "Quantize.cuh"
+#include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/FP8.h"
@@ -168,11 +169,12 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
   unsigned *amax = nullptr;
   float *inverse = nullptr;
   unsigned long long *bad = nullptr;
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&amax, (nb + nbt) * sizeof(unsigned)),
+  INFIR2_CUDA_CHECK(ctx,
+                    infir2::rt::cuda::takeWorkspace(
+                        {{&amax, int64_t((nb + nbt) * sizeof(unsigned))},
+                         {&inverse, int64_t((nb + nbt) * sizeof(float))},
+                         {&bad, int64_t(sizeof *bad)}}),
                     where);
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&inverse, (nb + nbt) * sizeof(float)),
-                    where);
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&bad, sizeof *bad), where);
   unsigned long long none = ~0ull;
   int32_t rc = 0;
   auto run = [&]() -> int32_t {
@@ -226,9 +228,6 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
     return infir2::rt::cuda::finishLaunch(ctx, where);
   };
   rc = run();
-  cudaFree(amax);
-  cudaFree(inverse);
-  cudaFree(bad);
   return rc;
 }
 
@@ -269,7 +268,9 @@ extern "C" int32_t infir2rt_cuda_amax(infir2rt_context *ctx,
                     "the CUDA amax takes f32/bf16 inputs, writes f32, and "
                     "does not handle this granularity");
   unsigned *bits = nullptr;
-  INFIR2_CUDA_CHECK(ctx, cudaMalloc(&bits, out.numel * sizeof(unsigned)),
+  INFIR2_CUDA_CHECK(ctx,
+                    infir2::rt::cuda::takeWorkspace(
+                        {{&bits, int64_t(out.numel * sizeof(unsigned))}}),
                     where);
   cudaMemset(bits, 0, out.numel * sizeof(unsigned));
   const int threads = 256;
@@ -279,12 +280,7 @@ extern "C" int32_t infir2rt_cuda_amax(infir2rt_context *ctx,
   bitsToFloatKernel<<<unsigned((out.numel + threads - 1) / threads), threads, 0,
                       infir2::rt::cuda::streamOf(ctx)>>>(
       bits, reinterpret_cast<float *>(out.ptr), out.numel);
-  cudaError_t st = cudaGetLastError();
-  if (st == cudaSuccess)
-    st = cudaDeviceSynchronize();
-  cudaFree(bits);
-  INFIR2_CUDA_CHECK(ctx, st, where);
-  return 0;
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_dequantize(infir2rt_context *ctx,

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
+#include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 
@@ -202,8 +203,19 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
   if (int32_t rc = lib.init(ctx, where))
     return rc;
 
-  // Scales in cuBLASLt's layouts (cuBLAS A = our rhs, B = our lhs).
+  // Scales in cuBLASLt's layouts (cuBLAS A = our rhs, B = our lhs), in the
+  // workspace; a per-tensor scale is used where it is.
+  auto count = [&](Mode m, int64_t rows) -> int64_t {
+    return m == Mode::Scalar   ? 0
+           : m == Mode::Vec128 ? rows * L
+                               : ((rows + 127) / 128) * L4;
+  };
   float *scaleA = nullptr, *scaleB = nullptr;
+  INFIR2_CUDA_CHECK(ctx,
+                    infir2::rt::cuda::takeWorkspace(
+                        {{&scaleA, count(mb, N) * int64_t(sizeof(float))},
+                         {&scaleB, count(ma, M) * int64_t(sizeof(float))}}),
+                    where);
   auto layout = [&](const Operand &s, Mode m, int64_t rows,
                     float **out) -> int32_t {
     const float *in = reinterpret_cast<const float *>(s.ptr);
@@ -211,8 +223,7 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
       *out = const_cast<float *>(in);
       return 0;
     }
-    int64_t n = m == Mode::Vec128 ? rows * L : ((rows + 127) / 128) * L4;
-    INFIR2_CUDA_CHECK(ctx, cudaMalloc(out, n * sizeof(float)), where);
+    int64_t n = count(m, rows);
     const int threads = 256;
     unsigned grid = unsigned((n + threads - 1) / threads);
     if (m == Mode::Vec128)
@@ -275,7 +286,6 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
                               kWorkspaceBytes,
                               infir2::rt::cuda::streamOf(ctx)));
     return infir2::rt::cuda::finishLaunch(ctx, where);
-    return 0;
   };
   if (!rc)
     rc = run();
@@ -287,10 +297,6 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     cublasLtMatrixLayoutDestroy(la);
   if (op)
     cublasLtMatmulDescDestroy(op);
-  if (mb != Mode::Scalar && scaleA)
-    cudaFree(scaleA);
-  if (ma != Mode::Scalar && scaleB)
-    cudaFree(scaleB);
   return rc;
 }
 
