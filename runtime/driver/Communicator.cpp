@@ -7,11 +7,13 @@
 #include "Communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #ifdef INFIR2_HAVE_MPI
 #include <mpi.h>
@@ -93,6 +95,15 @@ ncclComm_t ncclOf(void *impl) {
   return static_cast<ncclComm_t>(static_cast<Communicator *>(impl)->nccl());
 }
 
+/// The communicator is non-blocking (so that its start-up can time out
+/// instead of hanging): a call may return ncclInProgress, and then runs
+/// until the communicator's state says it is done.
+ncclResult_t settle(ncclComm_t comm, ncclResult_t rc) {
+  while (rc == ncclInProgress)
+    ncclCommGetAsyncError(comm, &rc);
+  return rc;
+}
+
 int32_t ncclFailed(ncclResult_t rc, const char *call, char *error,
                    int64_t errorSize) {
   if (rc == ncclSuccess)
@@ -104,28 +115,32 @@ int32_t ncclFailed(ncclResult_t rc, const char *call, char *error,
 
 int32_t ncclAllReduceSum(void *impl, float *data, int64_t n, void *stream,
                          char *error, int64_t errorSize) {
-  return ncclFailed(ncclAllReduce(data, data, size_t(n), ncclFloat, ncclSum,
-                                  ncclOf(impl),
-                                  static_cast<cudaStream_t>(stream)),
-                    "ncclAllReduce", error, errorSize);
+  return ncclFailed(
+      settle(ncclOf(impl),
+             ncclAllReduce(data, data, size_t(n), ncclFloat, ncclSum,
+                           ncclOf(impl), static_cast<cudaStream_t>(stream))),
+      "ncclAllReduce", error, errorSize);
 }
 
 int32_t ncclReduceScatterSum(void *impl, const float *send, float *recv,
                              int64_t n, void *stream, char *error,
                              int64_t errorSize) {
-  return ncclFailed(ncclReduceScatter(send, recv, size_t(n), ncclFloat, ncclSum,
-                                      ncclOf(impl),
-                                      static_cast<cudaStream_t>(stream)),
-                    "ncclReduceScatter", error, errorSize);
+  return ncclFailed(
+      settle(ncclOf(impl),
+             ncclReduceScatter(send, recv, size_t(n), ncclFloat, ncclSum,
+                               ncclOf(impl),
+                               static_cast<cudaStream_t>(stream))),
+      "ncclReduceScatter", error, errorSize);
 }
 
 int32_t ncclAllGatherBytes(void *impl, const void *send, void *recv,
                            int64_t bytes, void *stream, char *error,
                            int64_t errorSize) {
-  return ncclFailed(ncclAllGather(send, recv, size_t(bytes), ncclUint8,
-                                  ncclOf(impl),
-                                  static_cast<cudaStream_t>(stream)),
-                    "ncclAllGather", error, errorSize);
+  return ncclFailed(
+      settle(ncclOf(impl),
+             ncclAllGather(send, recv, size_t(bytes), ncclUint8, ncclOf(impl),
+                           static_cast<cudaStream_t>(stream))),
+      "ncclAllGather", error, errorSize);
 }
 #endif
 
@@ -141,23 +156,49 @@ void Communicator::useDeviceCollectives(std::string &notice) {
              "memory over MPI";
     return;
   }
-  // Rank 0's NCCL id reaches the others over MPI; the group then decides
-  // together, so that no rank waits in NCCL for one that fell back.
-  ncclUniqueId id{};
-  ncclResult_t rc = rank_ == 0 ? ncclGetUniqueId(&id) : ncclSuccess;
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  // Rank 0's NCCL id (and whether it has one) reaches the others over MPI.
+  // The start-up is non-blocking and bounded in time, so that a rank that
+  // cannot join makes the others give up instead of wait; the group then
+  // decides together, and no rank waits in NCCL for one that fell back.
+  struct {
+    ncclUniqueId id;
+    int ok;
+  } root{};
+  if (rank_ == 0)
+    root.ok = ncclGetUniqueId(&root.id) == ncclSuccess;
+  MPI_Bcast(&root, sizeof root, MPI_BYTE, 0, MPI_COMM_WORLD);
   ncclComm_t comm = nullptr;
-  if (rc == ncclSuccess)
-    rc = ncclCommInitRank(&comm, size_, id, rank_);
+  ncclResult_t rc = ncclInvalidUsage;
+  bool timedOut = false;
+  if (root.ok) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    rc = ncclCommInitRankConfig(&comm, size_, root.id, rank_, &config);
+    const char *limit = std::getenv("INFIR2_NCCL_INIT_TIMEOUT");
+    double seconds = limit ? std::atof(limit) : 120.0;
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration<double>(seconds);
+    while (rc == ncclInProgress && comm) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        timedOut = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ncclCommGetAsyncError(comm, &rc);
+    }
+  }
   int ok = rc == ncclSuccess, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (!all) {
     if (comm)
-      ncclCommDestroy(comm);
-    notice =
-        std::string("NCCL could not start") +
-        (ok ? " on another rank" : std::string(": ") + ncclGetErrorString(rc)) +
-        "; collectives staged through host memory over MPI";
+      ncclCommAbort(comm);
+    std::string why = !root.ok   ? ": rank 0 could not make an NCCL id"
+                      : timedOut ? ": its start-up timed out "
+                                   "(INFIR2_NCCL_INIT_TIMEOUT, seconds)"
+                      : !ok      ? std::string(": ") + ncclGetErrorString(rc)
+                                 : std::string(" on another rank");
+    notice = "NCCL could not start" + why +
+             "; collectives staged through host memory over MPI";
     return;
   }
   nccl_ = comm;
