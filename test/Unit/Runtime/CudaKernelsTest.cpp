@@ -8,8 +8,11 @@
 // turn matches the interpreter and CUDA's own conversions): same
 // descriptors, same attributes, data and scales compared byte for byte. The
 // cuBLASLt FP8 GEMM must agree with the CPU backend's (BLAS on exactly
-// dequantized operands) to 1e-5 of each output row's RMS: both accumulate
-// K = 512 products in FP32, in different orders (sqrt(K)·6e-8 ≈ 1.4e-6).
+// dequantized operands) to 1e-4 of each output row's RMS: both accumulate
+// K = 512 products in FP32, in different orders, each off by about
+// sqrt(K)·2^-24 ≈ 1.4e-6 of Σ|a·b| ≈ 14 times the RMS (up to 1.4e-5 of the
+// RMS observed for the CPU against FP64, KernelsVsInterpreterTest), and the
+// two errors add.
 // Inputs: rows of N(0, 1) scaled by 10^U(-3, 3), F32 or BF16, seed printed.
 // Without a usable GPU every test skips and says why; with one, a mismatch
 // fails.
@@ -317,7 +320,7 @@ TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
       runOnGpu(mm, infir2rt_cuda_scaled_matmul, rc, error);
   ASSERT_EQ(rc, 0) << error;
   double worst = worstRowError(mm, y, onCpu, onGpu, 256, 384);
-  EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
+  EXPECT_LE(worst, 1e-4) << "worst error relative to its row's RMS";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -448,8 +451,8 @@ TEST(CudaElementwise, AdamWMatchesTheCpuBackend) {
 
 // infir2.matmul's forms (the transposes autodiff emits, a batched lhs with a
 // shared weight), BF16 in, FP32 out, against the CPU backend's BLAS GEMM on
-// the same BF16 values: both accumulate in FP32, so within 1e-5 of each
-// output row's RMS (K = 512).
+// the same BF16 values: both accumulate in FP32, so within 1e-4 of each
+// output row's RMS (K = 512; the reasoning of the FP8 GEMM's bound above).
 TEST(CudaMatmul, FormsMatchTheCpuBackend) {
   if (std::string why = gpuUnusable(); !why.empty())
     GTEST_SKIP() << why;
@@ -477,7 +480,7 @@ TEST(CudaMatmul, FormsMatchTheCpuBackend) {
     std::vector<uint8_t> onGpu = runOnGpu(c, infir2rt_cuda_matmul, rc, error);
     ASSERT_EQ(rc, 0) << error;
     double worst = worstRowError(c, y, onCpu, onGpu, B * M, N);
-    EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
+    EXPECT_LE(worst, 1e-4) << "worst error relative to its row's RMS";
   }
 }
 

@@ -202,7 +202,15 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
     }
     worst = std::max(worst, err / std::sqrt(rms / 384));
   }
-  EXPECT_LE(worst, 1e-5) << "worst error relative to its row's RMS";
+  // The bound: the operands dequantize exactly enough (FP64 in the
+  // interpreter, FP32 products of 4-bit mantissas here), so the difference
+  // is the FP32 sum of K = 512 products, about sqrt(K)·2^-24 ≈ 1.4e-6 of
+  // Σ|a·b|; for Gaussian rows Σ|a·b| ≈ sqrt(K)·(2/π) ≈ 14 times the row's
+  // RMS, so about 2e-5 of the RMS for the worst of 98,304 outputs (observed
+  // over 80 seeds: up to 1.4e-5). A wrong scale or FP8 code is off by a
+  // percent or more.
+  std::printf("worst error relative to its row's RMS: %.3g\n", worst);
+  EXPECT_LE(worst, 5e-5) << "worst error relative to its row's RMS";
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, KernelsVsInterpreter, ::testing::Bool());
