@@ -88,16 +88,18 @@ __global__ void dualAmaxKernel(const uint8_t *x, int64_t dtype, int64_t n,
   atomicMax(&amaxT[gt.index(c, q)], bits); // [K, T]: row c, column q
 }
 
-/// Pass 2: scales; a non-finite amax sets *bad to its block + 1.
+/// Pass 2: scales; a non-finite amax sets *bad to the smallest
+/// `flagBase` + block + 1 (flagBase: the blocks of the copies before).
 __global__ void scaleKernel(const unsigned *amax, int64_t blocks,
                             FP8Format format, bool pow2, float *scale,
-                            float *inverse, unsigned long long *bad) {
+                            float *inverse, unsigned long long *bad,
+                            int64_t flagBase) {
   int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= blocks)
     return;
   float a = __uint_as_float(amax[b]);
   if (!isfinite(a)) {
-    atomicMin(bad, (unsigned long long)b + 1);
+    atomicMin(bad, (unsigned long long)(flagBase + b) + 1);
     scale[b] = 1.0f;
     inverse[b] = 1.0f;
     return;
@@ -199,14 +201,14 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
     float *s = reinterpret_cast<float *>(scale.ptr);
     scaleKernel<<<unsigned((nb + threads - 1) / threads), threads, 0,
                   infir2::rt::cuda::streamOf(ctx)>>>(amax, nb, format, pow2, s,
-                                                     inverse, bad);
+                                                     inverse, bad, 0);
     INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
     float *sT = nullptr;
     if (dual) {
       sT = reinterpret_cast<float *>(scaleT.ptr);
       scaleKernel<<<unsigned((nbt + threads - 1) / threads), threads, 0,
                     infir2::rt::cuda::streamOf(ctx)>>>(
-          amax + nb, nbt, format, pow2, sT, inverse + nb, bad);
+          amax + nb, nbt, format, pow2, sT, inverse + nb, bad, nb);
       INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
     }
     unsigned long long flag = 0;
@@ -214,12 +216,23 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
         ctx, cudaMemcpy(&flag, bad, sizeof flag, cudaMemcpyDeviceToHost),
         where);
     if (flag != none) {
+      // The CPU backend's message; a dual quantization also names the copy.
+      unsigned bits = 0;
+      INFIR2_CUDA_CHECK(ctx,
+                        cudaMemcpy(&bits, amax + (flag - 1), sizeof bits,
+                                   cudaMemcpyDeviceToHost),
+                        where);
+      float value;
+      std::memcpy(&value, &bits, sizeof value);
+      bool rowWise = flag - 1 < (unsigned long long)nb;
       std::snprintf(ctx->error, sizeof ctx->error,
-                    "%s: non-finite amax in scale block %llu of %s: refusing "
+                    "%s: non-finite amax (%s) in scale block %llu%s: refusing "
                     "to quantize it",
-                    where, (flag - 1) % (unsigned long long)nb,
-                    flag - 1 < (unsigned long long)nb ? "the row-wise copy"
-                                                      : "the column-wise copy");
+                    where, std::isnan(value) ? "nan" : "inf",
+                    rowWise ? flag - 1 : flag - 1 - nb,
+                    !dual     ? ""
+                    : rowWise ? " of the row-wise copy"
+                              : " of the column-wise copy");
       return 1;
     }
     castKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(

@@ -258,7 +258,9 @@ TEST(CudaQuantizeErrors, NonFiniteBlockIsRefused) {
   std::string error;
   runOnGpu(c, infir2rt_cuda_quantize, rc, error);
   EXPECT_NE(rc, 0);
-  EXPECT_EQ(error, "gpu: non-finiterefusing to quantize it");
+  // The CPU backend's message (KernelsVsInterpreterTest checks the CPU's).
+  EXPECT_EQ(error, "gpu: non-finite amax (nan) in scale block 3: refusing to "
+                   "quantize it");
 }
 
 struct GemmVariant {
@@ -484,11 +486,14 @@ TEST(CudaMatmul, FormsMatchTheCpuBackend) {
   }
 }
 
-// Layout and reduction kernels against the CPU backend: fill, transpose,
-// embedding, rope (both directions) and gradients of silu/swiglu exactly or
-// within an ulp (the same FP32 arithmetic, except CUDA's cos/sin/exp);
-// reduce_sum within 16 ulps of its largest output and global_norm within
-// 16 ulps (FP64 sums in another order, rounded to FP32).
+// Layout and reduction kernels against the CPU backend: fill, transpose and
+// embedding exactly; rope (both directions) and the gradients of silu and
+// swiglu within a few ulps of the largest output, not of each: they are
+// differences (x·cos − y·sin, s + x·s·(1 − s)) that cancel to ~0 for some
+// elements, where CUDA's FMA contraction and its expf's last ulp move the
+// small result by many of its own ulps; reduce_sum within 16 ulps of its
+// largest output and global_norm within 16 ulps (FP64 sums in another
+// order, rounded to FP32).
 TEST(CudaLayout, MatchTheCpuBackend) {
   if (std::string why = gpuUnusable(); !why.empty())
     GTEST_SKIP() << why;
@@ -543,7 +548,7 @@ TEST(CudaLayout, MatchTheCpuBackend) {
     for (int i = 0; i < 16; ++i)
       p[i] = i * 97; // positions far from 0: angles that need FP64
     compareClose(c, out, INFIR2RT_F32, 2 * 16 * 256, 4, infir2rt_rope,
-                 infir2rt_cuda_rope);
+                 infir2rt_cuda_rope, /*normwise=*/true);
   }
   {
     SCOPED_TRACE("silu_grad");
@@ -553,7 +558,7 @@ TEST(CudaLayout, MatchTheCpuBackend) {
     fill(c, x, INFIR2RT_F32, 64, 128, rng);
     fill(c, dy, INFIR2RT_F32, 64, 128, rng);
     compareClose(c, out, INFIR2RT_F32, 64 * 128, 8, infir2rt_silu_grad,
-                 infir2rt_cuda_silu_grad);
+                 infir2rt_cuda_silu_grad, /*normwise=*/true);
   }
   {
     SCOPED_TRACE("swiglu_grad");
@@ -567,7 +572,7 @@ TEST(CudaLayout, MatchTheCpuBackend) {
       fill(c, o, INFIR2RT_BF16, 64, 128, rng);
     for (int o : {dg, du})
       compareClose(c, o, INFIR2RT_F32, 64 * 128, 8, infir2rt_swiglu_grad,
-                   infir2rt_cuda_swiglu_grad);
+                   infir2rt_cuda_swiglu_grad, /*normwise=*/true);
   }
   {
     SCOPED_TRACE("sgd");
