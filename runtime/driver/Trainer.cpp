@@ -19,6 +19,7 @@
 #include "infir2/runtime/Checkpoint.h"
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Float.h"
 
 #include <algorithm>
 #include <chrono>
@@ -346,21 +347,6 @@ std::vector<uint32_t> readTokens(const std::string &path, std::string format,
 // The trainer
 //===----------------------------------------------------------------------===//
 
-uint16_t toBF16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((u >> 16) | 0x40);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-float fromBF16(uint16_t h) {
-  uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 class Trainer {
 public:
   Trainer(Model model, Options options, Communicator &comm)
@@ -437,7 +423,7 @@ private:
   /// Sets element i of a parameter's working copy (BF16 or FP32).
   void setParam(const Slot &s, int64_t i, float v) {
     if (s.dtype == "bf16")
-      at<uint16_t>(s)[i] = toBF16(v);
+      at<uint16_t>(s)[i] = floatToBF16(v);
     else
       at<float>(s)[i] = v;
   }
@@ -775,7 +761,7 @@ void Trainer::dumpStep() {
     const uint8_t *p = device.state() + s.offset;
     for (int64_t i = 0; i < s.numel && !zero; ++i)
       f[i] = s.dtype == "bf16"
-                 ? fromBF16(reinterpret_cast<const uint16_t *>(p)[i])
+                 ? bf16ToFloat(reinterpret_cast<const uint16_t *>(p)[i])
              : s.dtype == "i32" ? float(reinterpret_cast<const int32_t *>(p)[i])
                                 : reinterpret_cast<const float *>(p)[i];
     store.push_back(std::move(t));

@@ -19,6 +19,7 @@
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/Elementwise.h"
 #include "infir2/runtime/FP8.h"
+#include "infir2/runtime/Float.h"
 #include "infir2/runtime/Optimizer.h"
 
 #include <cblas.h>
@@ -35,56 +36,6 @@
 using namespace infir2::rt;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Element types
-//===----------------------------------------------------------------------===//
-
-float bf16ToFloat(uint16_t v) { return detail::bitsFloat(uint32_t(v) << 16); }
-
-uint16_t floatToBF16(float f) {
-  uint32_t u = detail::floatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet
-    return uint16_t((u >> 16) | 0x40);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
-           man = h & 0x3ff;
-  if (exp == 0)
-    return (sign ? -1.0f : 1.0f) * std::ldexp(float(man), -24);
-  if (exp == 31)
-    return detail::bitsFloat(sign | 0x7f800000u | (man << 13));
-  return detail::bitsFloat(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-uint16_t floatToHalf(float f) {
-  // Through the FP8 machinery's round-to-nearest-even, generalised: IEEE
-  // half has 10 mantissa bits and bias 15.
-  uint32_t u = detail::floatBits(f), sign = (u >> 16) & 0x8000;
-  float a = std::fabs(f);
-  if (std::isnan(f))
-    return uint16_t(sign | 0x7e00);
-  if (a >= 65520.0f)
-    return uint16_t(sign | 0x7c00);
-  if (a < std::ldexp(1.0f, -14)) // subnormal: multiples of 2^-24
-    return uint16_t(sign | uint32_t(std::nearbyint(a * 16777216.0f)));
-  uint32_t au = detail::floatBits(a);
-  uint32_t r = detail::shiftRoundEven(au, 13) - (112u << 10);
-  return uint16_t(sign | r);
-}
-
-float e8m0ToFloat(uint8_t v) {
-  return v == 0xff ? std::numeric_limits<float>::quiet_NaN()
-                   : std::ldexp(1.0f, int(v) - 127);
-}
-
-uint8_t floatToE8M0(float f) {
-  int e = 0;
-  std::frexp(f, &e); // f = m·2^e, m in [0.5, 1); pow2 scales are exact
-  return uint8_t(std::clamp(e - 1 + 127, 0, 254));
-}
 
 //===----------------------------------------------------------------------===//
 // Operands
