@@ -6,6 +6,7 @@
 
 #include "infir2/Pipelines/Pipelines.h"
 
+#include "infir2/Conversion/Passes.h"
 #include "infir2/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -13,31 +14,40 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+using namespace infir2;
 
 /// Derives the training step unless the module already has one, and makes
 /// it data-parallel when asked.
-template <typename Options>
-static void addTrainingStep(OpPassManager &pm, const Options &options) {
-  infir2::AutodiffPassOptions autodiff;
+template <typename Derived>
+static void addTrainingStep(OpPassManager &pm,
+                            const TrainingStepOptions<Derived> &options) {
+  AutodiffPassOptions autodiff;
   autodiff.skipIfPresent = true;
-  pm.addPass(infir2::createAutodiffPass(autodiff));
-  infir2::OptimizerPassOptions opt;
+  pm.addPass(createAutodiffPass(autodiff));
+  OptimizerPassOptions opt;
   opt.optimizer = options.optimizer;
+  opt.beta1 = options.beta1;
+  opt.beta2 = options.beta2;
+  opt.eps = options.eps;
+  opt.weightDecay = options.weightDecay;
+  opt.gradClip = options.gradClip;
+  opt.decay1D = options.decay1D;
   opt.skipIfPresent = true;
-  pm.addPass(infir2::createOptimizerPass(opt));
+  pm.addPass(createOptimizerPass(opt));
   if (options.dataParallel || options.zero1) {
-    infir2::DataParallelPassOptions dp;
+    DataParallelPassOptions dp;
     dp.zero1 = options.zero1;
     dp.worldSize = options.worldSize;
-    pm.addPass(infir2::createDataParallelPass(dp));
+    pm.addPass(createDataParallelPass(dp));
   }
 }
 
-void infir2::buildFP8RecipePipeline(OpPassManager &pm,
-                                    const FP8RecipeOptions &options) {
+template <typename Derived>
+static void addFP8Recipe(OpPassManager &pm,
+                         const FP8OptionsBase<Derived> &options) {
   addTrainingStep(pm, options);
   AssignPrecisionPassOptions assign;
-  assign.recipe = options.recipe;
+  assign.granularity = options.granularity;
   assign.format = options.format;
   assign.scales = options.scales;
   assign.keepFirstLast = options.keepFirstLast;
@@ -49,14 +59,45 @@ void infir2::buildFP8RecipePipeline(OpPassManager &pm,
   if (options.fuseCasts)
     pm.addPass(createFuseCastsPass());
   VerifyPrecisionPassOptions verify;
-  verify.scales = options.scales;
+  verify.scales = options.scales == ScalePolicy::pow2 ? RequiredScales::pow2
+                                                      : RequiredScales::fp32;
   pm.addPass(createVerifyPrecisionPass(verify));
+}
+
+template <typename Derived>
+static void addBF16Recipe(OpPassManager &pm,
+                          const TrainingStepOptions<Derived> &options) {
+  addTrainingStep(pm, options);
+  pm.addPass(createCSEPass());
+}
+
+void infir2::buildFP8RecipePipeline(OpPassManager &pm,
+                                    const FP8RecipeOptions &options) {
+  addFP8Recipe(pm, options);
 }
 
 void infir2::buildBF16RecipePipeline(OpPassManager &pm,
                                      const BF16RecipeOptions &options) {
-  addTrainingStep(pm, options);
-  pm.addPass(createCSEPass());
+  addBF16Recipe(pm, options);
+}
+
+void infir2::buildTrainerPipeline(OpPassManager &pm,
+                                  const TrainerPipelineOptions &options) {
+  if (options.recipe == Recipe::fp8)
+    addFP8Recipe(pm, options);
+  else
+    addBF16Recipe(pm, options);
+  if (options.stopAfter == TrainerStage::recipe)
+    return;
+  PlanMemoryPassOptions plan;
+  plan.report = options.reportMemory;
+  pm.addPass(createPlanMemoryPass(plan));
+  if (options.stopAfter == TrainerStage::plan)
+    return;
+  pm.addPass(createLowerToRuntimePass());
+  if (options.stopAfter == TrainerStage::runtime)
+    return;
+  pm.addPass(createConvertInfir2rtToLLVMPass());
 }
 
 void infir2::registerPipelines() {
@@ -70,4 +111,10 @@ void infir2::registerPipelines() {
       "Derives the training step if needed, every GEMM in high precision "
       "(the baseline the InfiR2 paper compares against)",
       buildBF16RecipePipeline);
+  PassPipelineRegistration<TrainerPipelineOptions>(
+      "infir2-trainer",
+      "The whole way from a model to the LLVM dialect a trainer is built "
+      "from: a recipe, memory planning, runtime calls, LLVM (what "
+      "infir2-compile emits)",
+      buildTrainerPipeline);
 }

@@ -6,6 +6,7 @@
 
 #include "infir2/InitAll.h"
 
+#include "infir2/Conversion/Passes.h"
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
@@ -23,7 +24,7 @@
 
 void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<infir2::Infir2Dialect, infir2::fp8::FP8Dialect,
-                  infir2::rt::RuntimeDialect>();
+                  infir2::rtir::RuntimeDialect>();
   registry.insert<mlir::arith::ArithDialect,
                   mlir::bufferization::BufferizationDialect,
                   mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
@@ -33,6 +34,7 @@ void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void infir2::registerAllPasses() {
   infir2::registerInfiR2Passes();
+  infir2::registerInfiR2ConversionPasses();
   infir2::registerPipelines();
   mlir::registerTransformsPasses();
 }

@@ -94,22 +94,6 @@ struct AssignPrecisionPass
 };
 
 void AssignPrecisionPass::runOnOperation() {
-  if (recipe != "blockwise" && recipe != "tensorwise" && recipe != "rowwise") {
-    getOperation().emitError()
-        << "unknown recipe '" << recipe
-        << "' (expected blockwise, tensorwise or rowwise)";
-    return signalPassFailure();
-  }
-  if (format != "e4m3" && format != "hybrid") {
-    getOperation().emitError()
-        << "unknown format '" << format << "' (expected e4m3 or hybrid)";
-    return signalPassFailure();
-  }
-  if (scales != "pow2" && scales != "fp32") {
-    getOperation().emitError()
-        << "unknown scale rule '" << scales << "' (expected pow2 or fp32)";
-    return signalPassFailure();
-  }
   getOperation().walk([&](FunctionOpInterface fn) {
     SmallVector<GemmInfo> gemms;
     // GEMMs already in FP8 keep their decision: the pass can run again on
@@ -156,13 +140,13 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
 
   GemmDims d = getGemmDims(g.op);
   int64_t rows = d.batch * d.m;
-  int64_t block = recipe == "blockwise" ? 128 : 16;
+  int64_t block = granularity == Granularity::blockwise ? 128 : 16;
   for (auto [name, size] :
        {std::pair<StringRef, int64_t>{"M", rows}, {"N", d.n}, {"K", d.k}})
     if (size % block != 0)
       return high(g.role, llvm::formatv("{0} = {1} is not a multiple of the "
                                         "{2} block ({3})",
-                                        name, size, recipe, block));
+                                        name, size, stringify(granularity), block));
   double flops = 2.0 * rows * d.n * d.k;
   if (flops < minGemmFlops)
     return high(g.role, llvm::formatv("{0:e2} flops is below min-gemm-flops "
@@ -179,24 +163,25 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
     int64_t rank = cast<RankedTensorType>(operands[i].getType()).getRank();
     int64_t kDim = kLast[i] ? rank - 1 : rank - 2;
     bool isWeight = g.role != GemmRole::wgrad && i == g.weightOperand;
-    if (recipe == "tensorwise")
+    if (granularity == Granularity::tensorwise)
       gran[i] = fp8::TensorwiseAttr::get(ctx);
-    else if (recipe == "rowwise")
+    else if (granularity == Granularity::rowwise)
       gran[i] = fp8::GroupsAttr::get(ctx, d.k, kDim);
     else if (isWeight)
       gran[i] = fp8::BlocksAttr::get(ctx, 128, 128);
     else
       gran[i] = fp8::GroupsAttr::get(ctx, 128, kDim);
     bool isGradient = g.role != GemmRole::fprop && i == g.gradOperand;
-    fmt[i] = format == "hybrid" && isGradient ? fp8::Format::e5m2
-                                              : fp8::Format::e4m3;
+    fmt[i] = format == FormatPolicy::hybrid && isGradient ? fp8::Format::e5m2
+                                                        : fp8::Format::e4m3;
   }
   std::string reason = g.weight.empty()
                            ? std::string("a GEMM the policy allows in FP8")
                            : "linear layer " + g.weight;
   return DecisionAttr::get(
       ctx, Precision::fp8, g.role, gran[0], gran[1], fmt[0], fmt[1],
-      scales == "pow2" ? fp8::ScaleRule::pow2 : fp8::ScaleRule::fp32, reason);
+      scales == ScalePolicy::pow2 ? fp8::ScaleRule::pow2 : fp8::ScaleRule::fp32,
+      reason);
 }
 
 } // namespace

@@ -35,10 +35,7 @@ struct OptimizerPass : public infir2::impl::OptimizerPassBase<OptimizerPass> {
 };
 
 LogicalResult OptimizerPass::build(ModuleOp module) {
-  bool adamw = optimizer == "adamw";
-  if (!adamw && optimizer != "sgd")
-    return module.emitError()
-           << "unknown optimizer '" << optimizer << "' (expected adamw or sgd)";
+  bool adamw = optimizer == OptimizerKind::adamw;
   auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
   if (!forward)
     return module.emitError() << "no function named '" << forwardName
@@ -129,15 +126,15 @@ LogicalResult OptimizerPass::build(ModuleOp module) {
       auto op = AdamWOp::create(
           b, ploc, masters[i], grads[i], group(2)[i], group(3)[i], lr,
           stepIndex, gradScale, norm, b.getF64FloatAttr(beta1),
-          b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
-          b.getF64FloatAttr(decay), b.getF64FloatAttr(maxGradNorm));
+          b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
+          b.getF64FloatAttr(decay), b.getF64FloatAttr(gradClip));
       updated = op.getNewParam();
       newM1.push_back(op.getNewMoment1());
       newM2.push_back(op.getNewMoment2());
     } else {
       updated = SGDOp::create(b, ploc, masters[i], grads[i], lr, gradScale,
                               norm, b.getF64FloatAttr(decay),
-                              b.getF64FloatAttr(maxGradNorm));
+                              b.getF64FloatAttr(gradClip));
     }
     newMasters.push_back(updated);
     working.push_back(type.getElementType().isF32()

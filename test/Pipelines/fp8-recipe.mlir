@@ -22,7 +22,7 @@
 // RUN: diff %t.mlir %t.again.mlir
 
 // The options reach the passes.
-// RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe="recipe=tensorwise format=hybrid scales=fp32 optimizer=sgd" | FileCheck %s --check-prefix=OPTS
+// RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe="granularity=tensorwise format=hybrid scales=fp32 optimizer=sgd" | FileCheck %s --check-prefix=OPTS
 // OPTS: fp8.quantize_dual {{.*}} to e5m2 by #fp8.tensorwise and transposed by #fp8.tensorwise scale fp32
 // OPTS: infir2.sgd
 // RUN: infir2-opt %examples/tiny-qwen/model.mlir --fp8-recipe="keep-first-last=1" | FileCheck %s --check-prefix=KEEP

@@ -1,10 +1,10 @@
 // RUN: infir2-opt %s --infir2-autodiff --infir2-assign-precision="format=hybrid keep-first-last=1" | FileCheck %s
-// RUN: not infir2-opt %s --infir2-assign-precision="recipe=mxfp8" 2>&1 | FileCheck %s --check-prefix=RECIPE
+// RUN: not infir2-opt %s --infir2-assign-precision="granularity=mxfp8" 2>&1 | FileCheck %s --check-prefix=RECIPE
 // RUN: not infir2-opt %s --infir2-assign-precision="format=e5m2" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not infir2-opt %s --infir2-assign-precision="scales=e8m0" 2>&1 | FileCheck %s --check-prefix=SCALES
-// RECIPE: error: unknown recipe 'mxfp8' (expected blockwise, tensorwise or rowwise)
-// FORMAT: error: unknown format 'e5m2' (expected e4m3 or hybrid)
-// SCALES: error: unknown scale rule 'e8m0' (expected pow2 or fp32)
+// RECIPE: for the --granularity option: invalid value 'mxfp8' (expected blockwise, tensorwise or rowwise)
+// FORMAT: for the --format option: invalid value 'e5m2' (expected e4m3 or hybrid)
+// SCALES: for the --scales option: invalid value 'e8m0' (expected pow2 or fp32)
 
 // Tests keep-first-last on three decoder layers (only layer 1 runs in FP8)
 // and the hybrid format, where the incoming gradient operand of dgrad and

@@ -1,6 +1,6 @@
 // RUN: infir2-opt %s --split-input-file --infir2-assign-precision | FileCheck %s
-// RUN: infir2-opt %s --split-input-file --infir2-assign-precision="recipe=tensorwise scales=fp32" | FileCheck %s --check-prefix=TENSOR
-// RUN: infir2-opt %s --split-input-file --infir2-assign-precision="recipe=rowwise" | FileCheck %s --check-prefix=ROW
+// RUN: infir2-opt %s --split-input-file --infir2-assign-precision="granularity=tensorwise scales=fp32" | FileCheck %s --check-prefix=TENSOR
+// RUN: infir2-opt %s --split-input-file --infir2-assign-precision="granularity=rowwise" | FileCheck %s --check-prefix=ROW
 
 // Tests the InfiR2 recipe on a linear layer: activations in 1x128 groups
 // along K (the last dimension of x), the weight in 128x128 blocks, E4M3,

@@ -1,6 +1,6 @@
 // RUN: infir2-opt %s --split-input-file --infir2-optimizer --verify-diagnostics
 // RUN: not infir2-opt %s --split-input-file --infir2-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=LION
-// LION: error: unknown optimizer 'lion' (expected adamw or sgd)
+// LION: for the --optimizer option: invalid value 'lion' (expected adamw or sgd)
 
 // Tests that the forward function must exist.
 // expected-error @below {{no function named 'forward' whose parameters to optimize}}

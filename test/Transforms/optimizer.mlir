@@ -1,5 +1,5 @@
 // RUN: infir2-opt %s --infir2-optimizer | FileCheck %s
-// RUN: infir2-opt %s --infir2-optimizer="optimizer=sgd weight-decay=0.01 max-grad-norm=0 decay-1d step-name=sgd_step" | FileCheck %s --check-prefix=SGD
+// RUN: infir2-opt %s --infir2-optimizer="optimizer=sgd weight-decay=0.01 grad-clip=0 decay-1d step-name=sgd_step" | FileCheck %s --check-prefix=SGD
 
 // Tests the AdamW step: FP32 masters, gradients and moments per parameter,
 // the scalar runtime inputs, one global norm over the scaled gradients, an

@@ -5,21 +5,21 @@
 //===----------------------------------------------------------------------===//
 //
 //   infir2-compile model.mlir --recipe=fp8|bf16 [--recipe-options="..."]
-//                  [--emit=plan|mlir|llvm|obj|exe] [--report-memory] -o trainer
+//                  [--optimizer-options="..."] [--report-memory]
+//                  [--emit=recipe|plan|runtime|llvm|llvm-ir|obj|exe]
+//                  -o trainer
 //
-// Runs the recipe pipeline (the same builder as infir2-opt --fp8-recipe /
-// --bf16-recipe: autodiff and the optimizer if the model is forward-only),
-// plans the state and the scratch arena, writes the steps as infir2rt calls
-// on the planned buffers, lowers those to the LLVM dialect, emits an object
-// file and links it with the
-// runtime and the trainer driver. --emit stops early; --report-memory prints
-// the planned memory by category and stops. Outputs appear only when
-// complete: the executable is linked to a temporary name, then renamed.
+// A thin tool over the trainer pipeline (buildTrainerPipeline, the same
+// builder as infir2-opt --infir2-trainer): it parses the model, runs the
+// pipeline up to the stage --emit asks for, and either prints that stage's
+// module or leaves MLIR: LLVM IR, an object file, or the object linked with
+// the runtime and the trainer driver. Outputs appear only when complete: the
+// executable is linked to a temporary name, then renamed.
 //
 //===----------------------------------------------------------------------===//
 
+#include "infir2/Compiler/Compiler.h"
 #include "infir2/InitAll.h"
-#include "infir2/Lowering/Lowering.h"
 #include "infir2/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -27,11 +27,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -40,28 +38,56 @@
 using namespace mlir;
 using namespace llvm;
 
+namespace {
+
+/// What infir2-compile writes.
+enum class Emit { recipe, plan, runtime, llvm, llvmIR, obj, exe };
+
+} // namespace
+
+INFIR2_ENUM_OPTION_PARSER(Emit);
+
+static cl::OptionCategory category("infir2-compile options");
+
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir>"),
-                                      cl::init("-"));
+                                      cl::init("-"), cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("path"),
-                                       cl::init("trainer"));
-static cl::opt<std::string>
-    recipe("recipe", cl::desc("fp8 (the InfiR2 recipe) or bf16 (the baseline)"),
-           cl::init("fp8"));
+                                       cl::init("trainer"), cl::cat(category));
+static cl::opt<infir2::Recipe> recipe("recipe",
+                                      cl::desc("The training recipe"),
+                                      cl::init(infir2::Recipe::fp8),
+                                      infir2::recipeValues(), cl::cat(category));
 static cl::opt<std::string> recipeOptions(
     "recipe-options",
-    cl::desc("Options of the recipe pipeline, as infir2-opt takes them, e.g. "
-             "\"recipe=tensorwise format=hybrid keep-first-last=1\""),
-    cl::init(""));
-static cl::opt<std::string>
-    emit("emit",
-         cl::desc("plan (the planned steps as infir2rt calls), mlir (the "
-                  "LLVM dialect), llvm (LLVM IR), obj, or exe (default: a "
-                  "trainer executable)"),
-         cl::init("exe"));
+    cl::desc("Options of the --infir2-trainer pipeline, as infir2-opt takes "
+             "them, e.g. \"granularity=tensorwise format=hybrid "
+             "keep-first-last=1 zero1=true world-size=8\""),
+    cl::init(""), cl::cat(category));
+static cl::opt<std::string> optimizerOptions(
+    "optimizer-options",
+    cl::desc("The optimizer's settings, e.g. \"beta1=0.9 beta2=0.95 eps=1e-8 "
+             "weight-decay=0.1 grad-clip=1.0\" (the defaults, the InfiR2 "
+             "paper's); also optimizer=adamw|sgd and decay-1d"),
+    cl::init(""), cl::cat(category));
+static cl::opt<Emit> emit(
+    "emit", cl::desc("What to write (default: a trainer executable)"),
+    cl::init(Emit::exe),
+    cl::values(
+        clEnumValN(Emit::recipe, "recipe",
+                   "the training step with its precision decisions"),
+        clEnumValN(Emit::plan, "plan", "the step with its memory plan"),
+        clEnumValN(Emit::runtime, "runtime",
+                   "the planned steps as infir2rt calls"),
+        clEnumValN(Emit::llvm, "llvm", "the LLVM dialect"),
+        clEnumValN(Emit::llvmIR, "llvm-ir", "LLVM IR"),
+        clEnumValN(Emit::obj, "obj", "an object file"),
+        clEnumValN(Emit::exe, "exe", "a trainer executable")),
+    cl::cat(category));
 static cl::opt<bool>
     reportMemory("report-memory",
-                 cl::desc("Print the planned memory by category and stop"));
+                 cl::desc("Print the planned memory by category and stop"),
+                 cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "infir2-compile") << message << "\n";
@@ -92,21 +118,49 @@ static int link(StringRef object, StringRef output) {
   return 0;
 }
 
+/// A bad option string: llvm::cl has printed what is wrong with a value;
+/// MLIR's parser returns what is wrong with the string itself.
+static LogicalResult badOptions(StringRef flag, StringRef error) {
+  if (!error.trim().empty())
+    fail("bad " + flag + ": " + error.trim());
+  return failure();
+}
+
+/// The pipeline's options: --recipe, then --recipe-options, then
+/// --optimizer-options (which may set nothing but the optimizer).
+static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
+  std::string error;
+  raw_string_ostream os(error);
+  if (failed(options.parseFromString(recipeOptions, os)))
+    return badOptions("--recipe-options", error);
+  if (!optimizerOptions.empty()) {
+    infir2::OptimizerOptions optimizer;
+    if (failed(optimizer.parseFromString(optimizerOptions, os)) ||
+        failed(options.parseFromString(optimizerOptions, os)))
+      return badOptions("--optimizer-options", error);
+  }
+  options.recipe = recipe;
+  options.reportMemory = reportMemory;
+  options.stopAfter = reportMemory       ? infir2::TrainerStage::plan
+                      : emit == Emit::recipe ? infir2::TrainerStage::recipe
+                      : emit == Emit::plan   ? infir2::TrainerStage::plan
+                      : emit == Emit::runtime ? infir2::TrainerStage::runtime
+                                              : infir2::TrainerStage::llvm;
+  return success();
+}
+
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "InfiR2: compiles a model to a trainer\n");
-  if (recipe != "fp8" && recipe != "bf16")
-    return fail("--recipe must be fp8 or bf16, got '" + recipe + "'");
-  if (emit != "plan" && emit != "mlir" && emit != "llvm" && emit != "obj" &&
-      emit != "exe")
-    return fail("--emit must be plan, mlir, llvm, obj or exe, got '" + emit +
-                "'");
+  infir2::TrainerPipelineOptions options;
+  if (failed(configure(options)))
+    return 1;
 
   DialectRegistry registry;
   infir2::registerAllDialects(registry);
   MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
   ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &ctx);
@@ -119,70 +173,30 @@ int main(int argc, char **argv) {
   if (!module)
     return 1; // The parser or verifier has printed the diagnostic.
 
-  // A trainer is data-parallel unless told otherwise: alone, its all-reduce
-  // is a copy; under mpirun it sums the gradients of all ranks.
-  std::string pipelineOptions = recipeOptions;
-  if (!StringRef(pipelineOptions).contains("data-parallel"))
-    pipelineOptions = "data-parallel=true " + pipelineOptions;
   PassManager pm(&ctx);
-  if (recipe == "fp8") {
-    auto options = infir2::FP8RecipeOptions::createFromString(pipelineOptions);
-    if (!options)
-      return fail("bad --recipe-options for the fp8 recipe: '" + recipeOptions +
-                  "'");
-    infir2::buildFP8RecipePipeline(pm, *options);
-  } else {
-    auto options = infir2::BF16RecipeOptions::createFromString(pipelineOptions);
-    if (!options)
-      return fail("bad --recipe-options for the bf16 recipe: '" +
-                  recipeOptions + "'");
-    infir2::buildBF16RecipePipeline(pm, *options);
-  }
+  infir2::buildTrainerPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;
+  if (reportMemory)
+    return 0;
 
-  FailureOr<infir2::lowering::ModelPlan> plan =
-      infir2::lowering::planModel(*module);
-  if (failed(plan))
-    return 1;
-  if (reportMemory) {
-    infir2::lowering::printMemoryReport(*plan, outs());
-    return 0;
-  }
-  auto runtime = infir2::lowering::buildRuntimeModule(*module, *plan);
-  if (failed(runtime))
-    return 1;
-  if (emit == "plan") {
+  if (emit != Emit::obj && emit != Emit::exe && emit != Emit::llvmIR) {
     std::error_code ec;
     ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
     if (ec)
       return fail("cannot write '" + outputPath + "': " + ec.message());
-    (*runtime)->print(out.os());
+    module->print(out.os());
+    out.os() << "\n";
     out.keep();
     return 0;
   }
-  auto lowered = infir2::lowering::lowerToLLVM(**runtime);
-  if (failed(lowered))
-    return 1;
-  if (emit == "mlir") {
-    std::error_code ec;
-    ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
-    if (ec)
-      return fail("cannot write '" + outputPath + "': " + ec.message());
-    (*lowered)->print(out.os());
-    out.keep();
-    return 0;
-  }
-  if (emit == "llvm" || emit == "obj")
-    return failed(
-               infir2::lowering::emitLLVM(**lowered, outputPath, emit == "obj"))
-               ? 1
-               : 0;
+  if (emit != Emit::exe)
+    return failed(infir2::emitLLVM(*module, outputPath, emit == Emit::obj));
   SmallString<128> object;
   if (std::error_code ec =
           sys::fs::createTemporaryFile("infir2-model", "o", object))
     return fail("cannot create a temporary object file: " + ec.message());
-  int rc = failed(infir2::lowering::emitLLVM(**lowered, object, true))
+  int rc = failed(infir2::emitLLVM(*module, object, true))
                ? 1
                : link(object, outputPath);
   sys::fs::remove(object);

@@ -5,12 +5,20 @@
 //===----------------------------------------------------------------------===//
 //
 // Pipelines are builder functions, so that infir2-opt, infir2-compile and
-// other compilers embedding InfiR2 build the very same pass list.
+// other compilers embedding InfiR2 build the very same pass list. Options are
+// typed (Options.h): a bad value is one line naming the valid ones.
+//
+//   --fp8-recipe     the training step, its GEMMs in FP8 (the InfiR2 recipe)
+//   --bf16-recipe    the training step, every GEMM in high precision
+//   --infir2-trainer either recipe, then memory planning, runtime calls and
+//                    the LLVM dialect: what infir2-compile emits and links
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef INFIR2_PIPELINES_PIPELINES_H
 #define INFIR2_PIPELINES_PIPELINES_H
+
+#include "infir2/Transforms/Options.h"
 
 #include "mlir/Pass/PassOptions.h"
 
@@ -20,17 +28,48 @@ class OpPassManager;
 
 namespace infir2 {
 
-/// What both recipes take about the training step: the optimizer that a
-/// forward-only input gets, and data parallelism.
+/// The optimizer a forward-only input gets (--infir2-optimizer). The
+/// defaults are the InfiR2 paper's.
 template <typename Derived>
-struct TrainingStepOptions : public mlir::PassPipelineOptions<Derived> {
+struct OptimizerOptionsBase : public mlir::PassPipelineOptions<Derived> {
   using Base = mlir::PassPipelineOptions<Derived>;
   template <typename T> using Option = typename Base::template Option<T>;
 
-  Option<std::string> optimizer{
-      *this, "optimizer",
-      llvm::cl::desc("adamw or sgd, for a forward-only input"),
-      llvm::cl::init("adamw")};
+  Option<OptimizerKind> optimizer{*this, "optimizer",
+                                  llvm::cl::desc("The update rule"),
+                                  llvm::cl::init(OptimizerKind::adamw),
+                                  optimizerValues()};
+  Option<double> beta1{*this, "beta1",
+                       llvm::cl::desc("AdamW's first-moment decay"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2",
+                       llvm::cl::desc("AdamW's second-moment decay"),
+                       llvm::cl::init(0.95)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("AdamW's epsilon"),
+                     llvm::cl::init(1e-8)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("Decoupled weight decay"),
+                             llvm::cl::init(0.1)};
+  Option<double> gradClip{
+      *this, "grad-clip",
+      llvm::cl::desc("Global-norm gradient clipping threshold (0: none)"),
+      llvm::cl::init(1.0)};
+  Option<bool> decay1D{
+      *this, "decay-1d",
+      llvm::cl::desc("Also decay 1-D parameters (biases, norm weights)"),
+      llvm::cl::init(false)};
+};
+
+/// `infir2-compile --optimizer-options`: the optimizer's settings alone.
+struct OptimizerOptions : public OptimizerOptionsBase<OptimizerOptions> {};
+
+/// What both recipes take about the training step: the optimizer and data
+/// parallelism.
+template <typename Derived>
+struct TrainingStepOptions : public OptimizerOptionsBase<Derived> {
+  template <typename T>
+  using Option = typename OptimizerOptionsBase<Derived>::template Option<T>;
+
   Option<bool> dataParallel{
       *this, "data-parallel",
       llvm::cl::desc("Make the optimizer step data-parallel: the gradients "
@@ -48,20 +87,21 @@ struct TrainingStepOptions : public mlir::PassPipelineOptions<Derived> {
       llvm::cl::init(0)};
 };
 
-/// `--fp8-recipe`: the InfiR2 FP8 training recipe and its variants.
-struct FP8RecipeOptions : public TrainingStepOptions<FP8RecipeOptions> {
-  Option<std::string> recipe{
-      *this, "recipe",
-      llvm::cl::desc("blockwise (InfiR2: 128x128 weights, 1x128 activations "
-                     "and gradients), tensorwise or rowwise"),
-      llvm::cl::init("blockwise")};
-  Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("e4m3 everywhere, or hybrid (E5M2 gradients)"),
-      llvm::cl::init("e4m3")};
-  Option<std::string> scales{*this, "scales",
-                             llvm::cl::desc("pow2 or fp32 scales"),
-                             llvm::cl::init("pow2")};
+/// The FP8 recipe's policy.
+template <typename Derived>
+struct FP8OptionsBase : public TrainingStepOptions<Derived> {
+  template <typename T>
+  using Option = typename TrainingStepOptions<Derived>::template Option<T>;
+
+  Option<Granularity> granularity{
+      *this, "granularity", llvm::cl::desc("How FP8 GEMM operands are scaled"),
+      llvm::cl::init(Granularity::blockwise), granularityValues()};
+  Option<FormatPolicy> format{
+      *this, "format", llvm::cl::desc("Which FP8 formats the operands take"),
+      llvm::cl::init(FormatPolicy::e4m3), formatValues()};
+  Option<ScalePolicy> scales{*this, "scales",
+                             llvm::cl::desc("How scales are rounded"),
+                             llvm::cl::init(ScalePolicy::pow2), scaleValues()};
   Option<unsigned> keepFirstLast{
       *this, "keep-first-last",
       llvm::cl::desc("Keep the first and last N decoder layers in BF16"),
@@ -77,9 +117,29 @@ struct FP8RecipeOptions : public TrainingStepOptions<FP8RecipeOptions> {
       llvm::cl::init(true)};
 };
 
+/// `--fp8-recipe`: the InfiR2 FP8 training recipe and its variants.
+struct FP8RecipeOptions : public FP8OptionsBase<FP8RecipeOptions> {};
+
 /// `--bf16-recipe`: the baseline the InfiR2 paper compares against, the same
 /// training step with every GEMM in high precision.
 struct BF16RecipeOptions : public TrainingStepOptions<BF16RecipeOptions> {};
+
+/// `--infir2-trainer`: a recipe, then the back end down to the LLVM dialect.
+/// A trainer is data-parallel unless told otherwise: alone, its all-reduce is
+/// a copy; under mpirun it sums the gradients of all ranks.
+struct TrainerPipelineOptions : public FP8OptionsBase<TrainerPipelineOptions> {
+  Option<Recipe> recipe{*this, "recipe", llvm::cl::desc("The training recipe"),
+                        llvm::cl::init(Recipe::fp8), recipeValues()};
+  Option<bool> reportMemory{
+      *this, "report-memory",
+      llvm::cl::desc("Print the planned memory by category (standard output)"),
+      llvm::cl::init(false)};
+  Option<TrainerStage> stopAfter{
+      *this, "stop-after", llvm::cl::desc("The last stage to run"),
+      llvm::cl::init(TrainerStage::llvm), trainerStageValues()};
+
+  TrainerPipelineOptions() { dataParallel.setInitialValue(true); }
+};
 
 /// Adds the FP8 recipe: autodiff and the optimizer when the module has no
 /// training step yet, then assign-precision, insert-quantization, CSE,
@@ -92,7 +152,13 @@ void buildFP8RecipePipeline(mlir::OpPassManager &pm,
 void buildBF16RecipePipeline(mlir::OpPassManager &pm,
                              const BF16RecipeOptions &options);
 
-/// Registers --fp8-recipe and --bf16-recipe for command-line tools.
+/// Adds the whole way from a model to the LLVM dialect, in stages (each
+/// verified by the pass manager): the recipe, --infir2-plan-memory,
+/// --infir2-lower-to-runtime, --convert-infir2rt-to-llvm; up to `stop-after`.
+void buildTrainerPipeline(mlir::OpPassManager &pm,
+                          const TrainerPipelineOptions &options);
+
+/// Registers --fp8-recipe, --bf16-recipe and --infir2-trainer.
 void registerPipelines();
 
 } // namespace infir2

@@ -9,6 +9,8 @@
 
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
+#include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
+#include "infir2/Transforms/Options.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -98,14 +98,15 @@ def OptimizerPass : Pass<"infir2-optimizer", "mlir::ModuleOp"> {
            "The forward function whose parameters are optimized">,
     Option<"stepName", "step-name", "std::string", "\"optimizer_step\"",
            "The name of the optimizer-step function to create">,
-    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
-           "adamw or sgd">,
+    Option<"optimizer", "optimizer", "infir2::OptimizerKind",
+           "infir2::OptimizerKind::adamw", "The update rule",
+           "infir2::optimizerValues()">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW's first-moment decay">,
     Option<"beta2", "beta2", "double", "0.95", "AdamW's second-moment decay">,
-    Option<"epsilon", "epsilon", "double", "1e-8", "AdamW's epsilon">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW's epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.1",
            "Decoupled weight decay">,
-    Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
+    Option<"gradClip", "grad-clip", "double", "1.0",
            "Global-norm gradient clipping threshold (0 disables)">,
     Option<"decay1D", "decay-1d", "bool", "false",
            "Also apply weight decay to 1-D parameters (biases, norms)">,
@@ -144,13 +145,14 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     incoming gradient operand of dgrad and wgrad GEMMs in E5M2.
   }];
   let options = [
-    Option<"recipe", "recipe", "std::string", "\"blockwise\"",
-           "blockwise (InfiR2: 128x128 weights, 1x128 activations and "
-           "gradients), tensorwise or rowwise">,
-    Option<"format", "format", "std::string", "\"e4m3\"",
-           "e4m3 everywhere, or hybrid (E5M2 gradients)">,
-    Option<"scales", "scales", "std::string", "\"pow2\"",
-           "pow2 (power-of-two scales) or fp32">,
+    Option<"granularity", "granularity", "infir2::Granularity",
+           "infir2::Granularity::blockwise",
+           "How FP8 GEMM operands are scaled", "infir2::granularityValues()">,
+    Option<"format", "format", "infir2::FormatPolicy",
+           "infir2::FormatPolicy::e4m3", "Which FP8 formats the operands take",
+           "infir2::formatValues()">,
+    Option<"scales", "scales", "infir2::ScalePolicy", "infir2::ScalePolicy::pow2",
+           "How scales are rounded", "infir2::scaleValues()">,
     Option<"keepFirstLast", "keep-first-last", "unsigned", "0",
            "Keep the GEMMs of the first and last N decoder layers in high "
            "precision">,
@@ -192,8 +194,9 @@ def VerifyPrecisionPass : Pass<"infir2-verify-precision", "mlir::ModuleOp"> {
       FP32 master weight (an argument carrying `infir2.master_of`).
   }];
   let options = [
-    Option<"scales", "scales", "std::string", "\"\"",
-           "Require this scale rule everywhere (pow2 or fp32; empty: any)">
+    Option<"scales", "scales", "infir2::RequiredScales",
+           "infir2::RequiredScales::any", "Require this scale rule everywhere",
+           "infir2::requiredScaleValues()">
   ];
 }
 
@@ -321,6 +324,44 @@ def DataParallelPass : Pass<"infir2-data-parallel", "mlir::ModuleOp"> {
            "The number of data-parallel ranks (required by zero1)">
   ];
   let dependentDialects = ["infir2::Infir2Dialect"];
+}
+
+def PlanMemoryPass : Pass<"infir2-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Places every tensor of the training step: a state region and one liveness-planned arena per step.";
+  let description = [{
+    Runs after a recipe pipeline, on a module holding `@train_step`,
+    `@optimizer_step` and optionally `@forward`. Every argument and result
+    gets a slot of the persistent state region (parameters' working copies,
+    FP32 master weights, moments, gradient accumulators, the batch inputs,
+    the loss and the gradient norm); every tensor a step computes gets an
+    offset in that step's scratch arena, first fit in execution order, freed
+    after its last reader (`fp8.fused` bodies run in line; a reshape is a view
+    of its input). Nothing moves yet: the decisions are written into the IR.
+
+    - the module gets `infir2rt.plan = #infir2rt.plan<...>`: the state
+      region's slots and size, the largest arena, the batch geometry and the
+      ZeRO-1 world size;
+    - each planned function gets `infir2rt.symbol` (the C symbol the trainer
+      calls: `infir2_train_step`, `infir2_optimizer_step`, `infir2_eval_step`)
+      and `infir2rt.scratch_bytes`;
+    - each argument gets `infir2rt.buffer`, each op `infir2rt.buffers` (one
+      per result), and the return `infir2rt.copy_out` (the state slot of each
+      returned value).
+
+    ```mlir
+    %0 = infir2.embedding %arg0, %arg9 {infir2rt.buffers =
+        [#infir2rt.buffer<scratch, 0, tensor<4x128x256xbf16>>]} : ...
+    ```
+
+    With `report`, it also prints the planned memory by category (the state,
+    plus the arena's live bytes at the training step's peak) to standard
+    output: what `infir2-compile --report-memory` shows.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print the planned memory by category to standard output">
+  ];
+  let dependentDialects = ["infir2::rtir::RuntimeDialect"];
 }
 
 #endif // INFIR2_TRANSFORMS_PASSES_TD

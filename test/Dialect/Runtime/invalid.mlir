@@ -47,7 +47,7 @@ func.func @rank() {
 
 // Tests that the region is one of the two.
 func.func @region() {
-  // expected-error @+2 {{expected ::infir2::rt::Region to be one of: state, scratch}}
+  // expected-error @+2 {{expected ::infir2::rtir::Region to be one of: state, scratch}}
   // expected-error @+1 {{failed to parse RT_BufferAttr parameter 'region'}}
   infir2rt.call "fill" [#infir2rt.buffer<heap, 0, tensor<4xf32>>] attributes [1.0] at "x"
   return

@@ -10,12 +10,13 @@
 #include "infir2/runtime/ABI.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
-using namespace infir2::rt;
+using namespace infir2::rtir;
 
 #include "infir2/Dialect/Runtime/IR/RuntimeDialect.cpp.inc"
 #include "infir2/Dialect/Runtime/IR/RuntimeEnums.cpp.inc"
@@ -67,5 +68,123 @@ LogicalResult CallOp::verify() {
                             "does not list";
   if (getBuffers().empty())
     return emitOpError() << "expects at least one buffer";
+  return success();
+}
+
+LogicalResult SlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               SlotKind kind, StringRef name, int64_t offset,
+                               RankedTensorType type, Attribute init) {
+  if (name.empty())
+    return emitError() << "expects a slot name";
+  if (failed(BufferAttr::verify(emitError, Region::state, offset, type)))
+    return failure();
+  if (init && kind != SlotKind::param)
+    return emitError() << "expects an initialization only on a param slot, "
+                          "not on "
+                       << stringifySlotKind(kind) << " '" << name << "'";
+  return success();
+}
+
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t stateBytes, int64_t scratchBytes,
+                               int64_t batch, int64_t seq, int64_t vocab,
+                               int64_t zero1WorldSize, ArrayAttr slots) {
+  for (auto [name, v] : {std::pair<StringRef, int64_t>{"state_bytes",
+                                                       stateBytes},
+                         {"scratch_bytes", scratchBytes},
+                         {"zero1_world_size", zero1WorldSize}})
+    if (v < 0)
+      return emitError() << "expects a non-negative " << name << ", got " << v;
+  for (auto [name, v] : {std::pair<StringRef, int64_t>{"batch", batch},
+                         {"seq", seq},
+                         {"vocab", vocab}})
+    if (v <= 0)
+      return emitError() << "expects a positive " << name << ", got " << v;
+  for (Attribute a : slots) {
+    auto slot = dyn_cast<SlotAttr>(a);
+    if (!slot)
+      return emitError() << "expects slots to be #infir2rt.slot, got " << a;
+    int64_t bytes = slot.getType().getNumElements() *
+                    std::max<int64_t>(1, slot.getType().getElementTypeBitWidth() / 8);
+    if (slot.getOffset() + bytes > stateBytes)
+      return emitError() << "slot '" << slot.getName()
+                         << "' ends past the state region (" << stateBytes
+                         << " bytes)";
+  }
+  return success();
+}
+
+/// `attr` as an array of one #infir2rt.buffer per value of `values`, each of
+/// its value's type.
+static LogicalResult verifyBuffers(Operation *op, NamedAttribute attr,
+                                   TypeRange types, StringRef what) {
+  auto array = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!array || array.size() != types.size() ||
+      !llvm::all_of(array, [](Attribute a) { return isa<BufferAttr>(a); }))
+    return op->emitOpError()
+           << "expects '" << attr.getName() << "' to be an array of "
+           << types.size() << " #infir2rt.buffer, one per " << what;
+  for (auto [i, a, t] : llvm::enumerate(array, types))
+    if (cast<BufferAttr>(a).getType() != t)
+      return op->emitOpError()
+             << "has a buffer of type " << cast<BufferAttr>(a).getType()
+             << " for " << what << " #" << i << " of type " << t;
+  return success();
+}
+
+LogicalResult RuntimeDialect::verifyOperationAttribute(Operation *op,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == getBuffersAttrName())
+    return verifyBuffers(op, attr, op->getResultTypes(), "result");
+  if (name == getCopyOutAttrName()) {
+    if (failed(verifyBuffers(op, attr, op->getOperandTypes(), "operand")))
+      return failure();
+    for (Attribute a : cast<ArrayAttr>(attr.getValue()))
+      if (cast<BufferAttr>(a).getRegion() != Region::state)
+        return op->emitOpError()
+               << "copies a result out to " << a
+               << ", which is not in the state region";
+    return success();
+  }
+  if (name == getPlanAttrName() || name == getManifestAttrName()) {
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError() << "expects '" << name << "' on a module only";
+    if (name == getPlanAttrName() ? !isa<PlanAttr>(attr.getValue())
+                                  : !isa<StringAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "expects '" << name << "' to be "
+             << (name == getPlanAttrName() ? "an #infir2rt.plan" : "a string");
+    return success();
+  }
+  if (name == getSymbolAttrName() || name == getScratchBytesAttrName()) {
+    bool ok = name == getSymbolAttrName()
+                  ? isa<StringAttr>(attr.getValue())
+                  : isa<IntegerAttr>(attr.getValue()) &&
+                        cast<IntegerAttr>(attr.getValue()).getInt() >= 0;
+    if (!ok)
+      return op->emitOpError()
+             << "expects '" << name << "' to be "
+             << (name == getSymbolAttrName() ? "a string"
+                                             : "a non-negative integer");
+    return success();
+  }
+  return op->emitOpError() << "has an unknown infir2rt attribute '" << name
+                           << "'";
+}
+
+LogicalResult RuntimeDialect::verifyRegionArgAttribute(Operation *op,
+                                                       unsigned region,
+                                                       unsigned arg,
+                                                       NamedAttribute attr) {
+  if (attr.getName() != getBufferAttrName())
+    return op->emitOpError() << "has an unknown infir2rt argument attribute '"
+                             << attr.getName().getValue() << "'";
+  auto buffer = dyn_cast<BufferAttr>(attr.getValue());
+  Type type = op->getRegion(region).getArgument(arg).getType();
+  if (!buffer || buffer.getType() != type)
+    return op->emitOpError()
+           << "expects argument #" << arg << "'s '" << getBufferAttrName()
+           << "' to be an #infir2rt.buffer of its type " << type;
   return success();
 }

@@ -8,6 +8,7 @@
 #define INFIR2_DIALECT_RUNTIME_IR_RUNTIMEATTRS_H
 
 #include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include "infir2/Dialect/Runtime/IR/RuntimeEnums.h.inc"

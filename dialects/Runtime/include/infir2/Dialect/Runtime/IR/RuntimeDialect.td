@@ -11,7 +11,8 @@ include "mlir/IR/OpBase.td"
 
 def Runtime_Dialect : Dialect {
   let name = "infir2rt";
-  let cppNamespace = "::infir2::rt";
+  // The IR of runtime calls; the runtime library itself is infir2::rt.
+  let cppNamespace = "::infir2::rtir";
   let summary = "A planned training step: calls into the InfiR2 runtime on placed buffers.";
   let description = [{
     What `infir2-compile` makes of a step once memory is planned: every
@@ -24,11 +25,37 @@ def Runtime_Dialect : Dialect {
     each call into a call of `infir2rt_<entry>` with a constant descriptor.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
-    /// The module attribute holding the manifest a trainer reads.
+    /// The module attribute holding the manifest a trainer reads (JSON).
     static constexpr ::llvm::StringLiteral getManifestAttrName() {
       return ::llvm::StringLiteral("infir2rt.manifest");
+    }
+    /// The module's #infir2rt.plan.
+    static constexpr ::llvm::StringLiteral getPlanAttrName() {
+      return ::llvm::StringLiteral("infir2rt.plan");
+    }
+    /// On a planned function: the C symbol its step is exported as.
+    static constexpr ::llvm::StringLiteral getSymbolAttrName() {
+      return ::llvm::StringLiteral("infir2rt.symbol");
+    }
+    /// On a planned function: the bytes of its scratch arena.
+    static constexpr ::llvm::StringLiteral getScratchBytesAttrName() {
+      return ::llvm::StringLiteral("infir2rt.scratch_bytes");
+    }
+    /// On a planned function's arguments: where each lives.
+    static constexpr ::llvm::StringLiteral getBufferAttrName() {
+      return ::llvm::StringLiteral("infir2rt.buffer");
+    }
+    /// On each op of a planned function: where each result lives.
+    static constexpr ::llvm::StringLiteral getBuffersAttrName() {
+      return ::llvm::StringLiteral("infir2rt.buffers");
+    }
+    /// On a planned function's return: the state slot each result goes to.
+    static constexpr ::llvm::StringLiteral getCopyOutAttrName() {
+      return ::llvm::StringLiteral("infir2rt.copy_out");
     }
   }];
 }

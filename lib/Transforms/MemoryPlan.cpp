@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "infir2/Lowering/Lowering.h"
+#include "infir2/Transforms/MemoryPlan.h"
 
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
@@ -18,10 +18,9 @@
 
 using namespace mlir;
 using namespace infir2;
-using namespace infir2::lowering;
 
-StringRef lowering::categoryName(Category c) {
-  static const char *names[kNumCategories] = {"BF16 weights",
+StringRef infir2::memoryCategoryName(MemoryCategory c) {
+  static const char *names[kNumMemoryCategories] = {"BF16 weights",
                                               "FP32 master weights",
                                               "optimizer moments",
                                               "gradients",
@@ -32,15 +31,15 @@ StringRef lowering::categoryName(Category c) {
   return names[static_cast<int>(c)];
 }
 
-namespace {
-
-constexpr int64_t kAlign = 64;
-
-int64_t bytesOf(RankedTensorType t) {
+int64_t infir2::storedBytes(RankedTensorType t) {
   Type e = t.getElementType();
   int64_t bits = e.isIntOrFloat() ? e.getIntOrFloatBitWidth() : 8;
   return t.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
+
+namespace {
+
+constexpr int64_t kAlign = 64;
 
 int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -105,7 +104,7 @@ private:
                           RankedTensorType type, ParamAttr param = {});
   FailureOr<int64_t> argumentSlot(func::FuncOp fn, BlockArgument arg);
   FailureOr<int64_t> resultSlot(func::FuncOp fn, unsigned i);
-  Category categoryOf(Value v, int64_t def, int64_t last, int64_t lossAt,
+  MemoryCategory categoryOf(Value v, int64_t def, int64_t last, int64_t lossAt,
                       bool isTrainStep);
 
   ModelPlan &plan;
@@ -123,23 +122,19 @@ FailureOr<int64_t> Planner::slot(Operation *where, StringRef kind,
       return where->emitError()
              << "state tensor " << kind << " '" << name << "' is " << type
              << " here but " << s.type << " elsewhere";
-    if (param) {
-      s.init = stringifyInitKind(param.getInit()).str();
-      s.std = param.getStd().convertToDouble();
-    }
+    if (param)
+      s.init = param;
     return it->second;
   }
   StateSlot s;
   s.kind = kind.str();
   s.name = name.str();
   s.type = type;
-  s.bytes = bytesOf(type);
+  s.bytes = storedBytes(type);
   s.offset = plan.stateBytes;
   plan.stateBytes += aligned(s.bytes);
-  if (param) {
-    s.init = stringifyInitKind(param.getInit()).str();
-    s.std = param.getStd().convertToDouble();
-  }
+  if (param)
+    s.init = param;
   plan.state.push_back(std::move(s));
   slotIndex[key] = plan.state.size() - 1;
   return plan.state.size() - 1;
@@ -193,25 +188,25 @@ FailureOr<int64_t> Planner::resultSlot(func::FuncOp fn, unsigned i) {
                         << " has no state slot to go to";
 }
 
-Category Planner::categoryOf(Value v, int64_t def, int64_t last, int64_t lossAt,
+MemoryCategory Planner::categoryOf(Value v, int64_t def, int64_t last, int64_t lossAt,
                              bool isTrainStep) {
   auto type = cast<RankedTensorType>(v.getType());
   if (isa<Float8E4M3FNType, Float8E5M2Type, Float8E8M0FNUType>(
           type.getElementType()) ||
       isa_and_nonnull<fp8::QuantizeOp, fp8::QuantizeDualOp>(v.getDefiningOp()))
-    return Category::FP8;
+    return MemoryCategory::FP8;
   if (isTrainStep && def < lossAt && last > lossAt)
-    return Category::SavedActivations;
-  return Category::Workspace;
+    return MemoryCategory::SavedActivations;
+  return MemoryCategory::Workspace;
 }
 
 /// Appends `op` to the schedule, with fused bodies inlined.
-static void schedule(Operation *op, SmallVectorImpl<Operation *> &out,
-                     DenseMap<Value, Value> &alias) {
+static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
+                       DenseMap<Value, Value> &alias) {
   if (auto fused = dyn_cast<fp8::FusedOp>(op)) {
     Block &body = fused.getBody().front();
     for (Operation &inner : body.without_terminator())
-      schedule(&inner, out, alias);
+      scheduleOp(&inner, out, alias);
     for (auto [r, v] : llvm::zip_equal(fused.getResults(),
                                        body.getTerminator()->getOperands()))
       alias[r] = v;
@@ -233,12 +228,11 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
     FailureOr<int64_t> s = argumentSlot(fn, arg);
     if (failed(s))
       return failure();
-    fp.buffers[arg] = {0, plan.state[*s].offset};
+    fp.buffers[arg] = {false, plan.state[*s].offset};
   }
 
   DenseMap<Value, Value> alias;
-  for (Operation &op : entry.without_terminator())
-    schedule(&op, fp.schedule, alias);
+  scheduleBlock(entry, fp.schedule, alias);
   auto root = [&](Value v) {
     for (auto it = alias.find(v); it != alias.end(); it = alias.find(v))
       v = it->second;
@@ -275,10 +269,10 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
   for (auto &[v, last] : lastUse)
     if (!isa<BlockArgument>(v))
       releaseAfter[last].push_back(v);
-  std::array<int64_t, kNumCategories> live{};
+  std::array<int64_t, kNumMemoryCategories> live{};
   int64_t liveTotal = 0, peak = -1;
   bool isTrainStep = fn.getSymName() == "train_step";
-  DenseMap<Value, Category> category;
+  DenseMap<Value, MemoryCategory> category;
   for (auto [i, op] : llvm::enumerate(fp.schedule)) {
     for (Value r : op->getResults()) {
       if (root(r) != r)
@@ -286,9 +280,9 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       auto type = dyn_cast<RankedTensorType>(r.getType());
       if (!type || !type.hasStaticShape())
         return op->emitError() << "result is not a statically shaped tensor";
-      int64_t bytes = bytesOf(type);
-      fp.buffers[r] = {1, arena.allocate(bytes)};
-      Category c = categoryOf(r, i, lastUse[r], lossAt, isTrainStep);
+      int64_t bytes = storedBytes(type);
+      fp.buffers[r] = {true, arena.allocate(bytes)};
+      MemoryCategory c = categoryOf(r, i, lastUse[r], lossAt, isTrainStep);
       category[r] = c;
       live[static_cast<int>(c)] += aligned(bytes);
       liveTotal += aligned(bytes);
@@ -303,7 +297,7 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
     if (it == releaseAfter.end())
       continue;
     for (Value v : it->second) {
-      int64_t bytes = bytesOf(cast<RankedTensorType>(v.getType()));
+      int64_t bytes = storedBytes(cast<RankedTensorType>(v.getType()));
       arena.release(fp.buffers[v].offset, bytes);
       live[static_cast<int>(category[v])] -= aligned(bytes);
       liveTotal -= aligned(bytes);
@@ -324,7 +318,13 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
 
 } // namespace
 
-FailureOr<ModelPlan> lowering::planModel(ModuleOp module) {
+void infir2::scheduleBlock(Block &block, SmallVectorImpl<Operation *> &schedule,
+                           DenseMap<Value, Value> &alias) {
+  for (Operation &op : block.without_terminator())
+    scheduleOp(&op, schedule, alias);
+}
+
+FailureOr<ModelPlan> infir2::planModel(ModuleOp module) {
   ModelPlan plan;
   Planner planner(plan);
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
@@ -356,15 +356,15 @@ FailureOr<ModelPlan> lowering::planModel(ModuleOp module) {
   return plan;
 }
 
-void lowering::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
-  std::array<int64_t, kNumCategories> state{};
+void infir2::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
+  std::array<int64_t, kNumMemoryCategories> state{};
   for (const StateSlot &s : plan.state) {
-    Category c = s.kind == "param"     ? Category::Weights
-                 : s.kind == "master"  ? Category::Masters
-                 : s.kind == "grad"    ? Category::Gradients
-                 : s.kind == "moment1" ? Category::Moments
-                 : s.kind == "moment2" ? Category::Moments
-                                       : Category::Inputs;
+    MemoryCategory c = s.kind == "param"     ? MemoryCategory::Weights
+                 : s.kind == "master"  ? MemoryCategory::Masters
+                 : s.kind == "grad"    ? MemoryCategory::Gradients
+                 : s.kind == "moment1" ? MemoryCategory::Moments
+                 : s.kind == "moment2" ? MemoryCategory::Moments
+                                       : MemoryCategory::Inputs;
     state[static_cast<int>(c)] += aligned(s.bytes);
   }
   const FunctionPlan *train = nullptr;
@@ -379,20 +379,21 @@ void lowering::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
        << " ranks (ZeRO-1)";
   os << "\n";
   int64_t total = 0;
-  for (int c = 0; c < kNumCategories; ++c) {
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
     int64_t bytes = state[c] + (train ? train->peakByCategory[c] : 0);
     total += bytes;
     os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
-                       categoryName(static_cast<Category>(c)).str().c_str(),
+                       memoryCategoryName(static_cast<MemoryCategory>(c)).str().c_str(),
                        gib(bytes), (long long)bytes);
   }
   os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
                      "peak (training step)", gib(total), (long long)total);
   if (train)
-    for (Category c : {Category::SavedActivations, Category::FP8})
+    for (MemoryCategory c :
+         {MemoryCategory::SavedActivations, MemoryCategory::FP8})
       os << llvm::format(
           "  %-32s %12.3f GiB %16lld bytes\n",
-          (c == Category::FP8 ? "FP8 saved, at backward start"
+          (c == MemoryCategory::FP8 ? "FP8 saved, at backward start"
                               : "saved, at backward start"),
           gib(train->atBackwardStart[static_cast<int>(c)]),
           (long long)train->atBackwardStart[static_cast<int>(c)]);
@@ -400,29 +401,4 @@ void lowering::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
     os << llvm::format("  scratch arena of %-15s %12.3f GiB %16lld bytes\n",
                        f.fn.getSymName().str().c_str(), gib(f.scratchBytes),
                        (long long)f.scratchBytes);
-}
-
-std::string lowering::buildManifest(const ModelPlan &plan) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << "infir2-model 1\n";
-  os << "state_bytes " << plan.stateBytes << "\n";
-  os << "scratch_bytes " << plan.scratchBytes << "\n";
-  os << "batch " << plan.batch << "\nseq " << plan.seqLen << "\nvocab "
-     << plan.vocab << "\n";
-  if (plan.zero1WorldSize)
-    os << "zero1 " << plan.zero1WorldSize << "\n";
-  for (const StateSlot &s : plan.state) {
-    std::string dtype;
-    llvm::raw_string_ostream ds(dtype);
-    ds << s.type.getElementType();
-    os << "slot " << s.kind << " " << s.name << " " << dtype << " " << s.offset
-       << " " << s.type.getRank();
-    for (int64_t d : s.type.getShape())
-      os << " " << d;
-    os << " " << s.init << " " << llvm::format("%.17g", s.std) << "\n";
-  }
-  for (const FunctionPlan &f : plan.functions)
-    os << "function " << f.symbol << " " << f.scratchBytes << "\n";
-  return out;
 }

@@ -1,4 +1,4 @@
-//===- BuildRuntime.cpp - Planned steps as infir2rt calls -----------------===//
+//===- LowerToRuntime.cpp - Planned steps as infir2rt calls ---------------===//
 //
 // Part of the InfiR2 project.
 //
@@ -6,15 +6,18 @@
 //
 // Each planned step becomes a function of infir2rt.call ops: one per op of
 // its schedule (a reshape is a view and has none), then one copy per result
-// into its state slot. Buffers are the plan's placements.
+// into its state slot. Buffers are the placements --infir2-plan-memory
+// wrote into the IR.
 //
 //===----------------------------------------------------------------------===//
 
-#include "infir2/Lowering/Lowering.h"
+#include "infir2/Conversion/Passes.h"
 
+#include "Manifest.h"
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeOps.h"
+#include "infir2/Transforms/MemoryPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,9 +25,13 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+namespace infir2 {
+#define GEN_PASS_DEF_LOWERTORUNTIMEPASS
+#include "infir2/Conversion/Passes.h.inc"
+} // namespace infir2
+
 using namespace mlir;
 using namespace infir2;
-using namespace infir2::lowering;
 
 namespace {
 
@@ -202,11 +209,25 @@ std::string describe(Operation *op) {
   return s;
 }
 
-rt::BufferAttr bufferOf(const FunctionPlan &f, Value v) {
-  Buffer b = f.buffers.lookup(v);
-  return rt::BufferAttr::get(v.getContext(),
-                             b.region ? rt::Region::scratch : rt::Region::state,
-                             b.offset, cast<RankedTensorType>(v.getType()));
+/// Where --infir2-plan-memory placed `v`.
+FailureOr<rtir::BufferAttr> bufferOf(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (auto b = fn.getArgAttrOfType<rtir::BufferAttr>(
+            arg.getArgNumber(), rtir::RuntimeDialect::getBufferAttrName()))
+      return b;
+    return fn.emitOpError() << "has no buffer for argument #"
+                            << arg.getArgNumber()
+                            << " (run --infir2-plan-memory first)";
+  }
+  Operation *op = v.getDefiningOp();
+  auto buffers = op->getAttrOfType<ArrayAttr>(
+      rtir::RuntimeDialect::getBuffersAttrName());
+  if (!buffers)
+    return op->emitOpError()
+           << "has no buffers (run --infir2-plan-memory first)";
+  return cast<rtir::BufferAttr>(
+      buffers[cast<OpResult>(v).getResultNumber()]);
 }
 
 /// The fused entry point of a norm or SwiGLU and the quantize_dual of its
@@ -225,61 +246,125 @@ const char *fusedEntry(Operation *producer, Operation *next) {
   return nullptr;
 }
 
-} // namespace
-
-FailureOr<OwningOpRef<ModuleOp>>
-lowering::buildRuntimeModule(ModuleOp module, const ModelPlan &plan) {
-  MLIRContext *ctx = module.getContext();
-  ctx->getOrLoadDialect<rt::RuntimeDialect>();
-  ctx->getOrLoadDialect<func::FuncDialect>();
-  OwningOpRef<ModuleOp> out = ModuleOp::create(module.getLoc());
-  OpBuilder b = OpBuilder::atBlockEnd(out->getBody());
-  for (const FunctionPlan &f : plan.functions) {
-    auto fn = func::FuncOp::create(b, f.fn.getLoc(), f.symbol,
-                                   b.getFunctionType({}, {}));
-    OpBuilder body = OpBuilder::atBlockEnd(fn.addEntryBlock());
-    for (size_t i = 0; i < f.schedule.size(); ++i) {
-      Operation *op = f.schedule[i];
-      FailureOr<std::optional<CallSpec>> call = callFor(op);
-      if (failed(call))
-        return failure();
-      if (!*call)
-        continue;
-      // A producer and its quantization: one call, one kernel on a GPU.
-      Operation *next = i + 1 < f.schedule.size() ? f.schedule[i + 1] : nullptr;
-      if (const char *fused = fusedEntry(op, next)) {
-        FailureOr<std::optional<CallSpec>> quantize = callFor(next);
-        if (failed(quantize))
-          return failure();
-        (*call)->entry = fused;
-        (*call)->operands.append(std::next((*quantize)->operands.begin()),
-                                 (*quantize)->operands.end());
-        (*call)->attrs.append((*quantize)->attrs);
-        ++i;
-      }
-      SmallVector<Attribute> buffers;
-      for (Value v : (*call)->operands)
-        buffers.push_back(bufferOf(f, v));
-      rt::CallOp::create(
-          body, op->getLoc(), (*call)->entry, body.getArrayAttr(buffers),
-          body.getDenseF64ArrayAttr((*call)->attrs), describe(op));
-    }
-    // Results to their state slots.
-    for (auto [value, slotIndex] : f.copyOut) {
-      const StateSlot &s = plan.state[slotIndex];
-      rt::BufferAttr src = bufferOf(f, value);
-      auto dst = rt::BufferAttr::get(ctx, rt::Region::state, s.offset, s.type);
-      if (src == dst)
-        continue;
-      rt::CallOp::create(
-          body, f.fn.getLoc(), "copy", body.getArrayAttr({src, dst}),
-          body.getDenseF64ArrayAttr({}), "result " + s.kind + " " + s.name);
-    }
-    func::ReturnOp::create(body, f.fn.getLoc());
-  }
-  (*out)->setAttr(rt::RuntimeDialect::getManifestAttrName(),
-                  b.getStringAttr(buildManifest(plan)));
-  if (failed(mlir::verify(*out)))
-    return failure();
-  return out;
+/// "result moment1 model.norm.weight": the state slot at `dst`.
+std::string describeSlot(rtir::PlanAttr plan, rtir::BufferAttr dst) {
+  for (auto slot : plan.getSlots().getAsRange<rtir::SlotAttr>())
+    if (slot.getOffset() == dst.getOffset())
+      return ("result " + rtir::stringifySlotKind(slot.getKind()) + " " +
+              slot.getName())
+          .str();
+  return "result";
 }
+
+/// The planned function `fn` as a function of runtime calls, added after it.
+LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
+                            rtir::PlanAttr plan) {
+  MLIRContext *ctx = fn.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(fn->getParentOfType<ModuleOp>().getBody());
+  auto out = func::FuncOp::create(b, fn.getLoc(), symbol,
+                                  b.getFunctionType({}, {}));
+  OpBuilder body = OpBuilder::atBlockEnd(out.addEntryBlock());
+  SmallVector<Operation *> schedule;
+  DenseMap<Value, Value> alias;
+  scheduleBlock(fn.getBody().front(), schedule, alias);
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    Operation *op = schedule[i];
+    FailureOr<std::optional<CallSpec>> call = callFor(op);
+    if (failed(call))
+      return failure();
+    if (!*call)
+      continue;
+    // A producer and its quantization: one call, one kernel on a GPU.
+    Operation *next = i + 1 < schedule.size() ? schedule[i + 1] : nullptr;
+    if (const char *fused = fusedEntry(op, next)) {
+      FailureOr<std::optional<CallSpec>> quantize = callFor(next);
+      if (failed(quantize))
+        return failure();
+      (*call)->entry = fused;
+      (*call)->operands.append(std::next((*quantize)->operands.begin()),
+                               (*quantize)->operands.end());
+      (*call)->attrs.append((*quantize)->attrs);
+      ++i;
+    }
+    SmallVector<Attribute> buffers;
+    for (Value v : (*call)->operands) {
+      FailureOr<rtir::BufferAttr> buffer = bufferOf(v);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
+    rtir::CallOp::create(body, op->getLoc(), (*call)->entry,
+                         body.getArrayAttr(buffers),
+                         body.getDenseF64ArrayAttr((*call)->attrs),
+                         describe(op));
+  }
+  // Results to their state slots.
+  Operation *ret = fn.getBody().front().getTerminator();
+  auto copyOut =
+      ret->getAttrOfType<ArrayAttr>(rtir::RuntimeDialect::getCopyOutAttrName());
+  if (!copyOut)
+    return ret->emitOpError()
+           << "has no state slots for the results (run --infir2-plan-memory "
+              "first)";
+  for (auto [value, dst] : llvm::zip_equal(ret->getOperands(), copyOut)) {
+    FailureOr<rtir::BufferAttr> src = bufferOf(value);
+    if (failed(src))
+      return failure();
+    if (*src == dst)
+      continue;
+    rtir::CallOp::create(body, fn.getLoc(), "copy",
+                         body.getArrayAttr({*src, dst}),
+                         body.getDenseF64ArrayAttr({}),
+                         describeSlot(plan, cast<rtir::BufferAttr>(dst)));
+  }
+  func::ReturnOp::create(body, fn.getLoc());
+  return success();
+}
+
+struct LowerToRuntimePass
+    : public infir2::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
+  void runOnOperation() override;
+};
+
+void LowerToRuntimePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto plan = module->getAttrOfType<rtir::PlanAttr>(
+      rtir::RuntimeDialect::getPlanAttrName());
+  if (!plan) {
+    module.emitError() << "expects the module's '"
+                       << rtir::RuntimeDialect::getPlanAttrName()
+                       << "' (run --infir2-plan-memory first)";
+    return signalPassFailure();
+  }
+  SmallVector<func::FuncOp> planned, others;
+  for (auto fn : module.getOps<func::FuncOp>())
+    (fn->hasAttr(rtir::RuntimeDialect::getSymbolAttrName()) ? planned : others)
+        .push_back(fn);
+  // The trainer's steps in a fixed order: train, optimizer, eval.
+  auto rank = [](func::FuncOp fn) {
+    StringRef s = fn->getAttrOfType<StringAttr>(
+                        rtir::RuntimeDialect::getSymbolAttrName())
+                      .getValue();
+    return s == "infir2_train_step" ? 0 : s == "infir2_optimizer_step" ? 1 : 2;
+  };
+  llvm::stable_sort(planned, [&](func::FuncOp a, func::FuncOp b) {
+    return rank(a) < rank(b);
+  });
+  FailureOr<std::string> manifest = buildManifest(module, plan, planned);
+  if (failed(manifest))
+    return signalPassFailure();
+  for (func::FuncOp fn : planned)
+    if (failed(lowerFunction(
+            fn, fn->getAttrOfType<StringAttr>(
+                      rtir::RuntimeDialect::getSymbolAttrName()),
+            plan)))
+      return signalPassFailure();
+  for (func::FuncOp fn : llvm::concat<func::FuncOp>(planned, others))
+    fn.erase();
+  module->removeAttr(rtir::RuntimeDialect::getPlanAttrName());
+  module->setAttr(rtir::RuntimeDialect::getManifestAttrName(),
+                  StringAttr::get(&getContext(), *manifest));
+}
+
+} // namespace

@@ -1,28 +1,25 @@
-//===- Lowering.h - Memory planning and lowering to the runtime -*- C++ -*-===//
+//===- MemoryPlan.h - State layout and arena planning of a step -*- C++ -*-===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 //
-// After the recipe pipeline, a module holds @train_step, @optimizer_step and
-// (optionally) @forward on tensors. planModel() gives every tensor a place:
-// arguments and results live in the persistent state region (one slot per
-// parameter, master weight, moment, gradient accumulator, input and
-// output), everything a step computes lives in one scratch arena planned by
-// liveness with reuse. buildRuntimeModule() writes the planned steps as
-// infir2rt.call ops on those buffers (one per runtime entry point call), and
-// lowerToLLVM() turns them into LLVM dialect functions that call the
-// runtime's entry points with constant descriptors, plus the manifest the
-// trainer reads.
+// The analysis behind --infir2-plan-memory. After a recipe pipeline a module
+// holds @train_step, @optimizer_step and (optionally) @forward on tensors.
+// planModel() gives every tensor a place: arguments and results live in the
+// persistent state region (one slot per parameter, master weight, moment,
+// gradient accumulator, input and output); everything a step computes lives
+// in one scratch arena planned by liveness, first fit with reuse. The pass
+// records the result in the IR (#infir2rt.plan, #infir2rt.buffer), where
+// --infir2-lower-to-runtime reads it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_LOWERING_LOWERING_H
-#define INFIR2_LOWERING_LOWERING_H
+#ifndef INFIR2_TRANSFORMS_MEMORYPLAN_H
+#define INFIR2_TRANSFORMS_MEMORYPLAN_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -30,10 +27,10 @@
 #include <string>
 #include <vector>
 
-namespace infir2::lowering {
+namespace infir2 {
 
-/// What the planned bytes hold, for --report-memory.
-enum class Category {
+/// What the planned bytes hold, for the memory report.
+enum class MemoryCategory {
   Weights,          ///< BF16 working copies of the parameters
   Masters,          ///< FP32 master weights
   Moments,          ///< optimizer moments
@@ -43,8 +40,11 @@ enum class Category {
   FP8,              ///< FP8 copies and their scales
   Workspace,        ///< everything else a step computes
 };
-constexpr int kNumCategories = 8;
-llvm::StringRef categoryName(Category c);
+constexpr int kNumMemoryCategories = 8;
+llvm::StringRef memoryCategoryName(MemoryCategory c);
+
+/// Bytes of a statically shaped tensor as the runtime stores it.
+int64_t storedBytes(mlir::RankedTensorType type);
 
 /// One tensor of the persistent state region.
 struct StateSlot {
@@ -52,20 +52,19 @@ struct StateSlot {
   std::string name; ///< the HF tensor name, or the input/output's name
   mlir::RankedTensorType type;
   int64_t offset = 0, bytes = 0;
-  std::string init = "zeros"; ///< for params: normal, ones or zeros
-  double std = 0.0;
+  mlir::Attribute init; ///< for params: their #infir2.param
 };
 
 /// Where one tensor lives.
 struct Buffer {
-  int region = 0; ///< 0: state, 1: scratch (ABI.h)
+  bool scratch = false; ///< the step's arena, else the state region
   int64_t offset = 0;
 };
 
 /// One function, scheduled and planned.
 struct FunctionPlan {
   std::string symbol; ///< the exported C symbol
-  mutable mlir::func::FuncOp fn;
+  mutable mlir::func::FuncOp fn; ///< op accessors are not const
   llvm::SmallVector<mlir::Operation *> schedule; ///< fused bodies inlined
   llvm::DenseMap<mlir::Value, Buffer> buffers;
   /// (returned value, state slot index): copied out after the schedule.
@@ -73,7 +72,8 @@ struct FunctionPlan {
   int64_t scratchBytes = 0;
   /// Live scratch bytes by category at the step's peak, and when the loss
   /// is computed (all activations saved for backward are live then).
-  std::array<int64_t, kNumCategories> peakByCategory{}, atBackwardStart{};
+  std::array<int64_t, kNumMemoryCategories> peakByCategory{},
+      atBackwardStart{};
 };
 
 struct ModelPlan {
@@ -86,6 +86,13 @@ struct ModelPlan {
   int64_t zero1WorldSize = 0;
 };
 
+/// The ops of `block` in execution order, with fp8.fused bodies inlined;
+/// `alias` maps each fused result and each reshape (a view) to the value
+/// whose buffer it shares.
+void scheduleBlock(mlir::Block &block,
+                   llvm::SmallVectorImpl<mlir::Operation *> &schedule,
+                   llvm::DenseMap<mlir::Value, mlir::Value> &alias);
+
 /// Plans `module`, which must hold @train_step and @optimizer_step (and may
 /// hold @forward) after a recipe pipeline. Errors are emitted on the op at
 /// fault.
@@ -95,25 +102,6 @@ mlir::FailureOr<ModelPlan> planModel(mlir::ModuleOp module);
 /// the training step's peak).
 void printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os);
 
-/// The manifest the trainer reads: one record per line.
-std::string buildManifest(const ModelPlan &plan);
+} // namespace infir2
 
-/// The planned steps as a module of infir2rt.call ops (one function per
-/// step, the manifest as a module attribute): the form --emit=plan prints.
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildRuntimeModule(mlir::ModuleOp module, const ModelPlan &plan);
-
-/// A new LLVM dialect module from an infir2rt module: each call becomes a
-/// call of infir2rt_<entry> with a constant descriptor, failures return
-/// early, and the manifest becomes the exported infir2_model_manifest.
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-lowerToLLVM(mlir::ModuleOp runtimeModule);
-
-/// Translates an LLVM dialect module to LLVM IR and writes it as an object
-/// file (emitObject) or as textual LLVM IR (otherwise) to `path`.
-mlir::LogicalResult emitLLVM(mlir::ModuleOp llvmModule, llvm::StringRef path,
-                             bool emitObject);
-
-} // namespace infir2::lowering
-
-#endif // INFIR2_LOWERING_LOWERING_H
+#endif // INFIR2_TRANSFORMS_MEMORYPLAN_H

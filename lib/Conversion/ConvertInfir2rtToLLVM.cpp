@@ -1,39 +1,28 @@
-//===- LowerToLLVM.cpp - Planned steps to runtime calls in LLVM IR --------===//
+//===- ConvertInfir2rtToLLVM.cpp - Runtime calls in the LLVM dialect -----===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "infir2/Lowering/Lowering.h"
+#include "infir2/Conversion/Passes.h"
 
-#include "infir2/Dialect/FP8/IR/FP8Ops.h"
-#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeOps.h"
 #include "infir2/runtime/ABI.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/TypeSwitch.h"
-#include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/Module.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/ToolOutputFile.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
-#include "llvm/TargetParser/Host.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <cstring>
 
+namespace infir2 {
+#define GEN_PASS_DEF_CONVERTINFIR2RTTOLLVMPASS
+#include "infir2/Conversion/Passes.h.inc"
+} // namespace infir2
+
 using namespace mlir;
 using namespace infir2;
-using namespace infir2::lowering;
 
 namespace {
 
@@ -89,7 +78,7 @@ public:
 private:
   LLVM::LLVMFuncOp entryPoint(StringRef name);
   Value global(Location loc, StringRef prefix, Attribute value, Type type);
-  FailureOr<SmallVector<int64_t>> descriptor(rt::CallOp call);
+  FailureOr<SmallVector<int64_t>> descriptor(rtir::CallOp call);
   void emitCall(Location loc, StringRef entry, ArrayRef<int64_t> desc,
                 StringRef where, Value ctx, Block *fail);
 
@@ -126,16 +115,17 @@ Value Lowerer::global(Location loc, StringRef prefix, Attribute value,
   return LLVM::AddressOfOp::create(b, loc, ptr, name);
 }
 
-FailureOr<SmallVector<int64_t>> Lowerer::descriptor(rt::CallOp call) {
+FailureOr<SmallVector<int64_t>> Lowerer::descriptor(rtir::CallOp call) {
   SmallVector<int64_t> words = {int64_t(call.getBuffers().size()),
                                 int64_t(call.getValues().size())};
-  for (rt::BufferAttr buffer : call.getBuffers().getAsRange<rt::BufferAttr>()) {
+  for (auto buffer : call.getBuffers().getAsRange<rtir::BufferAttr>()) {
     RankedTensorType type = buffer.getType();
     FailureOr<int64_t> dtype = dtypeCode(call, type.getElementType());
     if (failed(dtype))
       return failure();
-    words.push_back(buffer.getRegion() == rt::Region::scratch ? INFIR2RT_SCRATCH
-                                                              : INFIR2RT_STATE);
+    words.push_back(buffer.getRegion() == rtir::Region::scratch
+                        ? INFIR2RT_SCRATCH
+                        : INFIR2RT_STATE);
     words.push_back(*dtype);
     words.push_back(type.getRank());
     words.push_back(buffer.getOffset());
@@ -178,7 +168,11 @@ void Lowerer::emitCall(Location loc, StringRef entry, ArrayRef<int64_t> desc,
 
 LogicalResult Lowerer::lowerFunction(func::FuncOp f) {
   Location loc = f.getLoc();
+  if (!llvm::hasSingleElement(f.getBody()))
+    return f.emitOpError()
+           << "expects a single-block function of infir2rt.call ops";
   OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(f);
   auto fn = LLVM::LLVMFuncOp::create(b, loc, f.getSymName(),
                                      LLVM::LLVMFunctionType::get(i32, {ptr}));
   Block *entry = fn.addEntryBlock(b);
@@ -187,7 +181,7 @@ LogicalResult Lowerer::lowerFunction(func::FuncOp f) {
   LLVM::ReturnOp::create(b, loc, fail->getArgument(0));
   b.setInsertionPointToEnd(entry);
   for (Operation &op : f.getBody().front().without_terminator()) {
-    auto call = dyn_cast<rt::CallOp>(op);
+    auto call = dyn_cast<rtir::CallOp>(op);
     if (!call)
       return op.emitOpError() << "cannot be lowered to runtime calls";
     FailureOr<SmallVector<int64_t>> desc = descriptor(call);
@@ -213,68 +207,32 @@ void Lowerer::addManifest(StringRef text) {
       b.getStringAttr(s));
 }
 
-} // namespace
+struct ConvertInfir2rtToLLVMPass
+    : public infir2::impl::ConvertInfir2rtToLLVMPassBase<
+          ConvertInfir2rtToLLVMPass> {
+  void runOnOperation() override;
+};
 
-FailureOr<OwningOpRef<ModuleOp>> lowering::lowerToLLVM(ModuleOp runtime) {
-  MLIRContext *ctx = runtime.getContext();
-  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
-  auto manifest = runtime->getAttrOfType<StringAttr>(
-      rt::RuntimeDialect::getManifestAttrName());
-  if (!manifest)
-    return runtime.emitError()
-           << "expects the '" << rt::RuntimeDialect::getManifestAttrName()
-           << "' module attribute";
-  OwningOpRef<ModuleOp> out = ModuleOp::create(runtime.getLoc());
-  Lowerer lowerer(*out);
-  for (auto fn : runtime.getOps<func::FuncOp>())
-    if (failed(lowerer.lowerFunction(fn)))
-      return failure();
-  lowerer.addManifest(manifest.getValue());
-  return out;
-}
-
-LogicalResult lowering::emitLLVM(ModuleOp llvmModule, StringRef path,
-                                 bool emitObject) {
-  MLIRContext *ctx = llvmModule.getContext();
-  registerBuiltinDialectTranslation(*ctx);
-  registerLLVMDialectTranslation(*ctx);
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> m =
-      translateModuleToLLVMIR(llvmModule, llvmContext, "infir2_model");
-  if (!m)
-    return llvmModule.emitError() << "translation to LLVM IR failed";
-
-  std::error_code ec;
-  auto file =
-      std::make_unique<llvm::ToolOutputFile>(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return llvmModule.emitError()
-           << "cannot write '" << path << "': " << ec.message();
-  if (!emitObject) {
-    m->print(file->os(), nullptr);
-    file->keep();
-    return success();
+void ConvertInfir2rtToLLVMPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto manifest = module->getAttrOfType<StringAttr>(
+      rtir::RuntimeDialect::getManifestAttrName());
+  if (!manifest) {
+    module.emitError() << "expects the '"
+                       << rtir::RuntimeDialect::getManifestAttrName()
+                       << "' module attribute (run --infir2-lower-to-runtime "
+                          "first)";
+    return signalPassFailure();
   }
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return llvmModule.emitError()
-           << "no LLVM target for " << triple.str() << ": " << error;
-  llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, "generic", "", options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Less));
-  m->setTargetTriple(triple);
-  m->setDataLayout(tm->createDataLayout());
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, file->os(), nullptr,
-                              llvm::CodeGenFileType::ObjectFile))
-    return llvmModule.emitError() << "the LLVM target cannot emit objects";
-  pm.run(*m);
-  file->keep();
-  return success();
+  Lowerer lowerer(module);
+  SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+  for (func::FuncOp fn : functions) {
+    if (failed(lowerer.lowerFunction(fn)))
+      return signalPassFailure();
+    fn.erase();
+  }
+  lowerer.addManifest(manifest.getValue());
+  module->removeAttr(rtir::RuntimeDialect::getManifestAttrName());
 }
+
+} // namespace

@@ -1,0 +1,138 @@
+//===- Options.h - The typed values of InfiR2's pass options ----*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The enums behind the recipe's and the optimizer's options, shared by the
+// passes (Passes.td), the pipelines and the tools, so that a bad value is one
+// line listing the valid ones (EnumOption.h), caught while the options are
+// parsed, before any work.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_TRANSFORMS_OPTIONS_H
+#define INFIR2_TRANSFORMS_OPTIONS_H
+
+#include "infir2/Support/EnumOption.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+namespace infir2 {
+
+/// Which training step the trainer pipeline builds.
+enum class Recipe {
+  fp8, ///< the InfiR2 recipe: GEMMs in FP8 where the policy allows
+  bf16 ///< the baseline: every GEMM in high precision
+};
+
+/// How FP8 GEMM operands are scaled.
+enum class Granularity {
+  blockwise,  ///< InfiR2: 128x128 weight blocks, 1x128 activation groups
+  tensorwise, ///< one scale per tensor
+  rowwise     ///< one scale per row of K
+};
+
+/// Which FP8 formats the GEMM operands take.
+enum class FormatPolicy {
+  e4m3,  ///< E4M3 everywhere
+  hybrid ///< E5M2 for gradients
+};
+
+/// How a scale is rounded.
+enum class ScalePolicy {
+  pow2, ///< up to a power of two (E8M0-compatible)
+  fp32  ///< plain FP32
+};
+
+/// What --infir2-verify-precision requires of every scale.
+enum class RequiredScales { any, pow2, fp32 };
+
+/// The update rule of @optimizer_step.
+enum class OptimizerKind { adamw, sgd };
+
+/// Where the trainer pipeline stops.
+enum class TrainerStage {
+  recipe,  ///< the training step with its precision decisions
+  plan,    ///< planned: every tensor placed in the state or the arena
+  runtime, ///< infir2rt.call ops on planned buffers
+  llvm     ///< the LLVM dialect
+};
+
+} // namespace infir2
+
+INFIR2_ENUM_OPTION_PARSER(infir2::Recipe);
+INFIR2_ENUM_OPTION_PARSER(infir2::Granularity);
+INFIR2_ENUM_OPTION_PARSER(infir2::FormatPolicy);
+INFIR2_ENUM_OPTION_PARSER(infir2::ScalePolicy);
+INFIR2_ENUM_OPTION_PARSER(infir2::RequiredScales);
+INFIR2_ENUM_OPTION_PARSER(infir2::OptimizerKind);
+INFIR2_ENUM_OPTION_PARSER(infir2::TrainerStage);
+
+namespace infir2 {
+
+// The values of each enum option, with their help: one list for the passes,
+// the pipelines and the tools.
+inline llvm::cl::ValuesClass recipeValues() {
+  return llvm::cl::values(
+      clEnumValN(Recipe::fp8, "fp8", "the InfiR2 FP8 recipe"),
+      clEnumValN(Recipe::bf16, "bf16", "the BF16 baseline"));
+}
+inline llvm::cl::ValuesClass granularityValues() {
+  return llvm::cl::values(
+      clEnumValN(Granularity::blockwise, "blockwise",
+                 "InfiR2: 128x128 weight blocks, 1x128 activation and "
+                 "gradient groups"),
+      clEnumValN(Granularity::tensorwise, "tensorwise", "one scale per tensor"),
+      clEnumValN(Granularity::rowwise, "rowwise", "one scale per row of K"));
+}
+inline llvm::cl::ValuesClass formatValues() {
+  return llvm::cl::values(
+      clEnumValN(FormatPolicy::e4m3, "e4m3", "E4M3 everywhere"),
+      clEnumValN(FormatPolicy::hybrid, "hybrid", "E5M2 for gradients"));
+}
+inline llvm::cl::ValuesClass scaleValues() {
+  return llvm::cl::values(
+      clEnumValN(ScalePolicy::pow2, "pow2", "power-of-two scales"),
+      clEnumValN(ScalePolicy::fp32, "fp32", "plain FP32 scales"));
+}
+inline llvm::cl::ValuesClass requiredScaleValues() {
+  return llvm::cl::values(
+      clEnumValN(RequiredScales::any, "any", "any scale rule"),
+      clEnumValN(RequiredScales::pow2, "pow2", "power-of-two scales only"),
+      clEnumValN(RequiredScales::fp32, "fp32", "plain FP32 scales only"));
+}
+inline llvm::cl::ValuesClass optimizerValues() {
+  return llvm::cl::values(
+      clEnumValN(OptimizerKind::adamw, "adamw", "AdamW"),
+      clEnumValN(OptimizerKind::sgd, "sgd", "SGD"));
+}
+inline llvm::cl::ValuesClass trainerStageValues() {
+  return llvm::cl::values(
+      clEnumValN(TrainerStage::recipe, "recipe",
+                 "the training step with its precision decisions"),
+      clEnumValN(TrainerStage::plan, "plan", "memory planned"),
+      clEnumValN(TrainerStage::runtime, "runtime",
+                 "infir2rt calls on planned buffers"),
+      clEnumValN(TrainerStage::llvm, "llvm", "the LLVM dialect"));
+}
+
+inline llvm::StringRef stringify(Granularity g) {
+  switch (g) {
+  case Granularity::blockwise:
+    return "blockwise";
+  case Granularity::tensorwise:
+    return "tensorwise";
+  case Granularity::rowwise:
+    return "rowwise";
+  }
+  llvm_unreachable("unknown granularity");
+}
+
+inline llvm::StringRef stringify(OptimizerKind k) {
+  return k == OptimizerKind::adamw ? "adamw" : "sgd";
+}
+
+} // namespace infir2
+
+#endif // INFIR2_TRANSFORMS_OPTIONS_H
