@@ -166,7 +166,10 @@ FailureOr<int64_t> Planner::argumentSlot(func::FuncOp fn, BlockArgument arg) {
 }
 
 FailureOr<int64_t> Planner::resultSlot(func::FuncOp fn, unsigned i) {
-  auto type = cast<RankedTensorType>(fn.getResultTypes()[i]);
+  auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[i]);
+  if (!type || !type.hasStaticShape())
+    return fn.emitError() << "result #" << i << " of @" << fn.getSymName()
+                          << " is not a statically shaped tensor";
   for (auto [attr, kind] :
        {std::pair<StringRef, StringRef>{Infir2Dialect::getGradOfAttrName(),
                                         "grad"},
@@ -222,7 +225,8 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
   fp.symbol = symbol.str();
   fp.fn = fn;
   if (!llvm::hasSingleElement(fn.getBody()))
-    return fn.emitError() << "can only lower single-block functions";
+    return fn.emitError() << "expects @" << fn.getSymName()
+                          << " to have a body of one block";
   Block &entry = fn.getBody().front();
   for (BlockArgument arg : entry.getArguments()) {
     FailureOr<int64_t> s = argumentSlot(fn, arg);

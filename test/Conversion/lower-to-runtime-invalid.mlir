@@ -1,0 +1,63 @@
+// RUN: infir2-opt %s --split-input-file --infir2-lower-to-runtime --verify-diagnostics
+
+// Tests that the module must be planned.
+// expected-error @+1 {{expects the module's 'infir2rt.plan' (run --infir2-plan-memory first)}}
+module {
+  func.func @f() {
+    return
+  }
+}
+
+// -----
+
+// Tests that every argument a call reads must be placed.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  // expected-error @+1 {{'func.func' op has no buffer for argument #0 (run --infir2-plan-memory first)}}
+  func.func @train_step(%x: tensor<4xf32>) attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 64 : i64} {
+    %y = infir2.silu %x {infir2rt.buffers = [#infir2rt.buffer<scratch, 0, tensor<4xf32>>]} : tensor<4xf32>
+    return {infir2rt.copy_out = []}
+  }
+}
+
+// -----
+
+// Tests that every op must be placed.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  func.func @train_step(%x: tensor<4xf32> {infir2rt.buffer = #infir2rt.buffer<state, 0, tensor<4xf32>>}) attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 64 : i64} {
+    // expected-error @+1 {{'infir2.silu' op has no buffers (run --infir2-plan-memory first)}}
+    %y = infir2.silu %x : tensor<4xf32>
+    return {infir2rt.copy_out = []}
+  }
+}
+
+// -----
+
+// Tests that the results must have state slots to go to.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  func.func @train_step(%x: tensor<4xf32> {infir2rt.buffer = #infir2rt.buffer<state, 0, tensor<4xf32>>}) -> tensor<4xf32> attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 64 : i64} {
+    // expected-error @+1 {{'func.return' op has no state slots for the results (run --infir2-plan-memory first)}}
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// Tests that only splat constants become fills.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  func.func @train_step() attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 64 : i64} {
+    // expected-error @+1 {{'arith.constant' op only splat float constants can be lowered}}
+    %c = arith.constant {infir2rt.buffers = [#infir2rt.buffer<scratch, 0, tensor<2xf32>>]} dense<[1.0, 2.0]> : tensor<2xf32>
+    return {infir2rt.copy_out = []}
+  }
+}
+
+// -----
+
+// Tests that an op with no runtime entry point is an error.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  func.func @train_step() attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 64 : i64} {
+    // expected-error @+1 {{'tensor.empty' op has no runtime entry point to lower to}}
+    %e = tensor.empty() {infir2rt.buffers = [#infir2rt.buffer<scratch, 0, tensor<4xf32>>]} : tensor<4xf32>
+    return {infir2rt.copy_out = []}
+  }
+}
