@@ -32,7 +32,7 @@ Tensor::Tensor(ArrayRef<int64_t> shape, double fill) : shape(shape) {
 }
 
 //===----------------------------------------------------------------------===//
-// Dispatch
+// arith.constant
 //===----------------------------------------------------------------------===//
 
 LogicalResult Interpreter::constant(arith::ConstantOp op) {
@@ -54,6 +54,10 @@ LogicalResult Interpreter::constant(arith::ConstantOp op) {
   set(op.getResult(), std::move(out));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Dispatch
+//===----------------------------------------------------------------------===//
 
 LogicalResult Interpreter::run(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
