@@ -4,10 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The one place that lists what InfiR2 registers. Tools, the C API and tests
-// all call these, so they agree on what a pipeline may contain. Only the
-// upstream dialects InfiR2 uses are registered: mlir/InitAllDialects.h costs a
-// minute and gigabytes to compile.
+// The one place that lists what InfiR2 registers. The tools (infir2-opt,
+// infir2-compile, infir2-run, infir2-import) and the unit tests all call
+// these, so they agree on what a pipeline may contain. Only the upstream
+// dialects InfiR2 uses are registered: mlir/InitAllDialects.h costs a minute
+// and gigabytes to compile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +21,9 @@ class DialectRegistry;
 
 namespace infir2 {
 
-/// Adds InfiR2's dialects (infir2, fp8) and the upstream dialects its
-/// pipelines read or produce (func, arith, tensor, linalg, bufferization).
+/// Adds InfiR2's dialects (infir2, fp8, infir2rt), the upstream dialects its
+/// pipelines read or produce (func, arith, tensor, linalg, bufferization) and
+/// the GemmOpInterface models of linalg's and fp8's GEMMs.
 void registerAllDialects(mlir::DialectRegistry &registry);
 
 /// Registers InfiR2's passes and pipelines and the generic upstream

@@ -3,8 +3,16 @@
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
+//
+// The verifiers and folders of the model ops (Infir2Ops.td), the checks they
+// share with the gradient ops, and the generated op definitions of the whole
+// dialect.
+//
+//===----------------------------------------------------------------------===//
 
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "Infir2OpVerifiers.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -14,22 +22,16 @@
 
 using namespace mlir;
 using namespace infir2;
+using namespace infir2::detail;
 
-namespace {
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-Type elementTypeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
-int64_t rankOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getRank();
-}
+//===----------------------------------------------------------------------===//
+// Checks shared with the gradient ops
+//===----------------------------------------------------------------------===//
 
-/// Checks that `actual` has shape `expected`; `why` explains where the
-/// expected shape comes from.
-LogicalResult checkShape(Operation *op, StringRef name, Value actual,
-                         ArrayRef<int64_t> expected, StringRef why) {
+LogicalResult infir2::detail::checkShape(Operation *op, StringRef name,
+                                         Value actual,
+                                         ArrayRef<int64_t> expected,
+                                         StringRef why) {
   if (shapeOf(actual) == expected)
     return success();
   return op->emitOpError() << "expects '" << name << "' of shape "
@@ -38,8 +40,10 @@ LogicalResult checkShape(Operation *op, StringRef name, Value actual,
                            << "[" << shapeOf(actual) << "]";
 }
 
-LogicalResult checkSameElementType(Operation *op, StringRef name, Value v,
-                                   StringRef refName, Value ref) {
+LogicalResult infir2::detail::checkSameElementType(Operation *op,
+                                                   StringRef name, Value v,
+                                                   StringRef refName,
+                                                   Value ref) {
   if (elementTypeOf(v) == elementTypeOf(ref))
     return success();
   return op->emitOpError() << "expects '" << name
@@ -47,7 +51,6 @@ LogicalResult checkSameElementType(Operation *op, StringRef name, Value v,
                            << "' (" << elementTypeOf(ref) << "), got "
                            << elementTypeOf(v);
 }
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // EmbeddingOp
@@ -158,7 +161,8 @@ GemmDims infir2::getGemmDims(GemmOpInterface gemm) {
 // RMSNormOp
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyRMSNorm(Operation *op, Value input, Value weight) {
+LogicalResult infir2::detail::verifyRMSNorm(Operation *op, Value input,
+                                            Value weight) {
   if (rankOf(input) < 1)
     return op->emitOpError() << "expects 'input' of rank at least 1";
   int64_t dim = shapeOf(input).back();
@@ -172,16 +176,13 @@ LogicalResult RMSNormOp::verify() {
   return verifyRMSNorm(*this, getInput(), getWeight());
 }
 
-LogicalResult RMSNormGradOp::verify() {
-  return verifyRMSNorm(*this, getInput(), getWeight());
-}
-
 //===----------------------------------------------------------------------===//
 // RopeOp
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyRope(Operation *op, Value input, StringRef inputName,
-                                Value positions, int64_t headDim) {
+LogicalResult infir2::detail::verifyRope(Operation *op, Value input,
+                                         StringRef inputName, Value positions,
+                                         int64_t headDim) {
   ArrayRef<int64_t> in = shapeOf(input);
   if (in.size() < 2)
     return op->emitOpError() << "expects '" << inputName
@@ -214,17 +215,12 @@ LogicalResult RopeOp::verify() {
   return verifyRope(*this, getInput(), "input", getPositions(), getHeadDim());
 }
 
-LogicalResult RopeGradOp::verify() {
-  return verifyRope(*this, getResultGrad(), "result_grad", getPositions(),
-                    getHeadDim());
-}
-
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-static double effectiveScale(std::optional<llvm::APFloat> scale,
-                             int64_t headDim) {
+double infir2::detail::effectiveScale(std::optional<llvm::APFloat> scale,
+                                      int64_t headDim) {
   if (scale)
     return scale->convertToDouble();
   return 1.0 / std::sqrt(static_cast<double>(headDim));
@@ -234,14 +230,11 @@ double AttentionOp::getEffectiveScale() {
   return effectiveScale(getScale(), getHeadDim());
 }
 
-double AttentionGradOp::getEffectiveScale() {
-  return effectiveScale(getScale(), getHeadDim());
-}
-
 /// Checks query, key and value of `attention` and `attention_grad`.
-static LogicalResult verifyAttention(Operation *op, Value query, Value key,
-                                     Value value, int64_t heads,
-                                     int64_t kvHeads, int64_t hd, bool causal) {
+LogicalResult infir2::detail::verifyAttention(Operation *op, Value query,
+                                              Value key, Value value,
+                                              int64_t heads, int64_t kvHeads,
+                                              int64_t hd, bool causal) {
   for (auto [name, v] : {std::pair<StringRef, Value>{"query", query},
                          {"key", key},
                          {"value", value}}) {
@@ -296,11 +289,6 @@ LogicalResult AttentionOp::verify() {
   return checkSameType(*this, "result", getResult(), "query", getQuery());
 }
 
-LogicalResult AttentionGradOp::verify() {
-  return verifyAttention(*this, getQuery(), getKey(), getValue(), getNumHeads(),
-                         getNumKvHeads(), getHeadDim(), getCausal());
-}
-
 //===----------------------------------------------------------------------===//
 // AddOp / MulOp
 //===----------------------------------------------------------------------===//
@@ -328,8 +316,8 @@ LogicalResult MulOp::verify() {
 // CrossEntropyOp
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyCrossEntropy(Operation *op, Value logitsV,
-                                        Value targets, Value mask) {
+LogicalResult infir2::detail::verifyCrossEntropy(Operation *op, Value logitsV,
+                                                 Value targets, Value mask) {
   ArrayRef<int64_t> logits = shapeOf(logitsV);
   if (logits.size() < 2)
     return op->emitOpError() << "expects 'logits' of rank at least 2 ([..., "
@@ -346,29 +334,6 @@ static LogicalResult verifyCrossEntropy(Operation *op, Value logitsV,
 
 LogicalResult CrossEntropyOp::verify() {
   return verifyCrossEntropy(*this, getLogits(), getTargets(), getLossMask());
-}
-
-LogicalResult CrossEntropyGradOp::verify() {
-  return verifyCrossEntropy(*this, getLogits(), getTargets(), getLossMask());
-}
-
-//===----------------------------------------------------------------------===//
-// EmbeddingGradOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult EmbeddingGradOp::verify() {
-  ArrayRef<int64_t> table = shapeOf(getTableGrad());
-  if (table.size() != 2)
-    return emitOpError() << "expects a table-shaped result of rank 2 ([vocab, "
-                            "dim]), got shape ["
-                         << table << "]";
-  SmallVector<int64_t> expected(shapeOf(getIds()));
-  expected.push_back(table[1]);
-  if (failed(checkShape(*this, "result_grad", getResultGrad(), expected,
-                        "the ids' shape followed by the table's row size")))
-    return failure();
-  return checkSameElementType(*this, "table_grad", getTableGrad(),
-                              "result_grad", getResultGrad());
 }
 
 //===----------------------------------------------------------------------===//
@@ -466,100 +431,6 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
     return getResult();
   }
   return {};
-}
-
-//===----------------------------------------------------------------------===//
-// Optimizer ops
-//===----------------------------------------------------------------------===//
-
-LogicalResult GlobalNormOp::verify() {
-  if (getGrads().empty())
-    return emitOpError() << "expects at least one gradient";
-  return success();
-}
-
-LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location>,
-                                            ValueRange operands, DictionaryAttr,
-                                            OpaqueProperties, RegionRange,
-                                            SmallVectorImpl<Type> &inferred) {
-  llvm::append_range(inferred, operands.getTypes());
-  return success();
-}
-
-LogicalResult AllReduceOp::verify() {
-  if (getInputs().empty())
-    return emitOpError() << "expects at least one tensor to reduce";
-  if (getInputs().getTypes() != getResults().getTypes())
-    return emitOpError() << "expects results of the operands' types";
-  return success();
-}
-
-/// Checks that each `shard` is rank `world`'s row shard of the `full` tensor
-/// at the same position: the rows ceil(d0 / world), the rest equal.
-static LogicalResult verifyRowShards(Operation *op, TypeRange full,
-                                     TypeRange shards, int64_t world) {
-  if (full.empty())
-    return op->emitOpError() << "expects at least one tensor";
-  if (full.size() != shards.size())
-    return op->emitOpError() << "expects one result per operand, got "
-                             << shards.size() << " for " << full.size();
-  for (auto [i, types] : llvm::enumerate(llvm::zip_equal(full, shards))) {
-    auto f = cast<RankedTensorType>(std::get<0>(types));
-    auto s = cast<RankedTensorType>(std::get<1>(types));
-    if (f.getElementType() != s.getElementType())
-      return op->emitOpError()
-             << "tensor #" << i << ": element types differ ("
-             << f.getElementType() << " and " << s.getElementType() << ")";
-    if (f.getRank() == 0)
-      return op->emitOpError()
-             << "tensor #" << i << " is a scalar; shards are rows of a tensor";
-    SmallVector<int64_t> want(f.getShape());
-    want[0] = llvm::divideCeil(want[0], world);
-    if (s.getRank() != f.getRank() || s.getShape() != ArrayRef(want))
-      return op->emitOpError()
-             << "tensor #" << i << ": the shard of " << f << " over " << world
-             << " ranks is " << f.clone(want) << ", got " << s;
-  }
-  return success();
-}
-
-LogicalResult ReduceScatterOp::verify() {
-  return verifyRowShards(*this, getInputs().getTypes(), getResults().getTypes(),
-                         getWorldSize());
-}
-
-LogicalResult AllGatherOp::verify() {
-  return verifyRowShards(*this, getResults().getTypes(), getInputs().getTypes(),
-                         getWorldSize());
-}
-
-/// Checks the hyperparameters shared by the update ops.
-static LogicalResult verifyUpdate(Operation *op, double weightDecay,
-                                  double maxGradNorm) {
-  if (weightDecay < 0.0)
-    return op->emitOpError()
-           << "expects a non-negative weight_decay, got " << weightDecay;
-  if (maxGradNorm < 0.0)
-    return op->emitOpError()
-           << "expects a non-negative max_grad_norm (0 disables clipping), got "
-           << maxGradNorm;
-  return success();
-}
-
-LogicalResult AdamWOp::verify() {
-  for (auto [name, beta] :
-       {std::pair<StringRef, double>{"beta1", getBeta1().convertToDouble()},
-        {"beta2", getBeta2().convertToDouble()}})
-    if (!(beta >= 0.0 && beta < 1.0))
-      return emitOpError() << "expects " << name << " in [0, 1), got " << beta;
-  return verifyUpdate(*this, getWeightDecay().convertToDouble(),
-                      getMaxGradNorm().convertToDouble());
-}
-
-LogicalResult SGDOp::verify() {
-  return verifyUpdate(*this, getWeightDecay().convertToDouble(),
-                      getMaxGradNorm().convertToDouble());
 }
 
 #define GET_OP_CLASSES

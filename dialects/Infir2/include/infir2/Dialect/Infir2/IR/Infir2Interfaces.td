@@ -1,4 +1,4 @@
-//===- Infir2Interfaces.td - Interfaces of the infir2 dialect -*- tablegen -*-===//
+//===- Infir2Interfaces.td - Interfaces of infir2 ops ------*- tablegen -*-===//
 //
 // Part of the InfiR2 project.
 //

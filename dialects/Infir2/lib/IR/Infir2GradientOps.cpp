@@ -1,0 +1,71 @@
+//===- Infir2GradientOps.cpp - Verifiers of infir2 *_grad ops ---*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The verifiers of the gradient ops (Infir2GradientOps.td). Most check what
+// the forward op checks, through the functions of Infir2OpVerifiers.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "Infir2OpVerifiers.h"
+
+using namespace mlir;
+using namespace infir2;
+using namespace infir2::detail;
+
+//===----------------------------------------------------------------------===//
+// RMSNormGradOp, RopeGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RMSNormGradOp::verify() {
+  return verifyRMSNorm(*this, getInput(), getWeight());
+}
+
+LogicalResult RopeGradOp::verify() {
+  return verifyRope(*this, getResultGrad(), "result_grad", getPositions(),
+                    getHeadDim());
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+double AttentionGradOp::getEffectiveScale() {
+  return effectiveScale(getScale(), getHeadDim());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return verifyAttention(*this, getQuery(), getKey(), getValue(), getNumHeads(),
+                         getNumKvHeads(), getHeadDim(), getCausal());
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyGradOp::verify() {
+  return verifyCrossEntropy(*this, getLogits(), getTargets(), getLossMask());
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingGradOp::verify() {
+  ArrayRef<int64_t> table = shapeOf(getTableGrad());
+  if (table.size() != 2)
+    return emitOpError() << "expects a table-shaped result of rank 2 ([vocab, "
+                            "dim]), got shape ["
+                         << table << "]";
+  SmallVector<int64_t> expected(shapeOf(getIds()));
+  expected.push_back(table[1]);
+  if (failed(checkShape(*this, "result_grad", getResultGrad(), expected,
+                        "the ids' shape followed by the table's row size")))
+    return failure();
+  return checkSameElementType(*this, "table_grad", getTableGrad(),
+                              "result_grad", getResultGrad());
+}
