@@ -52,3 +52,121 @@ func.func @region() {
   infir2rt.call "fill" [#infir2rt.buffer<heap, 0, tensor<4xf32>>] attributes [1.0] at "x"
   return
 }
+
+// -----
+
+// Tests that a state slot has a name.
+// expected-error @+2 {{expects a slot name}}
+// expected-error @+1 {{failed to parse RT_PlanAttr parameter 'slots'}}
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 0, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = [#infir2rt.slot<grad, "", 0, tensor<4xf32>>]>} {}
+
+// -----
+
+// Tests that only a parameter slot carries an initialization.
+// expected-error @+2 {{expects an initialization only on a param slot, not on grad 'w'}}
+// expected-error @+1 {{failed to parse RT_PlanAttr parameter 'slots'}}
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 0, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = [#infir2rt.slot<grad, "w", 0, tensor<4xf32>, #infir2.param<"w", ones>>]>} {}
+
+// -----
+
+// Tests that the plan's sizes are not negative.
+// expected-error @+1 {{expects a non-negative scratch_bytes, got -1}}
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = -1, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {}
+
+// -----
+
+// Tests that the batch geometry is positive.
+// expected-error @+1 {{expects a positive vocab, got 0}}
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 0, batch = 1, seq = 1, vocab = 0, zero1_world_size = 0, slots = []>} {}
+
+// -----
+
+// Tests that the plan's slots are slots.
+// expected-error @+1 {{expects slots to be #infir2rt.slot, got 1 : i64}}
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 0, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = [1]>} {}
+
+// -----
+
+// Tests that every slot lies inside the state region.
+// expected-error @+1 {{slot 'w' ends past the state region (64 bytes)}}
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 0, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = [#infir2rt.slot<grad, "w", 32, tensor<16xf32>>]>} {}
+
+// -----
+
+// Tests that the plan sits on a module.
+func.func @f() {
+  // expected-error @+1 {{'func.return' op expects 'infir2rt.plan' on a module only}}
+  return {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 0, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>}
+}
+
+// -----
+
+// Tests that the manifest is a string.
+// expected-error @+1 {{'builtin.module' op expects 'infir2rt.manifest' to be a string}}
+module attributes {infir2rt.manifest = 3} {}
+
+// -----
+
+// Tests that a step's symbol is a string.
+// expected-error @+1 {{'func.func' op expects 'infir2rt.symbol' to be a string}}
+func.func @f() attributes {infir2rt.symbol = 1} {
+  return
+}
+
+// -----
+
+// Tests that a step's arena size is not negative.
+// expected-error @+1 {{'func.func' op expects 'infir2rt.scratch_bytes' to be a non-negative integer}}
+func.func @f() attributes {infir2rt.scratch_bytes = -64} {
+  return
+}
+
+// -----
+
+// Tests that the dialect knows every attribute it is given.
+// expected-error @+1 {{'func.func' op has an unknown infir2rt attribute 'infir2rt.arena'}}
+func.func @f() attributes {infir2rt.arena = 0} {
+  return
+}
+
+// -----
+
+// Tests that an op has one buffer per result.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'infir2.silu' op expects 'infir2rt.buffers' to be an array of 1 #infir2rt.buffer, one per result}}
+  %y = infir2.silu %x {infir2rt.buffers = []} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a result's buffer has the result's type.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'infir2.silu' op has a buffer of type 'tensor<8xf32>' for result #0 of type 'tensor<4xf32>'}}
+  %y = infir2.silu %x {infir2rt.buffers = [#infir2rt.buffer<scratch, 0, tensor<8xf32>>]} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that results are copied out to the state region only.
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'func.return' op copies a result out to #infir2rt.buffer<scratch, 0, tensor<4xf32>>, which is not in the state region}}
+  return {infir2rt.copy_out = [#infir2rt.buffer<scratch, 0, tensor<4xf32>>]} %x : tensor<4xf32>
+}
+
+// -----
+
+// Tests that an argument's buffer has the argument's type.
+// expected-error @+1 {{'func.func' op expects argument #0's 'infir2rt.buffer' to be an #infir2rt.buffer of its type 'tensor<4xf32>'}}
+func.func @f(%x: tensor<4xf32> {infir2rt.buffer = #infir2rt.buffer<state, 0, tensor<4xbf16>>}) {
+  return
+}
+
+// -----
+
+// Tests that the dialect knows every argument attribute it is given.
+// expected-error @+1 {{'func.func' op has an unknown infir2rt argument attribute 'infir2rt.slot'}}
+func.func @f(%x: tensor<4xf32> {infir2rt.slot = 0}) {
+  return
+}

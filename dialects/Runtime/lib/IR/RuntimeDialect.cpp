@@ -122,7 +122,7 @@ static LogicalResult verifyBuffers(Operation *op, NamedAttribute attr,
   if (!array || array.size() != types.size() ||
       !llvm::all_of(array, [](Attribute a) { return isa<BufferAttr>(a); }))
     return op->emitOpError()
-           << "expects '" << attr.getName() << "' to be an array of "
+           << "expects '" << attr.getName().getValue() << "' to be an array of "
            << types.size() << " #infir2rt.buffer, one per " << what;
   for (auto [i, a, t] : llvm::enumerate(array, types))
     if (cast<BufferAttr>(a).getType() != t)
