@@ -18,6 +18,7 @@
 
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Error.h"
 #include "infir2/runtime/Float.h"
 
 #include "DescriptorBuilder.h"
@@ -56,7 +57,7 @@ inline std::vector<uint8_t> runOnCpu(const Call &c, Entry entry) {
   infir2rt_context ctx{};
   ctx.regions[0] = ctx.regions[1] = mem.data();
   int32_t rc = entry(&ctx, c.desc.data(), "cpu");
-  EXPECT_EQ(rc, 0) << ctx.error;
+  EXPECT_EQ(rc, 0) << infir2::rt::callError(ctx);
   return mem;
 }
 
@@ -75,7 +76,7 @@ inline std::vector<uint8_t> runOnGpu(const Call &c, Entry entry, int32_t &rc,
   infir2rt_context ctx{};
   ctx.regions[0] = ctx.regions[1] = device;
   rc = entry(&ctx, c.desc.data(), "gpu");
-  error = ctx.error;
+  error = infir2::rt::callError(ctx);
   cudaMemcpy(mem.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
   cudaFree(device);
   return mem;
