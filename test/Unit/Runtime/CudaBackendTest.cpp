@@ -69,7 +69,6 @@ TEST(CudaBackend, ShardCollectivesAloneCopy) {
   }
 }
 
-
 // The all-reduce alone (no communicator): the outputs are the inputs.
 TEST(CudaBackend, AllReduceAloneCopies) {
   if (std::string why = gpuUnusable(); !why.empty())

@@ -58,9 +58,11 @@ TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
   fill(q2, w, INFIR2RT_F32, 384, 512, rng);
   infir2rt_context ctx{};
   ctx.regions[0] = ctx.regions[1] = q1.host.data();
-  ASSERT_EQ(infir2rt_quantize(&ctx, q1.desc.data(), "q"), 0) << infir2::rt::callError(ctx);
+  ASSERT_EQ(infir2rt_quantize(&ctx, q1.desc.data(), "q"), 0)
+      << infir2::rt::callError(ctx);
   ctx.regions[0] = ctx.regions[1] = q2.host.data();
-  ASSERT_EQ(infir2rt_quantize(&ctx, q2.desc.data(), "q"), 0) << infir2::rt::callError(ctx);
+  ASSERT_EQ(infir2rt_quantize(&ctx, q2.desc.data(), "q"), 0)
+      << infir2::rt::callError(ctx);
 
   Call mm;
   int a = mm.add({256, 512}, INFIR2RT_E4M3),

@@ -64,7 +64,7 @@ inline std::vector<uint8_t> runOnCpu(const Call &c, Entry entry) {
 /// The operands after `entry` ran on a device copy of them; `error` gets
 /// the runtime's message when it fails.
 inline std::vector<uint8_t> runOnGpu(const Call &c, Entry entry, int32_t &rc,
-                              std::string &error) {
+                                     std::string &error) {
   std::vector<uint8_t> mem(c.host.size());
   uint8_t *device = nullptr;
   rc = 1;
@@ -84,9 +84,10 @@ inline std::vector<uint8_t> runOnGpu(const Call &c, Entry entry, int32_t &rc,
 
 /// The largest error of `got` against `want` (FP32 [rows, cols] at
 /// operand `out`), relative to each row's RMS.
-inline double worstRowError(const Call &c, int out, const std::vector<uint8_t> &want,
-                     const std::vector<uint8_t> &got, int64_t rows,
-                     int64_t cols) {
+inline double worstRowError(const Call &c, int out,
+                            const std::vector<uint8_t> &want,
+                            const std::vector<uint8_t> &got, int64_t rows,
+                            int64_t cols) {
   const float *w =
       reinterpret_cast<const float *>(want.data() + c.operands[out].first);
   const float *g =
@@ -104,8 +105,9 @@ inline double worstRowError(const Call &c, int out, const std::vector<uint8_t> &
 }
 
 /// Expects operands `first`.. of `c` to hold the same bytes in `a` and `b`.
-inline void expectSameBytes(const Call &c, size_t first, const std::vector<uint8_t> &a,
-                     const std::vector<uint8_t> &b) {
+inline void expectSameBytes(const Call &c, size_t first,
+                            const std::vector<uint8_t> &a,
+                            const std::vector<uint8_t> &b) {
   for (size_t i = first; i < c.operands.size(); ++i) {
     auto [offset, bytes] = c.operands[i];
     int64_t mismatches = 0;
@@ -126,8 +128,8 @@ inline void compare(Call &c, Entry cpu, Entry gpu) {
   expectSameBytes(c, 1, onCpu, onGpu);
 }
 
-inline void fill(Call &c, int operand, int64_t dtype, int64_t rows, int64_t cols,
-          std::mt19937_64 &rng) {
+inline void fill(Call &c, int operand, int64_t dtype, int64_t rows,
+                 int64_t cols, std::mt19937_64 &rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> exponent(-3.0f, 3.0f);
   uint8_t *p = c.host.data() + c.operands[operand].first;
@@ -149,8 +151,9 @@ inline void fill(Call &c, int operand, int64_t dtype, int64_t rows, int64_t cols
 /// (F32 or BF16 of `numel` elements) within `ulps` units in the last place:
 /// of each element, or (normwise, for sums that may cancel to ~0) of the
 /// largest element.
-inline void compareClose(Call &c, int out, int64_t dtype, int64_t numel, int ulps,
-                  Entry cpu, Entry gpu, bool normwise = false) {
+inline void compareClose(Call &c, int out, int64_t dtype, int64_t numel,
+                         int ulps, Entry cpu, Entry gpu,
+                         bool normwise = false) {
   std::vector<uint8_t> onCpu = runOnCpu(c, cpu);
   int32_t rc;
   std::string error;

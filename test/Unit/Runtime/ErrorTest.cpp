@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "infir2/runtime/Error.h"
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Descriptor.h"
-#include "infir2/runtime/Error.h"
 
 #include "DescriptorBuilder.h"
 
