@@ -9,6 +9,7 @@
 #ifdef INFIR2_HAVE_CUDA
 #include "infir2/runtime/CUDA.h"
 #endif
+#include "infir2/runtime/Error.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -89,7 +90,7 @@ bool Device::open(const std::string &choice, int local, int64_t stateBytes,
 }
 
 void Device::attach(infir2rt_context &ctx) {
-  ctx.error[0] = 0;
+  infir2::rt::clearCallError(ctx);
   ctx.device = nullptr;
   ctx.stream = nullptr;
   if (!gpu_) {

@@ -19,6 +19,7 @@
 #include "infir2/runtime/Checkpoint.h"
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Error.h"
 #include "infir2/runtime/Float.h"
 
 #include <algorithm>
@@ -711,7 +712,8 @@ void Trainer::fillBatch(const std::vector<uint32_t> &tokens, int64_t &position,
 void Trainer::call(int32_t (*fn)(infir2rt_context *), const char *what,
                    int64_t at_) {
   if (fn(&ctx) != 0)
-    die("step %lld, %s: %s", (long long)at_, what, ctx.error);
+    die("step %lld, %s: %s", (long long)at_, what,
+        infir2::rt::callError(ctx).c_str());
   if (!device.finish(e))
     die("step %lld, %s, on %s: %s", (long long)at_, what, device.name().c_str(),
         e.c_str());

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/runtime/Checkpoint.h"
+#include "infir2/runtime/Float.h"
 
 #include <cmath>
 #include <cstdio>
@@ -284,16 +285,5 @@ float infir2::rt::storedFloat(const StoredTensor &t, int64_t i) {
   }
   uint16_t h;
   std::memcpy(&h, p + 2 * i, 2);
-  if (t.dtype == "BF16") {
-    uint32_t u = uint32_t(h) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  // F16
-  uint32_t sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  float v = exp == 0    ? std::ldexp(float(man), -24)
-            : exp == 31 ? (man ? NAN : INFINITY)
-                        : std::ldexp(float(man | 0x400), int(exp) - 25);
-  return sign ? -v : v;
+  return t.dtype == "BF16" ? bf16ToFloat(h) : halfToFloat(h); // else F16
 }

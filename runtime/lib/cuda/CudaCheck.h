@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Every CUDA status is checked and turned into the runtime's error
-// convention (non-zero return, a one-line message in ctx->error); nothing
-// aborts.
+// convention (non-zero return, the failure recorded in the context through
+// Error.h); nothing aborts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,22 +14,20 @@
 #define INFIR2_RUNTIME_CUDA_CUDACHECK_H
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Error.h"
 
 #include <cuda_runtime.h>
 
-#include <cstdio>
-
 namespace infir2::rt::cuda {
 
-/// Records `status` in ctx->error, naming the call and the op; returns 0 on
+/// Records `status` in the context, naming the call and the op; returns 0 on
 /// success and 1 otherwise.
 inline int32_t check(infir2rt_context *ctx, cudaError_t status,
                      const char *call, const char *where) {
   if (status == cudaSuccess)
     return 0;
-  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s failed: %s", where, call,
-                cudaGetErrorString(status));
-  return 1;
+  return setCallError(ctx, where, "%s failed: %s", call,
+                      cudaGetErrorString(status));
 }
 
 } // namespace infir2::rt::cuda

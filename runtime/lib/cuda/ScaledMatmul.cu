@@ -52,9 +52,8 @@ int32_t checkBlas(infir2rt_context *ctx, cublasStatus_t status,
                   const char *call, const char *where) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return 0;
-  std::snprintf(ctx->error, sizeof ctx->error, "%s: %s failed: %s", where, call,
-                cublasLtGetStatusString(status));
-  return 1;
+  return infir2::rt::setCallError(ctx, where, "%s failed: %s", call,
+                                  cublasLtGetStatusString(status));
 }
 
 #define BLAS_CHECK(expr)                                                       \

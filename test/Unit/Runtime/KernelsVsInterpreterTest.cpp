@@ -21,6 +21,7 @@
 #include "infir2/InitAll.h"
 #include "infir2/Interpreter/Interpreter.h"
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Error.h"
 #include "infir2/runtime/FP8.h"
 
 #include "DescriptorBuilder.h"
@@ -235,7 +236,7 @@ TEST(RuntimeQuantize, NonFiniteBlocksAreRefused) {
       infir2rt_context ctx{};
       ctx.regions[0] = ctx.regions[1] = c.host.data();
       ASSERT_NE(infir2rt_quantize(&ctx, c.desc.data(), "q"), 0);
-      EXPECT_EQ(std::string(ctx.error),
+      EXPECT_EQ(infir2::rt::callError(ctx),
                 std::string("q: non-finite amax (") +
                     (std::isnan(bad) ? "nan" : "inf") +
                     ") in scale block 3: refusing to quantize it");

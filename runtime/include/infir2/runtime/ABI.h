@@ -95,7 +95,12 @@ enum infir2rt_entry_index {
 /// What a compiled step runs against.
 typedef struct infir2rt_context {
   uint8_t *regions[2]; ///< state, scratch (host or device memory)
-  char error[512];     ///< the message of the call that failed
+  /// The call that failed: its `where`, by reference (the compiled step's
+  /// locations are constants: never copied, so never cut or overrun), and
+  /// its message without the location. Read "where: message" through
+  /// infir2::rt::callError() (Error.h).
+  const char *error_where;
+  char error_message[512];
   /// Null when the trainer runs as one process: collectives are then copies.
   const infir2rt_communicator *comm;
   /// The backend the regions belong to: null for the CPU; else a table of

@@ -63,73 +63,38 @@ int32_t infir2rt_cuda_stream_create(void **stream, char *why, int64_t why_size);
 void infir2rt_cuda_stream_destroy(void *stream);
 int32_t infir2rt_cuda_synchronize(void *stream, char *why, int64_t why_size);
 
-/// fp8.quantize and fp8.quantize_dual on the GPU: the same descriptors,
-/// attributes and results (bit for bit) as infir2rt_quantize and
-/// infir2rt_quantize_dual; inputs F32 or BF16, scales F32.
-int32_t infir2rt_cuda_quantize(infir2rt_context *ctx, const int64_t *desc,
-                               const char *where);
-int32_t infir2rt_cuda_quantize_dual(infir2rt_context *ctx, const int64_t *desc,
-                                    const char *where);
-
-/// fp8.scaled_matmul through cuBLASLt's block-scaled FP8 modes (Hopper,
-/// cuBLAS >= 12.9): 1x128 groups along K, 128x128 blocks, or per-tensor
-/// scales; a rank-2 rhs; BF16 or FP32 out. Same descriptor as
-/// infir2rt_scaled_matmul.
-int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx, const int64_t *desc,
-                                    const char *where);
-
-/// Casts, element-wise ops, RMSNorm and AdamW: the CPU backend's copy, add,
-/// mul, silu, swiglu, rms_norm and adamw, on F32/BF16 operands (AdamW on
-/// FP32 state), results within one unit in the last place of the CPU's.
-#define INFIR2RT_CUDA_ENTRY(name)                                              \
+/// infir2rt_cuda_<name> for every entry point of ABI.def, declared from
+/// ABI.def itself so that the two lists cannot disagree: the same
+/// descriptors, attributes and errors as the CPU backend's infir2rt_<name>.
+/// What each family guarantees against the CPU backend (the GPU tests hold
+/// them to it):
+/// - quantize, quantize_dual, amax, dequantize (Quantize.cu): bit for bit;
+///   inputs F32 or BF16, scales F32; NaN propagates through amax.
+/// - rms_norm_quantize_dual, swiglu_quantize_dual (FusedQuantize.cu): the
+///   producer's kernel also feeds the amaxes of both layouts; the bytes of
+///   the producer's call followed by quantize_dual's.
+/// - scaled_matmul (ScaledMatmul.cu): cuBLASLt's block-scaled FP8 modes
+///   (Hopper, cuBLAS >= 12.9): 1x128 groups along K, 128x128 blocks or
+///   per-tensor scales; a rank-2 rhs; BF16 or FP32 out. matmul: the
+///   transpose flags, batches and a shared rank-2 rhs, BF16 or FP32 with
+///   FP32 accumulation.
+/// - copy, add, mul, silu, swiglu, their gradients, rms_norm, adamw, sgd
+///   (Elementwise.cu): F32/BF16 operands (the optimizers on FP32 state),
+///   within one unit in the last place of the CPU's.
+/// - fill, transpose, embedding (ids checked), rope (both directions),
+///   reduce_sum, global_norm (FP64 sums) (Layout.cu); all_reduce,
+///   reduce_scatter, all_gather on device buffers through the context's
+///   communicator (staged through host memory without device collectives)
+///   or copies when alone.
+/// - cross_entropy and its gradient (targets checked on the host),
+///   rms_norm_grad, embedding_grad (ids checked) (Loss.cu).
+/// - attention and attention_grad (Attention.cu): causal GQA, one thread per
+///   query, the softmax recomputed in the backward pass (no s x s tensor),
+///   head_dim <= 256.
+#define INFIR2RT_ENTRY(name, attributes)                                       \
   int32_t infir2rt_cuda_##name(infir2rt_context *ctx, const int64_t *desc,     \
                                const char *where);
-INFIR2RT_CUDA_ENTRY(copy)
-INFIR2RT_CUDA_ENTRY(add)
-INFIR2RT_CUDA_ENTRY(mul)
-INFIR2RT_CUDA_ENTRY(silu)
-INFIR2RT_CUDA_ENTRY(swiglu)
-INFIR2RT_CUDA_ENTRY(rms_norm)
-INFIR2RT_CUDA_ENTRY(adamw)
-INFIR2RT_CUDA_ENTRY(silu_grad)
-INFIR2RT_CUDA_ENTRY(swiglu_grad)
-INFIR2RT_CUDA_ENTRY(sgd)
-/// Layout and reductions: fill, transpose, embedding (token ids checked),
-/// rope (both directions), reduce_sum and global_norm (FP64 sums).
-INFIR2RT_CUDA_ENTRY(fill)
-INFIR2RT_CUDA_ENTRY(transpose)
-INFIR2RT_CUDA_ENTRY(embedding)
-INFIR2RT_CUDA_ENTRY(rope)
-INFIR2RT_CUDA_ENTRY(reduce_sum)
-INFIR2RT_CUDA_ENTRY(global_norm)
-/// The collectives on device buffers, through the context's communicator
-/// (staged through host memory) or copies when alone: the gradient
-/// all-reduce, and ZeRO-1's reduce-scatter and all-gather.
-INFIR2RT_CUDA_ENTRY(all_reduce)
-INFIR2RT_CUDA_ENTRY(reduce_scatter)
-INFIR2RT_CUDA_ENTRY(all_gather)
-/// Losses and gradients: cross_entropy and its gradient (targets checked on
-/// the host), rms_norm_grad, embedding_grad (ids checked).
-INFIR2RT_CUDA_ENTRY(cross_entropy)
-INFIR2RT_CUDA_ENTRY(cross_entropy_grad)
-INFIR2RT_CUDA_ENTRY(rms_norm_grad)
-INFIR2RT_CUDA_ENTRY(embedding_grad)
-/// fp8.amax (NaN propagates) and fp8.dequantize.
-INFIR2RT_CUDA_ENTRY(amax)
-INFIR2RT_CUDA_ENTRY(dequantize)
-/// Causal GQA attention and its gradient: one thread per query, the softmax
-/// recomputed in the backward pass (no s x s tensor), head_dim <= 256.
-INFIR2RT_CUDA_ENTRY(attention)
-INFIR2RT_CUDA_ENTRY(attention_grad)
-/// infir2.matmul (transpose flags, batches, a shared rank-2 rhs) through
-/// cuBLASLt, BF16 or FP32 with FP32 accumulation.
-INFIR2RT_CUDA_ENTRY(matmul)
-/// RMSNorm and SwiGLU with FP8 output: the producer's kernel also feeds the
-/// amaxes of both layouts; the bytes of the producer's call followed by
-/// quantize_dual's.
-INFIR2RT_CUDA_ENTRY(rms_norm_quantize_dual)
-INFIR2RT_CUDA_ENTRY(swiglu_quantize_dual)
-#undef INFIR2RT_CUDA_ENTRY
+#include "infir2/runtime/ABI.def"
 
 #ifdef __cplusplus
 }

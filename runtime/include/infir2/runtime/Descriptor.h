@@ -15,9 +15,9 @@
 #define INFIR2_RUNTIME_DESCRIPTOR_H
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Error.h"
 
 #include <cstdarg>
-#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <vector>
@@ -67,12 +67,11 @@ subDescriptor(const int64_t *desc, std::initializer_list<int64_t> operands,
   return out;
 }
 
-/// Writes "where: message" into ctx->error and returns 1.
+/// Records the failure of the call at `where` in the context (Error.h) and
+/// returns 1.
 inline int32_t descFailV(infir2rt_context *ctx, const char *where,
                          const char *fmt, va_list args) {
-  int n = std::snprintf(ctx->error, sizeof ctx->error, "%s: ", where);
-  std::vsnprintf(ctx->error + n, sizeof ctx->error - size_t(n), fmt, args);
-  return 1;
+  return setCallErrorV(ctx, where, fmt, args);
 }
 
 inline int32_t descFail(infir2rt_context *ctx, const char *where,

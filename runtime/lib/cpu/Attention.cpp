@@ -1,0 +1,149 @@
+//===- Attention.cpp - Attention on the CPU -------------------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Causal or full grouped-query attention and its gradient: FP32 dot products,
+// the softmax recomputed in the backward pass; one thread per (batch, head),
+// or per (batch, KV head) for the gradient, whose dK and dV collect from every
+// query head of the group.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Operand.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+namespace {
+
+/// The geometry of attention and its gradient.
+struct Attention {
+  int64_t batch, sq, skv, heads, group, hd, qw, kw;
+  float scale;
+  bool causal;
+
+  explicit Attention(const Call &c) {
+    Operand q = c.operand(0), k = c.operand(1);
+    heads = c.intAttr(0);
+    group = heads / c.intAttr(1);
+    hd = c.intAttr(2);
+    scale = float(c.attr(3));
+    causal = c.attr(4) != 0.0;
+    batch = q.dim(0);
+    sq = q.dim(1);
+    skv = k.dim(1);
+    qw = heads * hd;
+    kw = (heads / group) * hd;
+  }
+
+  /// The softmax probabilities of query (b, h, s) over the keys it sees.
+  int64_t probabilities(const float *q, const float *k, int64_t b, int64_t h,
+                        int64_t s, float *p) const {
+    const float *qv = q + (b * sq + s) * qw + h * hd;
+    int64_t visible = causal ? s + 1 : skv;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t t = 0; t < visible; ++t) {
+      const float *kv = k + (b * skv + t) * kw + (h / group) * hd;
+      float dot = 0.0f;
+      for (int64_t i = 0; i < hd; ++i)
+        dot += qv[i] * kv[i];
+      p[t] = scale * dot;
+      mx = std::max(mx, p[t]);
+    }
+    float sum = 0.0f;
+    for (int64_t t = 0; t < visible; ++t)
+      sum += (p[t] = std::exp(p[t] - mx));
+    for (int64_t t = 0; t < visible; ++t)
+      p[t] /= sum;
+    return visible;
+  }
+};
+
+} // namespace
+
+int32_t attention(const Call &c) {
+  Attention a(c);
+  Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
+          out = c.operand(3);
+  std::vector<float> bq, bk, bv, bo;
+  const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv);
+  float *O = out.output(bo);
+#pragma omp parallel
+  {
+    std::vector<float> p(a.skv);
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t h = 0; h < a.heads; ++h)
+        for (int64_t s = 0; s < a.sq; ++s) {
+          int64_t visible = a.probabilities(Q, K, b, h, s, p.data());
+          float *o = O + (b * a.sq + s) * a.qw + h * a.hd;
+          std::fill(o, o + a.hd, 0.0f);
+          for (int64_t t = 0; t < visible; ++t) {
+            const float *vv = V + (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
+            for (int64_t i = 0; i < a.hd; ++i)
+              o[i] += p[t] * vv[i];
+          }
+        }
+  }
+  out.store(O);
+  return 0;
+}
+
+int32_t attention_grad(const Call &c) {
+  Attention a(c);
+  Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
+          dout = c.operand(3), dq = c.operand(4), dk = c.operand(5),
+          dv = c.operand(6);
+  std::vector<float> bq, bk, bv, bo, bdq, bdk, bdv;
+  const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv),
+              *GO = dout.floats(bo);
+  float *DQ = dq.output(bdq, true), *DK = dk.output(bdk, true),
+        *DV = dv.output(bdv, true);
+  // dK and dV of a KV head collect from every query head of its group: one
+  // thread per (batch, KV head) keeps the accumulation race-free.
+  int64_t kvHeads = a.heads / a.group;
+#pragma omp parallel
+  {
+    std::vector<float> p(a.skv), dp(a.skv);
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t kh = 0; kh < kvHeads; ++kh)
+        for (int64_t h = kh * a.group; h < (kh + 1) * a.group; ++h)
+          for (int64_t s = 0; s < a.sq; ++s) {
+            int64_t visible = a.probabilities(Q, K, b, h, s, p.data());
+            const float *qv = Q + (b * a.sq + s) * a.qw + h * a.hd;
+            const float *go = GO + (b * a.sq + s) * a.qw + h * a.hd;
+            float pdp = 0.0f;
+            for (int64_t t = 0; t < visible; ++t) {
+              const float *vv = V + (b * a.skv + t) * a.kw + kh * a.hd;
+              float dot = 0.0f;
+              for (int64_t i = 0; i < a.hd; ++i)
+                dot += go[i] * vv[i];
+              dp[t] = dot;
+              pdp += p[t] * dot;
+            }
+            float *dqv = DQ + (b * a.sq + s) * a.qw + h * a.hd;
+            for (int64_t t = 0; t < visible; ++t) {
+              float ds = p[t] * (dp[t] - pdp) * a.scale;
+              int64_t kvOff = (b * a.skv + t) * a.kw + kh * a.hd;
+              for (int64_t i = 0; i < a.hd; ++i) {
+                dqv[i] += ds * K[kvOff + i];
+                DK[kvOff + i] += ds * qv[i];
+                DV[kvOff + i] += p[t] * go[i];
+              }
+            }
+          }
+  }
+  dq.store(DQ);
+  dk.store(DK);
+  dv.store(DV);
+  return 0;
+}
+
+} // namespace infir2::rt::cpu

@@ -1,0 +1,98 @@
+//===- Blocks.h - Scale blocks of FP8 tensors on the CPU --------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Internal to the CPU backend: where each element's scale is in a tensor
+// quantized in blocks, shared by the quantizers (Quantize.cpp) and the FP8
+// GEMM (Gemm.cpp), which multiplies exactly dequantized operands.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_CPU_BLOCKS_H
+#define INFIR2_RUNTIME_CPU_BLOCKS_H
+
+#include "Operand.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+/// Where the scale of each element of a tensor quantized in blocks of
+/// `block` is. The tensor is seen as rows of its last dimension; blocks span
+/// `br` rows of the second-to-last dimension and `bc` columns, and the
+/// leading dimensions either all have block 1 or are all covered by one
+/// block (tensorwise): then the scale index is linear in c / bc along a row
+/// ("fast"). Other mixes take the general path.
+struct Blocks {
+  const int64_t *shape, *block;
+  int64_t rank, R, C, br, bc;
+  bool leadOne = true, leadAll = true;
+
+  Blocks(const Operand &x, const int64_t *b)
+      : shape(x.shape), block(b), rank(x.rank) {
+    C = x.last();
+    bc = block[rank - 1];
+    R = rank >= 2 ? shape[rank - 2] : 1;
+    br = rank >= 2 ? block[rank - 2] : 1;
+    for (int64_t i = 0; i + 2 < rank; ++i) {
+      leadOne &= block[i] == 1;
+      leadAll &= block[i] == shape[i];
+    }
+  }
+  bool fast() const { return leadOne || leadAll; }
+  /// The scale index of element (row q, column 0); fast geometry only.
+  int64_t rowBase(int64_t q) const {
+    int64_t p = leadOne ? q / R : 0, r = q % R;
+    return (p * (R / br) + r / br) * (C / bc);
+  }
+  /// The scale index of element (row q, column c), any geometry.
+  int64_t index(int64_t q, int64_t c) const {
+    if (fast())
+      return rowBase(q) + c / bc;
+    int64_t s = 0, stride = 1, rest = q;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      int64_t idx = i == rank - 1 ? c : rest % shape[i];
+      if (i != rank - 1)
+        rest /= shape[i];
+      s += (idx / block[i]) * stride;
+      stride *= shape[i] / block[i];
+    }
+    return s;
+  }
+};
+
+/// Calls fn(element index, scale index) for every element of rows [q0, q1).
+template <typename Fn>
+void forEachBlocked(const Blocks &g, int64_t q0, int64_t q1, Fn fn) {
+  for (int64_t q = q0; q < q1; ++q) {
+    if (g.fast()) {
+      int64_t base = g.rowBase(q);
+      for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb)
+        for (int64_t c = cb * g.bc, e = c + g.bc; c < e; ++c)
+          fn(q * g.C + c, base + cb);
+    } else {
+      for (int64_t c = 0; c < g.C; ++c)
+        fn(q * g.C + c, g.index(q, c));
+    }
+  }
+}
+
+inline float nanMax(float a, float b) {
+  return (std::isnan(a) || std::isnan(b))
+             ? std::numeric_limits<float>::quiet_NaN()
+             : std::max(a, b);
+}
+
+/// The FP32 values data·scale of a quantized operand (exact under pow2
+/// scales).
+std::vector<float> dequantized(const Operand &data, const Operand &scale,
+                               const int64_t *block);
+
+} // namespace infir2::rt::cpu
+
+#endif // INFIR2_RUNTIME_CPU_BLOCKS_H

@@ -1,0 +1,83 @@
+//===- Collectives.cpp - Data-parallel collectives on the CPU -------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// all_reduce, reduce_scatter and all_gather over the context's communicator,
+// one bucket per call (Collectives.h), or copies when the trainer runs alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Operand.h"
+
+#include "infir2/runtime/Collectives.h"
+
+#include <cstring>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+int32_t all_reduce(const Call &c) {
+  int64_t n = c.numOperands() / 2, total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total += c.operand(i).numel;
+  if (!c.ctx->comm) { // one rank: the sums are the operands
+    for (int64_t i = 0; i < n; ++i)
+      if (c.operand(i).ptr != c.operand(n + i).ptr)
+        std::memcpy(c.operand(n + i).ptr, c.operand(i).ptr,
+                    c.operand(i).numel * sizeof(float));
+    return 0;
+  }
+  // One bucket, one collective call.
+  std::vector<float> bucket(total);
+  for (int64_t i = 0, at = 0; i < n; at += c.operand(i).numel, ++i)
+    std::memcpy(bucket.data() + at, c.operand(i).ptr,
+                c.operand(i).numel * sizeof(float));
+  char error[256] = {0};
+  if (c.ctx->comm->all_reduce_sum(c.ctx->comm->impl, bucket.data(), total,
+                                  error, sizeof error) != 0)
+    return c.fail("all-reduce of %lld floats failed: %s", (long long)total,
+                  error);
+  for (int64_t i = 0, at = 0; i < n; at += c.operand(i).numel, ++i)
+    std::memcpy(c.operand(n + i).ptr, bucket.data() + at,
+                c.operand(i).numel * sizeof(float));
+  return 0;
+}
+
+namespace {
+
+/// ZeRO-1's bucket: operand i is a whole tensor (`wholeFirst`) or a shard,
+/// operand n + i the other.
+std::vector<RowShard> rowShards(const Call &c, bool wholeFirst) {
+  int64_t n = c.numOperands() / 2;
+  std::vector<RowShard> bucket;
+  for (int64_t i = 0; i < n; ++i) {
+    Operand a = c.operand(i), b = c.operand(n + i);
+    Operand whole = wholeFirst ? a : b;
+    bucket.push_back(
+        {whole.ptr, (wholeFirst ? b : a).ptr, whole.dim(0),
+         whole.numel / whole.dim(0) * infir2rt_dtype_size(whole.dtype)});
+  }
+  return bucket;
+}
+
+} // namespace
+
+int32_t reduce_scatter(const Call &c) {
+  char error[256] = {0};
+  if (reduceScatterHost(c.ctx, c.intAttr(0), rowShards(c, true), error,
+                        sizeof error))
+    return c.fail("reduce-scatter: %s", error);
+  return 0;
+}
+
+int32_t all_gather(const Call &c) {
+  char error[256] = {0};
+  if (allGatherHost(c.ctx, c.intAttr(0), rowShards(c, false), error,
+                    sizeof error))
+    return c.fail("all-gather: %s", error);
+  return 0;
+}
+
+} // namespace infir2::rt::cpu

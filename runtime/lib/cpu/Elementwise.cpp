@@ -1,0 +1,178 @@
+//===- Elementwise.cpp - Activations, norms and RoPE on the CPU -----------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// add and mul (rhs broadcast over lhs's leading dimensions), silu, swiglu and
+// their gradients, rms_norm and its gradient, rope: the per-element math of
+// Elementwise.h, the same functions the CUDA kernels run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Operand.h"
+
+#include "infir2/runtime/Elementwise.h"
+
+#include <cmath>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+namespace {
+
+template <typename Fn>
+int32_t elementwise(const Call &c, int64_t inputs, Fn fn) {
+  Operand out = c.operand(inputs);
+  std::vector<float> b0, b1, b2, bo;
+  const float *in[3] = {};
+  int64_t n[3] = {};
+  std::vector<float> *bufs[3] = {&b0, &b1, &b2};
+  for (int64_t i = 0; i < inputs; ++i) {
+    Operand o = c.operand(i);
+    in[i] = o.floats(*bufs[i]);
+    n[i] = o.numel;
+  }
+  float *o = out.output(bo);
+#pragma omp parallel for if (out.numel > 65536)
+  for (int64_t i = 0; i < out.numel; ++i)
+    o[i] = fn(in, n, i);
+  out.store(o);
+  return 0;
+}
+
+} // namespace
+
+int32_t silu(const Call &c) {
+  return elementwise(c, 1, [](const float **in, const int64_t *, int64_t i) {
+    return siluOf(in[0][i]);
+  });
+}
+
+int32_t swiglu(const Call &c) {
+  return elementwise(c, 2, [](const float **in, const int64_t *, int64_t i) {
+    return swigluOf(in[0][i], in[1][i]);
+  });
+}
+
+int32_t add(const Call &c) {
+  return elementwise(c, 2, [](const float **in, const int64_t *n, int64_t i) {
+    return in[0][i] + in[1][i % n[1]];
+  });
+}
+
+int32_t mul(const Call &c) {
+  return elementwise(c, 2, [](const float **in, const int64_t *n, int64_t i) {
+    return in[0][i] * in[1][i % n[1]];
+  });
+}
+
+int32_t silu_grad(const Call &c) {
+  return elementwise(c, 2, [](const float **in, const int64_t *, int64_t i) {
+    return siluGradOf(in[0][i], in[1][i]);
+  });
+}
+
+int32_t swiglu_grad(const Call &c) {
+  Operand g = c.operand(0), u = c.operand(1), dy = c.operand(2),
+          dg = c.operand(3), du = c.operand(4);
+  std::vector<float> bg, bu, bd, bdg, bdu;
+  const float *G = g.floats(bg), *U = u.floats(bu), *D = dy.floats(bd);
+  float *DG = dg.output(bdg), *DU = du.output(bdu);
+#pragma omp parallel for
+  for (int64_t i = 0; i < g.numel; ++i) {
+    swigluGradOf(G[i], U[i], D[i], DG[i], DU[i]);
+  }
+  dg.store(DG);
+  du.store(DU);
+  return 0;
+}
+
+int32_t rms_norm(const Call &c) {
+  Operand x = c.operand(0), w = c.operand(1), out = c.operand(2);
+  float eps = float(c.attr(0));
+  int64_t d = x.last(), rows = x.rows();
+  std::vector<float> bx, bw, bo;
+  const float *X = x.floats(bx), *W = w.floats(bw);
+  float *O = out.output(bo);
+#pragma omp parallel for
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = X + r * d;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < d; ++i)
+      ss += row[i] * row[i];
+    float inv = rmsNormScaleOf(ss, d, eps);
+    for (int64_t i = 0; i < d; ++i)
+      O[r * d + i] = row[i] * inv * W[i];
+  }
+  out.store(O);
+  return 0;
+}
+
+int32_t rms_norm_grad(const Call &c) {
+  Operand x = c.operand(0), w = c.operand(1), dy = c.operand(2),
+          dx = c.operand(3), dw = c.operand(4);
+  float eps = float(c.attr(0));
+  int64_t d = x.last(), rows = x.rows();
+  std::vector<float> bx, bw, bd, bdx, bdw;
+  const float *X = x.floats(bx), *W = w.floats(bw), *D = dy.floats(bd);
+  float *DX = dx.output(bdx), *DW = dw.output(bdw);
+  std::vector<double> dwAcc(d, 0.0);
+#pragma omp parallel
+  {
+    std::vector<double> local(d, 0.0);
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = X + r * d, *gr = D + r * d;
+      float ss = 0.0f, dot = 0.0f;
+      for (int64_t i = 0; i < d; ++i) {
+        ss += xr[i] * xr[i];
+        dot += W[i] * gr[i] * xr[i];
+      }
+      float inv = 1.0f / std::sqrt(ss / d + eps);
+      for (int64_t i = 0; i < d; ++i) {
+        local[i] += double(gr[i] * xr[i] * inv);
+        DX[r * d + i] = inv * W[i] * gr[i] - inv * inv * inv / d * xr[i] * dot;
+      }
+    }
+#pragma omp critical
+    for (int64_t i = 0; i < d; ++i)
+      dwAcc[i] += local[i];
+  }
+  for (int64_t i = 0; i < d; ++i)
+    DW[i] = float(dwAcc[i]);
+  dx.store(DX);
+  dw.store(DW);
+  return 0;
+}
+
+int32_t rope(const Call &c) {
+  Operand x = c.operand(0), pos = c.operand(1), out = c.operand(2);
+  int64_t hd = c.intAttr(0), half = hd / 2;
+  double theta = c.attr(1), sign = c.attr(2);
+  int64_t width = x.last(), seq = x.dim(-2), heads = width / hd;
+  int64_t tokens = x.rows();
+  bool shared = pos.rank == 1;
+  std::vector<float> bx, bo;
+  const float *X = x.floats(bx);
+  float *O = out.output(bo);
+#pragma omp parallel for
+  for (int64_t t = 0; t < tokens; ++t) {
+    double p = double(pos.getIndex(shared ? t % seq : t));
+    for (int64_t i = 0; i < half; ++i) {
+      // The angle in FP64, as the frequencies span many magnitudes.
+      double angle = sign * p * std::pow(theta, -2.0 * double(i) / double(hd));
+      float cs = float(std::cos(angle)), sn = float(std::sin(angle));
+      for (int64_t h = 0; h < heads; ++h) {
+        const float *in = X + t * width + h * hd;
+        float *o = O + t * width + h * hd;
+        o[i] = in[i] * cs - in[i + half] * sn;
+        o[i + half] = in[i + half] * cs + in[i] * sn;
+      }
+    }
+  }
+  out.store(O);
+  return 0;
+}
+
+} // namespace infir2::rt::cpu

@@ -1,0 +1,102 @@
+//===- Gemm.cpp - GEMMs on the CPU ----------------------------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// infir2.matmul and fp8.scaled_matmul through BLAS (cblas_sgemm) with FP32
+// accumulation; the FP8 GEMM on exactly dequantized operands (Blocks.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Blocks.h"
+#include "Operand.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+namespace {
+
+/// C[m, n] = op(A)·op(B) for row-major FP32 matrices (leading dimensions
+/// lda, ldb, ldc), split by rows of C across the OpenMP threads. OpenBLAS
+/// itself runs single-threaded (see the constructor below): one thread pool,
+/// instead of OpenMP's and OpenBLAS's spinning against each other on the
+/// same cores.
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  int threads = omp_get_max_threads();
+  int64_t chunk = std::max<int64_t>(16, (m + threads - 1) / threads);
+  int64_t parts = (m + chunk - 1) / chunk;
+#pragma omp parallel for if (parts > 1 && m * n * k > (1 << 18))
+  for (int64_t part = 0; part < parts; ++part) {
+    int64_t m0 = part * chunk, rows = std::min(chunk, m - m0);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, rows, n, k, 1.0f,
+                a + (ta ? m0 : m0 * lda), lda, b, ldb, 0.0f, c + m0 * ldc, ldc);
+  }
+}
+
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+           const float *b, float *c) {
+  sgemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n);
+}
+
+struct SingleThreadedBlas {
+  SingleThreadedBlas() { openblas_set_num_threads(1); }
+} singleThreadedBlas;
+
+} // namespace
+
+int32_t matmul(const Call &c) {
+  Operand a = c.operand(0), b = c.operand(1), out = c.operand(2);
+  bool ta = c.attr(0) != 0.0, tb = c.attr(1) != 0.0;
+  int64_t m = a.dim(ta ? -1 : -2), k = a.dim(ta ? -2 : -1);
+  int64_t n = b.dim(tb ? -2 : -1);
+  int64_t batch = a.numel / (m * k);
+  bool sharedRhs = b.rank == 2;
+  std::vector<float> ba, bb, bo;
+  const float *A = a.floats(ba), *B = b.floats(bb);
+  float *C = out.output(bo);
+  if (sharedRhs && !ta) {
+    sgemm(false, tb, batch * m, n, k, A, B, C); // one GEMM over all rows
+  } else {
+    for (int64_t p = 0; p < batch; ++p)
+      sgemm(ta, tb, m, n, k, A + p * m * k, B + (sharedRhs ? 0 : p * k * n),
+            C + p * m * n);
+  }
+  out.store(C);
+  return 0;
+}
+
+int32_t scaled_matmul(const Call &c) {
+  Operand a = c.operand(0), sa = c.operand(1), b = c.operand(2),
+          sb = c.operand(3), out = c.operand(4);
+  std::vector<int64_t> blockA(a.rank), blockB(b.rank);
+  for (int64_t i = 0; i < a.rank; ++i)
+    blockA[i] = c.intAttr(i);
+  for (int64_t i = 0; i < b.rank; ++i)
+    blockB[i] = c.intAttr(a.rank + i);
+  // FP8 values times their scales are exact in FP32 under the pow2 rule
+  // (and rounded once under fp32 scales); the GEMM accumulates in FP32.
+  std::vector<float> A = dequantized(a, sa, blockA.data());
+  std::vector<float> B = dequantized(b, sb, blockB.data());
+  int64_t k = a.last(), m = a.dim(-2), n = b.dim(-2);
+  int64_t batch = a.numel / (m * k);
+  std::vector<float> bo;
+  float *C = out.output(bo);
+  if (b.rank == 2)
+    sgemm(false, true, batch * m, n, k, A.data(), B.data(), C);
+  else
+    for (int64_t p = 0; p < batch; ++p)
+      sgemm(false, true, m, n, k, A.data() + p * m * k, B.data() + p * n * k,
+            C + p * m * n);
+  out.store(C);
+  return 0;
+}
+
+} // namespace infir2::rt::cpu

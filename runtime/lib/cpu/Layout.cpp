@@ -1,0 +1,112 @@
+//===- Layout.cpp - Data movement and lookups on the CPU ------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// copy (converting between element types, rounding to nearest even), fill,
+// transpose, embedding and its gradient (token ids checked), reduce_sum (FP64
+// sums).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Operand.h"
+
+#include <cstring>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+int32_t copy(const Call &c) {
+  Operand in = c.operand(0), out = c.operand(1);
+  if (in.dtype == out.dtype) {
+    std::memmove(out.ptr, in.ptr, in.numel * infir2rt_dtype_size(in.dtype));
+    return 0;
+  }
+#pragma omp parallel for if (in.numel > 65536)
+  for (int64_t i = 0; i < in.numel; ++i)
+    out.set(i, in.get(i));
+  return 0;
+}
+
+int32_t fill(const Call &c) {
+  Operand out = c.operand(0);
+  float v = float(c.attr(0));
+  for (int64_t i = 0; i < out.numel; ++i)
+    out.set(i, v);
+  return 0;
+}
+
+int32_t transpose(const Call &c) {
+  Operand in = c.operand(0), out = c.operand(1);
+  int64_t rank = in.rank;
+  std::vector<int64_t> inStride(rank, 1), idx(rank, 0);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    inStride[i] = inStride[i + 1] * in.shape[i + 1];
+  int64_t size = infir2rt_dtype_size(in.dtype);
+  for (int64_t flat = 0; flat < out.numel; ++flat) {
+    int64_t src = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      src += idx[i] * inStride[c.intAttr(i)];
+    std::memcpy(out.ptr + flat * size, in.ptr + src * size, size);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < out.shape[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+  return 0;
+}
+
+int32_t embedding(const Call &c) {
+  Operand table = c.operand(0), ids = c.operand(1), out = c.operand(2);
+  int64_t vocab = table.dim(0), dim = table.dim(1);
+  int64_t size = infir2rt_dtype_size(table.dtype);
+  for (int64_t t = 0; t < ids.numel; ++t) {
+    int64_t id = ids.getIndex(t);
+    if (id < 0 || id >= vocab)
+      return c.fail("token id %lld at position %lld is out of range [0, %lld)",
+                    (long long)id, (long long)t, (long long)vocab);
+    if (table.dtype == out.dtype)
+      std::memcpy(out.ptr + t * dim * size, table.ptr + id * dim * size,
+                  dim * size);
+    else
+      for (int64_t i = 0; i < dim; ++i)
+        out.set(t * dim + i, table.get(id * dim + i));
+  }
+  return 0;
+}
+
+int32_t embedding_grad(const Call &c) {
+  Operand ids = c.operand(0), dy = c.operand(1), out = c.operand(2);
+  int64_t vocab = out.dim(0), dim = out.dim(1);
+  std::vector<float> bd, bo;
+  const float *D = dy.floats(bd);
+  float *O = out.output(bo, true);
+  for (int64_t t = 0; t < ids.numel; ++t) {
+    int64_t id = ids.getIndex(t);
+    if (id < 0 || id >= vocab)
+      return c.fail("token id %lld at position %lld is out of range [0, %lld)",
+                    (long long)id, (long long)t, (long long)vocab);
+    for (int64_t i = 0; i < dim; ++i)
+      O[id * dim + i] += D[t * dim + i];
+  }
+  out.store(O);
+  return 0;
+}
+
+int32_t reduce_sum(const Call &c) {
+  Operand x = c.operand(0), out = c.operand(1);
+  std::vector<float> bx;
+  const float *X = x.floats(bx);
+  int64_t n = out.numel, rows = x.numel / n;
+  std::vector<double> acc(n, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] += X[r * n + i];
+  for (int64_t i = 0; i < n; ++i)
+    out.set(i, float(acc[i]));
+  return 0;
+}
+
+} // namespace infir2::rt::cpu

@@ -1,0 +1,177 @@
+//===- Operand.h - The CPU backend's operands and calls ---------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Internal to the CPU backend (runtime/lib/cpu): what every family's kernels
+// share. Kernels read their operands as FP32 (BF16 and FP8 widen exactly),
+// compute in FP32 (FP64 for the few reductions whose order would otherwise
+// show, noted where), and round once to the result's element type, so a BF16
+// tensor really holds BF16 values. Loops over rows, heads and elements use
+// OpenMP.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_CPU_OPERAND_H
+#define INFIR2_RUNTIME_CPU_OPERAND_H
+
+#include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Descriptor.h"
+#include "infir2/runtime/FP8.h"
+#include "infir2/runtime/Float.h"
+
+#include <cstdarg>
+#include <cstring>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+/// A descriptor operand with element access in any storage type.
+struct Operand : DescOperand {
+
+  float get(int64_t i) const {
+    switch (dtype) {
+    case INFIR2RT_F32:
+      return reinterpret_cast<const float *>(ptr)[i];
+    case INFIR2RT_BF16:
+      return bf16ToFloat(reinterpret_cast<const uint16_t *>(ptr)[i]);
+    case INFIR2RT_F16:
+      return halfToFloat(reinterpret_cast<const uint16_t *>(ptr)[i]);
+    case INFIR2RT_F64:
+      return float(reinterpret_cast<const double *>(ptr)[i]);
+    case INFIR2RT_E4M3:
+      return e4m3ToFloat(ptr[i]);
+    case INFIR2RT_E5M2:
+      return e5m2ToFloat(ptr[i]);
+    case INFIR2RT_E8M0:
+      return e8m0ToFloat(ptr[i]);
+    case INFIR2RT_I32:
+      return float(reinterpret_cast<const int32_t *>(ptr)[i]);
+    case INFIR2RT_I64:
+      return float(reinterpret_cast<const int64_t *>(ptr)[i]);
+    default:
+      return ptr[i] ? 1.0f : 0.0f;
+    }
+  }
+
+  int64_t getIndex(int64_t i) const {
+    if (dtype == INFIR2RT_I64)
+      return reinterpret_cast<const int64_t *>(ptr)[i];
+    return reinterpret_cast<const int32_t *>(ptr)[i];
+  }
+
+  void set(int64_t i, float v) const {
+    switch (dtype) {
+    case INFIR2RT_F32:
+      reinterpret_cast<float *>(ptr)[i] = v;
+      break;
+    case INFIR2RT_BF16:
+      reinterpret_cast<uint16_t *>(ptr)[i] = floatToBF16(v);
+      break;
+    case INFIR2RT_F16:
+      reinterpret_cast<uint16_t *>(ptr)[i] = floatToHalf(v);
+      break;
+    case INFIR2RT_F64:
+      reinterpret_cast<double *>(ptr)[i] = v;
+      break;
+    case INFIR2RT_E4M3:
+      ptr[i] = floatToE4M3(v);
+      break;
+    case INFIR2RT_E5M2:
+      ptr[i] = floatToE5M2(v);
+      break;
+    case INFIR2RT_E8M0:
+      ptr[i] = floatToE8M0(v);
+      break;
+    case INFIR2RT_I32:
+      reinterpret_cast<int32_t *>(ptr)[i] = int32_t(v);
+      break;
+    case INFIR2RT_I64:
+      reinterpret_cast<int64_t *>(ptr)[i] = int64_t(v);
+      break;
+    default:
+      ptr[i] = v != 0.0f;
+    }
+  }
+
+  /// The operand as FP32: the storage itself when it is FP32, else a copy.
+  const float *floats(std::vector<float> &buffer) const {
+    if (dtype == INFIR2RT_F32)
+      return reinterpret_cast<const float *>(ptr);
+    buffer.resize(numel);
+    float *out = buffer.data();
+    if (dtype == INFIR2RT_BF16) { // the common case, kept branch-free
+      const uint16_t *in = reinterpret_cast<const uint16_t *>(ptr);
+#pragma omp parallel for if (numel > 65536)
+      for (int64_t i = 0; i < numel; ++i)
+        out[i] = bf16ToFloat(in[i]);
+      return out;
+    }
+#pragma omp parallel for if (numel > 65536)
+    for (int64_t i = 0; i < numel; ++i)
+      out[i] = get(i);
+    return out;
+  }
+
+  /// A place to write FP32 results: the storage itself when it is FP32,
+  /// else `buffer` (then call store()). Zeroed only when `zero` is set, for
+  /// kernels that accumulate into their output.
+  float *output(std::vector<float> &buffer, bool zero = false) const {
+    if (dtype == INFIR2RT_F32) {
+      if (zero)
+        std::memset(ptr, 0, numel * sizeof(float));
+      return reinterpret_cast<float *>(ptr);
+    }
+    buffer.assign(numel, 0.0f);
+    return buffer.data();
+  }
+
+  /// Rounds `values` (from output()) into the storage.
+  void store(const float *values) const {
+    if (dtype == INFIR2RT_F32)
+      return;
+    if (dtype == INFIR2RT_BF16) {
+      uint16_t *out = reinterpret_cast<uint16_t *>(ptr);
+#pragma omp parallel for if (numel > 65536)
+      for (int64_t i = 0; i < numel; ++i)
+        out[i] = floatToBF16(values[i]);
+      return;
+    }
+#pragma omp parallel for if (numel > 65536)
+    for (int64_t i = 0; i < numel; ++i)
+      set(i, values[i]);
+  }
+};
+
+/// One call: its operands and attributes, decoded from the descriptor.
+struct Call {
+  infir2rt_context *ctx;
+  const int64_t *desc;
+  const char *where;
+
+  int64_t numOperands() const { return descOperandCount(desc); }
+  int64_t numAttrs() const { return descAttrCount(desc); }
+  Operand operand(int64_t i) const { return {descOperand(ctx, desc, i)}; }
+  double attr(int64_t i) const { return descAttr(desc, i); }
+  int64_t intAttr(int64_t i) const { return int64_t(attr(i)); }
+
+  int32_t fail(const char *fmt, ...) const
+      __attribute__((format(printf, 2, 3))) {
+    va_list args;
+    va_start(args, fmt);
+    descFailV(ctx, where, fmt, args);
+    va_end(args);
+    return 1;
+  }
+};
+
+/// The CPU version of every entry point of ABI.def, defined in the file of
+/// its family; infir2rt_<name> (Entries.cpp) runs it unless the context's
+/// regions live on a device.
+#define INFIR2RT_ENTRY(name, attributes) int32_t name(const Call &c);
+#include "infir2/runtime/ABI.def"
+
+} // namespace infir2::rt::cpu
+
+#endif // INFIR2_RUNTIME_CPU_OPERAND_H

@@ -1,0 +1,193 @@
+//===- Quantize.cpp - FP8 quantization on the CPU -------------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// fp8.quantize, fp8.quantize_dual, fp8.dequantize and fp8.amax: block amaxes
+// (NaN propagates; a non-finite block is refused), scales by fp8Scale and the
+// cast by floatToFP8 (FP8.h), the same functions the CUDA kernels run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Blocks.h"
+#include "Operand.h"
+
+#include "infir2/runtime/FP8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+namespace {
+
+/// The largest magnitude of n floats, or NaN if any is not finite. Eight
+/// independent lanes, so that the compiler vectorizes it.
+float blockAbsMax(const float *x, int64_t n) {
+  float m[8] = {}, poison[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      float a = std::fabs(x[i + l]);
+      m[l] = a > m[l] ? a : m[l];
+      poison[l] += x[i + l] * 0.0f; // NaN for NaN or ±inf
+    }
+  float r = 0.0f, p = 0.0f;
+  for (; i < n; ++i) {
+    r = std::max(r, std::fabs(x[i]));
+    p += x[i] * 0.0f;
+  }
+  for (int l = 0; l < 8; ++l) {
+    r = std::max(r, m[l]);
+    p += poison[l];
+  }
+  return p == 0.0f ? r : std::numeric_limits<float>::quiet_NaN();
+}
+
+/// Quantizes the FP32 values `x` (numel of `data`) into `data` and `scale`.
+int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
+                     const Operand &scale, FP8Format format, bool pow2,
+                     const int64_t *block) {
+  Blocks g(data, block);
+  int64_t rows = data.numel / g.C;
+  std::vector<float> amax(scale.numel, 0.0f);
+#pragma omp parallel if (data.numel > 65536)
+  {
+    std::vector<float> local(scale.numel, 0.0f);
+#pragma omp for
+    for (int64_t q = 0; q < rows; ++q) {
+      if (!g.fast()) {
+        forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+          local[b] = nanMax(local[b], std::fabs(x[i]));
+        });
+        continue;
+      }
+      int64_t base = g.rowBase(q);
+      for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb) {
+        const float *chunk = x + q * g.C + cb * g.bc;
+        float m = blockAbsMax(chunk, g.bc);
+        if (std::isnan(m)) { // a non-finite value: NaN, or else inf
+          m = 0.0f;
+          for (int64_t c = 0; c < g.bc; ++c)
+            m = nanMax(m, std::fabs(chunk[c]));
+        }
+        local[base + cb] = nanMax(local[base + cb], m);
+      }
+    }
+#pragma omp critical
+    for (int64_t b = 0; b < scale.numel; ++b)
+      amax[b] = nanMax(amax[b], local[b]);
+  }
+  std::vector<float> s(scale.numel);
+  for (int64_t b = 0; b < scale.numel; ++b) {
+    if (!std::isfinite(amax[b]))
+      return c.fail("non-finite amax (%s) in scale block %lld: refusing to "
+                    "quantize it",
+                    std::isnan(amax[b]) ? "nan" : "inf", (long long)b);
+    s[b] = fp8Scale(amax[b], format, pow2);
+    scale.set(b, s[b]);
+  }
+  // x / s: for a power-of-two scale (>= 2^-57, kAmaxFloor / 57344) the
+  // reciprocal is exact, so multiplying by it is the same rounding.
+  std::vector<float> inv(scale.numel);
+  for (int64_t b = 0; b < scale.numel; ++b)
+    inv[b] = 1.0f / s[b];
+  if (pow2) {
+#pragma omp parallel for if (data.numel > 65536)
+    for (int64_t q = 0; q < rows; ++q)
+      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+        data.ptr[i] = floatToFP8(x[i] * inv[b], format);
+      });
+    return 0;
+  }
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t q = 0; q < rows; ++q)
+    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+      data.ptr[i] = floatToFP8(x[i] / s[b], format);
+    });
+  return 0;
+}
+
+} // namespace
+
+std::vector<float> dequantized(const Operand &data, const Operand &scale,
+                               const int64_t *block) {
+  Blocks g(data, block);
+  int64_t rows = data.numel / g.C;
+  std::vector<float> s(scale.numel), out(data.numel);
+  for (int64_t b = 0; b < scale.numel; ++b)
+    s[b] = scale.get(b);
+  FP8Format format =
+      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3;
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t q = 0; q < rows; ++q)
+    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+      out[i] = fp8ToFloat(data.ptr[i], format) * s[b];
+    });
+  return out;
+}
+
+int32_t quantize(const Call &c) {
+  Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2);
+  FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
+  std::vector<int64_t> block(x.rank);
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = c.intAttr(2 + i);
+  std::vector<float> bx;
+  return quantizeInto(c, x.floats(bx), data, scale, format, c.attr(1) != 0.0,
+                      block.data());
+}
+
+int32_t quantize_dual(const Call &c) {
+  Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2),
+          dataT = c.operand(3), scaleT = c.operand(4);
+  FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
+  bool pow2 = c.attr(1) != 0.0;
+  std::vector<int64_t> block(x.rank);
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = c.intAttr(2 + i);
+  int64_t blockT[2] = {c.intAttr(2 + x.rank), c.intAttr(3 + x.rank)};
+  std::vector<float> bx;
+  const float *X = x.floats(bx);
+  if (int32_t err = quantizeInto(c, X, data, scale, format, pow2, block.data()))
+    return err;
+  // The [K, T] transpose of the [T, K] view.
+  int64_t cols = x.last(), rows = x.rows();
+  std::vector<float> t(x.numel);
+#pragma omp parallel for
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i)
+      t[j * rows + i] = X[i * cols + j];
+  return quantizeInto(c, t.data(), dataT, scaleT, format, pow2, blockT);
+}
+
+int32_t dequantize(const Call &c) {
+  Operand data = c.operand(0), scale = c.operand(1), out = c.operand(2);
+  std::vector<int64_t> block(data.rank);
+  for (int64_t i = 0; i < data.rank; ++i)
+    block[i] = c.intAttr(i);
+  std::vector<float> x = dequantized(data, scale, block.data());
+  for (int64_t i = 0; i < out.numel; ++i)
+    out.set(i, x[i]);
+  return 0;
+}
+
+int32_t amax(const Call &c) {
+  Operand x = c.operand(0), out = c.operand(1);
+  std::vector<int64_t> block(x.rank);
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = c.intAttr(i);
+  Blocks g(x, block.data());
+  std::vector<float> amax(out.numel, 0.0f);
+  forEachBlocked(g, 0, x.numel / g.C, [&](int64_t i, int64_t b) {
+    amax[b] = nanMax(amax[b], std::fabs(x.get(i)));
+  });
+  for (int64_t i = 0; i < out.numel; ++i)
+    out.set(i, amax[i]);
+  return 0;
+}
+
+} // namespace infir2::rt::cpu

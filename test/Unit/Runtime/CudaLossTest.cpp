@@ -1,0 +1,147 @@
+//===- CudaLossTest.cpp - GPU loss and attention kernels ------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Cross-entropy, the gradients that reduce across tokens, and attention on
+// the GPU against the CPU backend, within the ulps each test states.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace infir2::test;
+
+// The loss and the gradients that reduce across tokens, against the CPU
+// backend: sums in other orders (block reductions, atomics), so within a few
+// ulps of each value (the loss, dx, the logits' gradient) or of the largest
+// (dw and the embedding gradient, sums that may cancel).
+TEST(CudaLoss, MatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  std::mt19937_64 rng = seededRng();
+  const int64_t T = 64, V = 300;
+  auto targetsOf = [&](Call &c, int operand) {
+    int32_t *t =
+        reinterpret_cast<int32_t *>(c.host.data() + c.operands[operand].first);
+    for (int i = 0; i < T; ++i)
+      t[i] = i % 9 == 0 ? -100 : int32_t(rng() % V); // some ignored
+  };
+  {
+    SCOPED_TRACE("cross_entropy");
+    Call c;
+    int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
+        mask = c.add({T}, INFIR2RT_F32), out = c.add({}, INFIR2RT_F32);
+    c.attrs({-100, 1});
+    fill(c, logits, INFIR2RT_F32, T, V, rng);
+    targetsOf(c, t);
+    float *m =
+        reinterpret_cast<float *>(c.host.data() + c.operands[mask].first);
+    for (int i = 0; i < T; ++i)
+      m[i] = i % 4 == 0 ? 0.0f : 1.0f;
+    compareClose(c, out, INFIR2RT_F32, 1, 64, infir2rt_cross_entropy,
+                 infir2rt_cuda_cross_entropy);
+  }
+  {
+    SCOPED_TRACE("cross_entropy_grad");
+    Call c;
+    int logits = c.add({T, V}, INFIR2RT_BF16), t = c.add({T}, INFIR2RT_I32),
+        dloss = c.add({}, INFIR2RT_F32), out = c.add({T, V}, INFIR2RT_F32);
+    c.attrs({-100, 0});
+    fill(c, logits, INFIR2RT_BF16, T, V, rng);
+    targetsOf(c, t);
+    float one = 1.0f;
+    std::memcpy(c.host.data() + c.operands[dloss].first, &one, 4);
+    compareClose(c, out, INFIR2RT_F32, T * V, 64, infir2rt_cross_entropy_grad,
+                 infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
+  }
+  {
+    SCOPED_TRACE("rms_norm_grad");
+    Call c;
+    int x = c.add({T, 256}, INFIR2RT_BF16), w = c.add({256}, INFIR2RT_BF16),
+        dy = c.add({T, 256}, INFIR2RT_BF16);
+    int dx = c.add({T, 256}, INFIR2RT_F32), dw = c.add({256}, INFIR2RT_F32);
+    c.attrs({1e-6});
+    fill(c, x, INFIR2RT_BF16, T, 256, rng);
+    fill(c, w, INFIR2RT_BF16, 1, 256, rng);
+    fill(c, dy, INFIR2RT_BF16, T, 256, rng);
+    compareClose(c, dx, INFIR2RT_F32, T * 256, 256, infir2rt_rms_norm_grad,
+                 infir2rt_cuda_rms_norm_grad, /*normwise=*/true);
+    compareClose(c, dw, INFIR2RT_F32, 256, 256, infir2rt_rms_norm_grad,
+                 infir2rt_cuda_rms_norm_grad, /*normwise=*/true);
+  }
+  {
+    SCOPED_TRACE("embedding_grad");
+    Call c;
+    int ids = c.add({T}, INFIR2RT_I32), dy = c.add({T, 32}, INFIR2RT_F32),
+        out = c.add({40, 32}, INFIR2RT_F32);
+    int32_t *id =
+        reinterpret_cast<int32_t *>(c.host.data() + c.operands[ids].first);
+    for (int i = 0; i < T; ++i)
+      id[i] = int32_t(rng() % 40); // repeated ids: accumulated rows
+    fill(c, dy, INFIR2RT_F32, T, 32, rng);
+    compareClose(c, out, INFIR2RT_F32, 40 * 32, 16, infir2rt_embedding_grad,
+                 infir2rt_cuda_embedding_grad, /*normwise=*/true);
+  }
+}
+
+// Causal GQA attention (4 query heads on 2 KV heads, head_dim 64, 2 x 96
+// tokens) and its gradient against the CPU backend: FP32 dot products and
+// sums in other orders (atomics for dK and dV), so within 64 ulps of the
+// largest output of each tensor.
+TEST(CudaAttention, MatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  std::mt19937_64 rng = seededRng();
+  const int64_t B = 2, S = 96, H = 4, KV = 2, D = 64;
+  std::vector<double> attrs = {double(H), double(KV), double(D), 0.125, 1.0};
+  {
+    SCOPED_TRACE("attention");
+    Call c;
+    int q = c.add({B, S, H * D}, INFIR2RT_BF16),
+        k = c.add({B, S, KV * D}, INFIR2RT_BF16),
+        v = c.add({B, S, KV * D}, INFIR2RT_BF16);
+    int out = c.add({B, S, H * D}, INFIR2RT_F32);
+    c.attrs(attrs);
+    for (int o : {q, k, v})
+      fill(c, o, INFIR2RT_BF16, B * S, o == q ? H * D : KV * D, rng);
+    compareClose(c, out, INFIR2RT_F32, B * S * H * D, 64, infir2rt_attention,
+                 infir2rt_cuda_attention, /*normwise=*/true);
+  }
+  {
+    SCOPED_TRACE("attention_grad");
+    Call c;
+    int q = c.add({B, S, H * D}, INFIR2RT_F32),
+        k = c.add({B, S, KV * D}, INFIR2RT_F32),
+        v = c.add({B, S, KV * D}, INFIR2RT_F32),
+        dout = c.add({B, S, H * D}, INFIR2RT_F32);
+    int dq = c.add({B, S, H * D}, INFIR2RT_F32),
+        dk = c.add({B, S, KV * D}, INFIR2RT_BF16),
+        dv = c.add({B, S, KV * D}, INFIR2RT_F32);
+    c.attrs(attrs);
+    for (int o : {q, k, v, dout})
+      fill(c, o, INFIR2RT_F32, B * S, (o == k || o == v) ? KV * D : H * D, rng);
+    compareClose(c, dq, INFIR2RT_F32, B * S * H * D, 64,
+                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
+                 /*normwise=*/true);
+    compareClose(c, dk, INFIR2RT_BF16, B * S * KV * D, 2,
+                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
+                 /*normwise=*/true);
+    compareClose(c, dv, INFIR2RT_F32, B * S * KV * D, 64,
+                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
+                 /*normwise=*/true);
+  }
+}
+
+} // namespace
