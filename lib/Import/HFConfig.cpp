@@ -263,11 +263,13 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
   Type elt;
   if (options.dtype == "bf16")
     elt = BFloat16Type::get(ctx);
+  else if (options.dtype == "f16")
+    elt = Float16Type::get(ctx);
   else if (options.dtype == "f32")
     elt = Float32Type::get(ctx);
   else {
     emitError(unknown) << "unsupported dtype '" << options.dtype
-                       << "' (expected bf16 or f32)";
+                       << "' (expected bf16, f16 or f32)";
     return nullptr;
   }
   if (options.seqLen <= 0 || options.microBatch <= 0) {

@@ -36,5 +36,10 @@ void infir2::registerAllPasses() {
   infir2::registerInfiR2Passes();
   infir2::registerInfiR2ConversionPasses();
   infir2::registerPipelines();
-  mlir::registerTransformsPasses();
+  // The generic transforms a reader of InfiR2's IR uses, not all of
+  // upstream's: InfiR2's passes and pipelines lead infir2-opt --help.
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  mlir::registerPrintOpStatsPass();
 }

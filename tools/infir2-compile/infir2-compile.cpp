@@ -21,6 +21,7 @@
 #include "infir2/Compiler/Compiler.h"
 #include "infir2/InitAll.h"
 #include "infir2/Pipelines/Pipelines.h"
+#include "infir2/Support/ToolOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -151,7 +152,7 @@ static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  infir2::hideLLVMOptions({&category});
   cl::ParseCommandLineOptions(argc, argv,
                               "InfiR2: compiles a model to a trainer\n");
   infir2::TrainerPipelineOptions options;

@@ -15,6 +15,8 @@
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Import/HFConfig.h"
 #include "infir2/InitAll.h"
+#include "infir2/Support/EnumOption.h"
+#include "infir2/Support/ToolOptions.h"
 #include "infir2/Support/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,22 +35,36 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+namespace {
+/// The element type of a model's parameters and activations.
+enum class DType { bf16, f16, f32 };
+} // namespace
+
+INFIR2_ENUM_OPTION_PARSER(DType);
+
+static cl::OptionCategory category("infir2-import options");
+
 static cl::opt<std::string> configPath("hf-config", cl::Required,
                                        cl::desc("Hugging Face config.json"),
-                                       cl::value_desc("file"));
+                                       cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output MLIR file"),
-                                       cl::value_desc("file"), cl::init("-"));
+                                       cl::value_desc("file"), cl::init("-"), cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len", cl::init(4096),
-                               cl::desc("Tokens per sequence"));
+                               cl::desc("Tokens per sequence"), cl::cat(category));
 static cl::opt<int64_t> microBatch("micro-batch", cl::init(1),
-                                   cl::desc("Sequences per micro-batch"));
-static cl::opt<std::string>
-    dtype("dtype", cl::init("bf16"),
-          cl::desc("Element type of parameters and activations (bf16 or f32)"));
+                                   cl::desc("Sequences per micro-batch"), cl::cat(category));
+static cl::opt<DType>
+    dtype("dtype", cl::init(DType::bf16),
+          cl::desc("Element type of parameters and activations"),
+          cl::values(clEnumValN(DType::bf16, "bf16", "BF16"),
+                     clEnumValN(DType::f16, "f16", "IEEE half"),
+                     clEnumValN(DType::f32, "f32", "FP32")),
+          cl::cat(category));
 static cl::opt<bool> summary(
     "summary",
     cl::desc("Print the architecture and parameter count; the IR is then "
-             "written only with an explicit -o"));
+             "written only with an explicit -o"),
+    cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "infir2-import") << message << "\n";
@@ -77,6 +93,7 @@ static void printSummary(const infir2::DecoderConfig &c, func::FuncOp forward) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  infir2::hideLLVMOptions({&category});
   // --mlir-print-debuginfo shows the module path each op implements.
   registerAsmPrinterCLOptions();
   cl::ParseCommandLineOptions(
@@ -97,7 +114,9 @@ int main(int argc, char **argv) {
   infir2::ImportOptions options;
   options.seqLen = seqLen;
   options.microBatch = microBatch;
-  options.dtype = dtype;
+  options.dtype = dtype == DType::bf16 ? "bf16"
+                  : dtype == DType::f16  ? "f16"
+                                         : "f32";
   OwningOpRef<ModuleOp> module =
       infir2::buildDecoderForward(&ctx, *config, options);
   if (!module)

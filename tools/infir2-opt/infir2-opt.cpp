@@ -10,11 +10,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/InitAll.h"
+#include "infir2/Support/ToolOptions.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  infir2::hideLLVMOptions();
   mlir::DialectRegistry registry;
   infir2::registerAllDialects(registry);
   infir2::registerAllPasses();

@@ -21,6 +21,7 @@
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/InitAll.h"
+#include "infir2/Support/ToolOptions.h"
 #include "infir2/Interpreter/Interpreter.h"
 #include "infir2/runtime/Checkpoint.h"
 
@@ -44,37 +45,39 @@ using namespace mlir;
 using infir2::interp::Tensor;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory category("infir2-run options");
+
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input.mlir>"),
-                                      cl::init("-"));
+                                      cl::init("-"), cl::cat(category));
 static cl::opt<std::string> entry("entry", cl::init("forward"),
-                                  cl::desc("Function to run"));
+                                  cl::desc("Function to run"), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::init(0),
-                              cl::desc("Seed of the input generator"));
+                              cl::desc("Seed of the input generator"), cl::cat(category));
 static cl::opt<bool> freshSeed(
     "fresh-seed",
     cl::desc("Draw a new seed from std::random_device (printed, so a failure "
-             "can be replayed with --seed)"));
+             "can be replayed with --seed)"), cl::cat(category));
 static cl::opt<double> perturbInit(
     "perturb-init", cl::init(0.0),
     cl::desc("Add N(0, sigma^2) noise to every parameter after its "
              "initialization rule, so that zero biases and unit norms are "
              "exercised too"),
-    cl::value_desc("sigma"));
+    cl::value_desc("sigma"), cl::cat(category));
 static cl::opt<bool> gradcheck(
     "gradcheck",
     cl::desc("Check the gradients of --train-step against central finite "
-             "differences of --entry (the forward function)"));
+             "differences of --entry (the forward function)"), cl::cat(category));
 static cl::opt<std::string> trainStepName(
     "train-step", cl::init("train_step"),
-    cl::desc("With --gradcheck: the function made by --infir2-autodiff"));
+    cl::desc("With --gradcheck: the function made by --infir2-autodiff"), cl::cat(category));
 static cl::opt<unsigned> gradcheckSamples(
     "gradcheck-samples", cl::init(6),
     cl::desc("With --gradcheck: coordinates checked per parameter (the "
-             "largest gradient plus random ones)"));
+             "largest gradient plus random ones)"), cl::cat(category));
 static cl::opt<double> gradcheckRtol("gradcheck-rtol", cl::init(1e-5),
-                                     cl::desc("Relative tolerance"));
+                                     cl::desc("Relative tolerance"), cl::cat(category));
 static cl::opt<double> gradcheckAtol("gradcheck-atol", cl::init(1e-8),
-                                     cl::desc("Absolute tolerance"));
+                                     cl::desc("Absolute tolerance"), cl::cat(category));
 static cl::opt<uint64_t> maxElements(
     "max-elements", cl::init(uint64_t(1) << 28),
     cl::desc("Refuse functions whose inputs hold more elements than this "
@@ -87,11 +90,11 @@ static cl::opt<std::string> inputsPath(
              "grad.<name> etc., batch inputs as input.input_ids, "
              "input.targets, input.loss_mask, input.positions (what a "
              "compiled trainer's --dump-step writes), others as arg<N>"),
-    cl::value_desc("file"), cl::init(""));
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 static cl::opt<std::string>
     dumpPath("dump",
              cl::desc("Write inputs and results to this safetensors file"),
-             cl::value_desc("file"));
+             cl::value_desc("file"), cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "infir2-run") << message << "\n";
@@ -335,6 +338,7 @@ static int runGradcheck(func::FuncOp forward, func::FuncOp step,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  infir2::hideLLVMOptions({&category});
   cl::ParseCommandLineOptions(
       argc, argv, "InfiR2 reference interpreter (FP64) on random inputs\n");
 

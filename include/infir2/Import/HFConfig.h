@@ -50,7 +50,7 @@ llvm::Expected<DecoderConfig> parseHFConfig(llvm::StringRef json);
 struct ImportOptions {
   int64_t seqLen = 4096;
   int64_t microBatch = 1;
-  /// Element type of parameters and activations: "bf16" or "f32".
+  /// Element type of parameters and activations: "bf16", "f16" or "f32".
   std::string dtype = "bf16";
 };
 
