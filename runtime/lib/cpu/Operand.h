@@ -160,7 +160,7 @@ struct Call {
       __attribute__((format(printf, 2, 3))) {
     va_list args;
     va_start(args, fmt);
-    descFailV(ctx, where, fmt, args);
+    setCallErrorV(ctx, where, fmt, args);
     va_end(args);
     return 1;
   }

@@ -24,7 +24,7 @@ namespace {
 
 using Operand = infir2::rt::DescOperand;
 using infir2::rt::descAttr;
-using infir2::rt::descFail;
+using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 using infir2::rt::cuda::View;
 using infir2::rt::cuda::viewOf;
@@ -148,7 +148,7 @@ int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
   a.qw = a.heads * a.hd;
   a.kw = (a.heads / a.group) * a.hd;
   if (a.hd > kMaxHeadDim)
-    return descFail(ctx, where, "the CUDA attention takes head_dim <= %d",
+    return setCallError(ctx, where, "the CUDA attention takes head_dim <= %d",
                     kMaxHeadDim);
   return 0;
 }
@@ -185,7 +185,7 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
   int64_t bytes[3] = {};
   for (int i = 0; i < 3; ++i) {
     if (grads[i].dtype != INFIR2RT_F32 && grads[i].dtype != INFIR2RT_BF16)
-      return descFail(ctx, where, "%s",
+      return setCallError(ctx, where, "%s",
                       "the CUDA attention gradient writes f32 or bf16");
     if (grads[i].dtype == INFIR2RT_BF16)
       bytes[i] = grads[i].numel * int64_t(sizeof(float));

@@ -29,7 +29,7 @@ namespace {
 
 using Operand = infir2::rt::DescOperand;
 using infir2::rt::descAttr;
-using infir2::rt::descFail;
+using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 
 Operand descOperand(infir2rt_context *ctx, const int64_t *desc, int64_t i) {
@@ -81,7 +81,7 @@ __global__ void elementwiseKernel(Op op, View a, View b, View out) {
 int32_t elementwise(infir2rt_context *ctx, const int64_t *desc,
                     const char *where, Op op, int inputs) {
   if (!floatOperands(desc, ctx))
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA kernel takes f32 or bf16 operands");
   View a = viewOf(descOperand(ctx, desc, 0));
   View b = inputs > 1 ? viewOf(descOperand(ctx, desc, 1)) : a;
@@ -156,7 +156,7 @@ extern "C" int32_t infir2rt_cuda_rms_norm(infir2rt_context *ctx,
                                           const int64_t *desc,
                                           const char *where) {
   if (!floatOperands(desc, ctx))
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA kernel takes f32 or bf16 operands");
   Operand x = descOperand(ctx, desc, 0), w = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
@@ -179,7 +179,7 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
     return rc;
   float lr = in[0], t = in[1];
   if (!(t >= 1.0f))
-    return descFail(ctx, where, "step must be at least 1, got %g", double(t));
+    return setCallError(ctx, where, "step must be at least 1, got %g", double(t));
   // The same clipping and bias corrections as the CPU backend, on the host.
   double b1 = descAttr(desc, 0), b2 = descAttr(desc, 1);
   float scale = infir2::rt::clippedGradScale(in[2], in[3], descAttr(desc, 4));
@@ -206,7 +206,7 @@ extern "C" int32_t infir2rt_cuda_swiglu_grad(infir2rt_context *ctx,
                                              const int64_t *desc,
                                              const char *where) {
   if (!floatOperands(desc, ctx))
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA kernel takes f32 or bf16 operands");
   View g = viewOf(descOperand(ctx, desc, 0));
   swigluGradKernel<<<unsigned((g.numel + 255) / 256), 256, 0,

@@ -60,7 +60,7 @@ int32_t fused(infir2rt_context *ctx, const int64_t *desc, const char *where,
               int64_t producerAttrs, infir2::rt::cuda::AmaxPass pass) {
   for (int64_t i = 0; i < 3; ++i)
     if (!floatOperand(descOperand(ctx, desc, i)))
-      return infir2::rt::descFail(ctx, where, "%s",
+      return infir2::rt::setCallError(ctx, where, "%s",
                                   "the CUDA kernel takes f32 or bf16 operands");
   std::vector<int64_t> quantize =
       subDescriptor(desc, {2, 3, 4, 5, 6}, producerAttrs,

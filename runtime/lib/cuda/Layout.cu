@@ -27,7 +27,7 @@ namespace {
 using Operand = infir2::rt::DescOperand;
 using infir2::rt::allGatherHost;
 using infir2::rt::descAttr;
-using infir2::rt::descFail;
+using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 using infir2::rt::reduceScatterHost;
 using infir2::rt::RowShard;
@@ -127,7 +127,7 @@ extern "C" int32_t infir2rt_cuda_fill(infir2rt_context *ctx,
                                       const int64_t *desc, const char *where) {
   Operand out = descOperand(ctx, desc, 0);
   if (out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16)
-    return descFail(ctx, where, "%s", "the CUDA fill writes f32 or bf16");
+    return setCallError(ctx, where, "%s", "the CUDA fill writes f32 or bf16");
   fillKernel<<<blocksFor(out.numel), kThreads, 0,
                infir2::rt::cuda::streamOf(ctx)>>>(viewOf(out),
                                                   float(descAttr(desc, 0)));
@@ -161,7 +161,7 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
   Operand table = descOperand(ctx, desc, 0), ids = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
   if (ids.dtype != INFIR2RT_I32)
-    return descFail(ctx, where, "%s", "the CUDA embedding takes i32 ids");
+    return setCallError(ctx, where, "%s", "the CUDA embedding takes i32 ids");
   int64_t vocab = table.shape[0], dim = table.shape[1];
   unsigned long long *bad = nullptr, none = ~0ull, first = none;
   INFIR2_CUDA_CHECK(ctx, infir2::rt::cuda::takeWorkspace({{&bad, sizeof *bad}}),
@@ -181,7 +181,7 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
   if (first != none) {
     int32_t id = 0;
     cudaMemcpy(&id, ids.ptr + first * 4, 4, cudaMemcpyDeviceToHost);
-    return descFail(ctx, where,
+    return setCallError(ctx, where,
                     "token id %d at position %llu is out of range [0, %lld)",
                     id, first, (long long)vocab);
   }
@@ -193,7 +193,7 @@ extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
   Operand x = descOperand(ctx, desc, 0), pos = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
   if (pos.dtype != INFIR2RT_I32)
-    return descFail(ctx, where, "%s", "the CUDA rope takes i32 positions");
+    return setCallError(ctx, where, "%s", "the CUDA rope takes i32 positions");
   int64_t hd = int64_t(descAttr(desc, 0)), width = x.last();
   int64_t tokens = x.rows(), heads = width / hd;
   ropeKernel<<<blocksFor(tokens * heads * (hd / 2)), kThreads, 0,
@@ -246,7 +246,7 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
     char error[256] = {0};
     if (ctx->comm->all_reduce_sum(ctx->comm->impl, &all, 1, error,
                                   sizeof error))
-      return descFail(ctx, where, "all-reduce of the squared norm failed: %s",
+      return setCallError(ctx, where, "all-reduce of the squared norm failed: %s",
                       error);
     ss = all;
   }
@@ -345,7 +345,7 @@ int32_t onDevice(infir2rt_context *ctx, const int64_t *desc, const char *where,
   } else {
     int64_t world = int64_t(descAttr(desc, 0));
     if (infir2::rt::checkWorldSize(ctx, world, error, sizeof error))
-      return descFail(ctx, where, "%s", error);
+      return setCallError(ctx, where, "%s", error);
     bool scatter = kind == Collective::ReduceScatter;
     std::vector<RowShard> bucket = deviceRowShards(ctx, desc, scatter);
     int64_t block = infir2::rt::shardBytes(bucket, world);
@@ -370,7 +370,7 @@ int32_t onDevice(infir2rt_context *ctx, const int64_t *desc, const char *where,
       infir2::rt::unpackByRank(recv, bucket, world, copy);
   }
   if (rc)
-    return descFail(ctx, where, "%s", error);
+    return setCallError(ctx, where, "%s", error);
   INFIR2_CUDA_CHECK(ctx, status, where);
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
@@ -410,7 +410,7 @@ extern "C" int32_t infir2rt_cuda_all_reduce(infir2rt_context *ctx,
   char error[256] = {0};
   if (ctx->comm->all_reduce_sum(ctx->comm->impl, bucket.data(), total, error,
                                 sizeof error) != 0)
-    return descFail(ctx, where, "all-reduce of %lld floats failed: %s",
+    return setCallError(ctx, where, "all-reduce of %lld floats failed: %s",
                     (long long)total, error);
   for (int64_t i = 0, at = 0; i < n; ++i) {
     Operand out = descOperand(ctx, desc, n + i);
@@ -455,7 +455,7 @@ int32_t stagedRowShards(infir2rt_context *ctx, const int64_t *desc,
   }
   char error[256] = {0};
   if (collective(ctx, world, bucket, error, sizeof error))
-    return descFail(ctx, where, "%s: %s", what, error);
+    return setCallError(ctx, where, "%s: %s", what, error);
   for (int64_t i = 0; i < n; ++i) {
     const std::vector<uint8_t> &host = wholeFirst ? shards[i] : wholes[i];
     INFIR2_CUDA_CHECK(ctx,

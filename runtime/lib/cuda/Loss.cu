@@ -24,7 +24,7 @@ namespace {
 
 using Operand = infir2::rt::DescOperand;
 using infir2::rt::descAttr;
-using infir2::rt::descFail;
+using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 using infir2::rt::cuda::View;
 using infir2::rt::cuda::viewOf;
@@ -77,7 +77,7 @@ int32_t tokenWeights(infir2rt_context *ctx, const int64_t *desc,
   if (hasMask) {
     Operand m = descOperand(ctx, desc, 2);
     if (m.dtype != INFIR2RT_F32)
-      return descFail(ctx, where, "%s", "the CUDA loss takes an f32 mask");
+      return setCallError(ctx, where, "%s", "the CUDA loss takes an f32 mask");
     mask.resize(m.numel);
     INFIR2_CUDA_CHECK(
         ctx,
@@ -89,7 +89,7 @@ int32_t tokenWeights(infir2rt_context *ctx, const int64_t *desc,
   for (size_t i = 0; i < t.size(); ++i) {
     float wi = t[i] == ignore ? 0.0f : (hasMask ? mask[i] : 1.0f);
     if (wi != 0.0f && (t[i] < 0 || t[i] >= vocab))
-      return descFail(ctx, where,
+      return setCallError(ctx, where,
                       "target %d at position %zu is out of range [0, %lld)",
                       t[i], i, (long long)vocab);
     w[i] = wi;
@@ -259,7 +259,7 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
   Operand ids = descOperand(ctx, desc, 0), dy = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
   if (out.dtype != INFIR2RT_F32 || ids.dtype != INFIR2RT_I32)
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA embedding gradient takes i32 ids and writes f32");
   int64_t vocab = out.shape[0], dim = out.shape[1];
   std::vector<int32_t> host(ids.numel);
@@ -269,7 +269,7 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
       where);
   for (size_t t = 0; t < host.size(); ++t)
     if (host[t] < 0 || host[t] >= vocab)
-      return descFail(ctx, where,
+      return setCallError(ctx, where,
                       "token id %d at position %zu is out of range [0, %lld)",
                       host[t], t, (long long)vocab);
   INFIR2_CUDA_CHECK(ctx, cudaMemset(out.ptr, 0, out.numel * 4), where);

@@ -37,7 +37,7 @@ namespace {
 
 using Operand = infir2::rt::DescOperand;
 using infir2::rt::descAttr;
-using infir2::rt::descFail;
+using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 using infir2::rt::cuda::AmaxPass;
 using infir2::rt::cuda::AmaxSink;
@@ -139,11 +139,11 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
   Operand x = descOperand(ctx, desc, 0), data = descOperand(ctx, desc, 1),
           scale = descOperand(ctx, desc, 2);
   if (x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16)
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA quantizer takes f32 or bf16 inputs");
   if (scale.dtype != INFIR2RT_F32 ||
       (dual && descOperand(ctx, desc, 4).dtype != INFIR2RT_F32))
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA quantizer writes f32 scales only");
   FP8Format format =
       descAttr(desc, 0) != 0.0 ? FP8Format::E5M2 : FP8Format::E4M3;
@@ -153,7 +153,7 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
     block[i] = int64_t(descAttr(desc, 2 + i));
   Geometry g, gt{};
   if (!geometryOf(x.shape, x.rank, block, g))
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA quantizer does not handle this granularity");
   Operand dataT{}, scaleT{};
   int64_t T = x.numel / g.C;
@@ -225,7 +225,7 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
       float value;
       std::memcpy(&value, &bits, sizeof value);
       bool rowWise = flag - 1 < (unsigned long long)nb;
-      return descFail(ctx, where,
+      return setCallError(ctx, where,
                       "non-finite amax (%s) in scale block %llu%s: refusing "
                       "to quantize it",
                       std::isnan(value) ? "nan" : "inf",
@@ -276,7 +276,7 @@ extern "C" int32_t infir2rt_cuda_amax(infir2rt_context *ctx,
   Geometry g;
   if ((x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16) ||
       out.dtype != INFIR2RT_F32 || !blocksOf(desc, 0, x, g))
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA amax takes f32/bf16 inputs, writes f32, and "
                     "does not handle this granularity");
   unsigned *bits = nullptr;
@@ -304,7 +304,7 @@ extern "C" int32_t infir2rt_cuda_dequantize(infir2rt_context *ctx,
   if (scale.dtype != INFIR2RT_F32 ||
       (out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16) ||
       !blocksOf(desc, 0, data, g))
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA dequantize takes f32 scales, writes f32/bf16, "
                     "and does not handle this granularity");
   const int threads = 256;

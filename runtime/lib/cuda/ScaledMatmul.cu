@@ -38,7 +38,7 @@ namespace {
 
 using Operand = infir2::rt::DescOperand;
 using infir2::rt::descAttr;
-using infir2::rt::descFail;
+using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
@@ -101,7 +101,7 @@ struct Lt {
       cublasLtMatmulPreferenceDestroy(pref);
       BLAS_CHECK(st);
       if (found == 0)
-        return descFail(ctx, where, "%s",
+        return setCallError(ctx, where, "%s",
                         "cuBLASLt has no algorithm for this GEMM (FP8 block "
                         "scaling needs Hopper and cuBLAS >= 12.9)");
       it = algos.emplace(key, result.algo).first;
@@ -171,12 +171,12 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
           b = descOperand(ctx, desc, 2), sb = descOperand(ctx, desc, 3),
           d = descOperand(ctx, desc, 4);
   if (b.rank != 2)
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA FP8 GEMM takes a rank-2 rhs (shared weights)");
   if (a.dtype == INFIR2RT_E5M2 && b.dtype == INFIR2RT_E5M2)
-    return descFail(ctx, where, "%s", "cuBLASLt has no E5M2 x E5M2 FP8 GEMM");
+    return setCallError(ctx, where, "%s", "cuBLASLt has no E5M2 x E5M2 FP8 GEMM");
   if (d.dtype != INFIR2RT_BF16 && d.dtype != INFIR2RT_F32)
-    return descFail(ctx, where, "%s", "the CUDA FP8 GEMM writes bf16 or f32");
+    return setCallError(ctx, where, "%s", "the CUDA FP8 GEMM writes bf16 or f32");
   int64_t blockA[INFIR2RT_MAX_RANK], blockB[2];
   for (int64_t i = 0; i < a.rank; ++i)
     blockA[i] = int64_t(descAttr(desc, i));
@@ -184,15 +184,15 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     blockB[i] = int64_t(descAttr(desc, a.rank + i));
   Mode ma, mb;
   if (!modeOf(a, blockA, ma) || !modeOf(b, blockB, mb))
-    return descFail(
+    return setCallError(
         ctx, where, "%s",
         "cuBLASLt takes 1x128 groups along K, 128x128 blocks or one "
         "scale per tensor");
   if (ma == Mode::Blk128 && mb == Mode::Blk128)
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "cuBLASLt has no 128x128 x 128x128 block mode");
   if ((ma == Mode::Scalar) != (mb == Mode::Scalar))
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "cuBLASLt cannot mix a per-tensor scale with block scales");
 
   int64_t K = a.shape[a.rank - 1], M = a.numel / K, N = b.shape[0];
@@ -319,10 +319,10 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
   bool ta = descAttr(desc, 0) != 0.0, tb = descAttr(desc, 1) != 0.0;
   for (const Operand *o : {&a, &b, &c})
     if (o->dtype != INFIR2RT_BF16 && o->dtype != INFIR2RT_F32)
-      return descFail(ctx, where, "%s",
+      return setCallError(ctx, where, "%s",
                       "the CUDA GEMM takes bf16 or f32 operands");
   if (a.dtype != b.dtype)
-    return descFail(ctx, where, "%s",
+    return setCallError(ctx, where, "%s",
                     "the CUDA GEMM takes operands of one type");
   int64_t M = a.shape[a.rank - (ta ? 1 : 2)],
           K = a.shape[a.rank - (ta ? 2 : 1)];

@@ -60,12 +60,12 @@ TEST_P(LongLocation, EntryPointReportsWholeLocation) {
             where + ": token id 7 at position 1 is out of range [0, 4)");
 }
 
-// The path every backend's failures take (descFail, and setCallError for
+// The path every backend's failures take (setCallError, for
 // the CUDA backend's status checks).
 TEST_P(LongLocation, RecordedFailureKeepsWholeLocation) {
   std::string where = longWhere(GetParam());
   infir2rt_context ctx{};
-  infir2::rt::descFail(&ctx, where.c_str(), "step must be at least %d", 1);
+  infir2::rt::setCallError(&ctx, where.c_str(), "step must be at least %d", 1);
   EXPECT_EQ(callError(ctx), where + ": step must be at least 1");
   infir2::rt::setCallError(&ctx, where.c_str(), "%s failed: %s",
                            "cudaMemcpy(...)", "an illegal memory access");

@@ -67,25 +67,6 @@ subDescriptor(const int64_t *desc, std::initializer_list<int64_t> operands,
   return out;
 }
 
-/// Records the failure of the call at `where` in the context (Error.h) and
-/// returns 1.
-inline int32_t descFailV(infir2rt_context *ctx, const char *where,
-                         const char *fmt, va_list args) {
-  return setCallErrorV(ctx, where, fmt, args);
-}
-
-inline int32_t descFail(infir2rt_context *ctx, const char *where,
-                        const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-inline int32_t descFail(infir2rt_context *ctx, const char *where,
-                        const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  descFailV(ctx, where, fmt, args);
-  va_end(args);
-  return 1;
-}
-
 } // namespace infir2::rt
 
 #endif // INFIR2_RUNTIME_DESCRIPTOR_H
