@@ -9,6 +9,7 @@
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/runtime/Manifest.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/StringMap.h"
@@ -403,26 +404,54 @@ void lowering::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
 }
 
 std::string lowering::buildManifest(const ModelPlan &plan) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << "infir2-model 1\n";
-  os << "state_bytes " << plan.stateBytes << "\n";
-  os << "scratch_bytes " << plan.scratchBytes << "\n";
-  os << "batch " << plan.batch << "\nseq " << plan.seqLen << "\nvocab "
-     << plan.vocab << "\n";
-  if (plan.zero1WorldSize)
-    os << "zero1 " << plan.zero1WorldSize << "\n";
+  rt::Manifest m;
+  m.stateBytes = plan.stateBytes;
+  m.scratchBytes = plan.scratchBytes;
+  m.batch = plan.batch;
+  m.seq = plan.seqLen;
+  m.vocab = plan.vocab;
+  m.zero1WorldSize = plan.zero1WorldSize;
   for (const StateSlot &s : plan.state) {
-    std::string dtype;
-    llvm::raw_string_ostream ds(dtype);
+    rt::ManifestSlot slot;
+    slot.kind = s.kind;
+    slot.name = s.name;
+    llvm::raw_string_ostream ds(slot.dtype);
     ds << s.type.getElementType();
-    os << "slot " << s.kind << " " << s.name << " " << dtype << " " << s.offset
-       << " " << s.type.getRank();
-    for (int64_t d : s.type.getShape())
-      os << " " << d;
-    os << " " << s.init << " " << llvm::format("%.17g", s.std) << "\n";
+    slot.offset = s.offset;
+    slot.bytes = s.bytes;
+    slot.shape.assign(s.type.getShape().begin(), s.type.getShape().end());
+    slot.init = s.init;
+    slot.std = s.std;
+    m.slots.push_back(std::move(slot));
   }
-  for (const FunctionPlan &f : plan.functions)
-    os << "function " << f.symbol << " " << f.scratchBytes << "\n";
-  return out;
+  for (const FunctionPlan &f : plan.functions) {
+    m.functions.push_back({f.symbol, f.scratchBytes});
+    if (f.symbol != "infir2_optimizer_step")
+      continue;
+    // The hyper-parameters of the first update; the weight decay is the
+    // largest of all (1-D parameters are updated without decay).
+    f.fn.walk([&](Operation *op) {
+      rt::ManifestOptimizer o;
+      if (auto adamw = dyn_cast<AdamWOp>(op)) {
+        o.kind = "adamw";
+        o.beta1 = adamw.getBeta1Attr().getValueAsDouble();
+        o.beta2 = adamw.getBeta2Attr().getValueAsDouble();
+        o.eps = adamw.getEpsilonAttr().getValueAsDouble();
+        o.weightDecay = adamw.getWeightDecayAttr().getValueAsDouble();
+        o.gradClip = adamw.getMaxGradNormAttr().getValueAsDouble();
+      } else if (auto sgd = dyn_cast<SGDOp>(op)) {
+        o.kind = "sgd";
+        o.weightDecay = sgd.getWeightDecayAttr().getValueAsDouble();
+        o.gradClip = sgd.getMaxGradNormAttr().getValueAsDouble();
+      } else {
+        return;
+      }
+      if (!m.optimizer)
+        m.optimizer = o;
+      else
+        m.optimizer->weightDecay =
+            std::max(m.optimizer->weightDecay, o.weightDecay);
+    });
+  }
+  return rt::toJson(m);
 }
