@@ -1,4 +1,5 @@
-//===- CheckpointIO.h - Checkpoint directories and training state -*- C++ -*-===//
+//===- CheckpointIO.h - Checkpoint directories and training state -*- C++
+//-*-===//
 //
 // Part of the InfiR2 project.
 //
@@ -53,9 +54,10 @@ Status prepareSaveDir(const std::string &dir);
 /// fresh temporary directory (its argument), which then replaces
 /// step-NNNNNN at once. A previous checkpoint of the same step is removed
 /// after the swap; `warning` says so when that fails.
-Status publishCheckpoint(const std::string &saveDir, int64_t step,
-                         const std::function<Status(const std::string &)> &writeFiles,
-                         std::string &warning);
+Status
+publishCheckpoint(const std::string &saveDir, int64_t step,
+                  const std::function<Status(const std::string &)> &writeFiles,
+                  std::string &warning);
 
 } // namespace infir2::rt
 

@@ -170,13 +170,18 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
                 app.remaining().front().c_str());
 
   std::map<std::string, int64_t *> intFields = {
-      {"--steps", &o.steps},           {"--warmup", &o.warmup},
-      {"--decay", &o.decay},           {"--micro-batch", &o.microBatch},
-      {"--grad-accum", &o.gradAccum},  {"--seed", &o.seed},
-      {"--save-every", &o.saveEvery},  {"--eval-every", &o.evalEvery},
-      {"--eval-batches", &o.evalBatches}, {"--log-every", &o.logEvery}};
-  std::map<std::string, double *> realFields = {{"--lr", &o.lr},
-                                                {"--min-lr-ratio", &o.minLrRatio}};
+      {"--steps", &o.steps},
+      {"--warmup", &o.warmup},
+      {"--decay", &o.decay},
+      {"--micro-batch", &o.microBatch},
+      {"--grad-accum", &o.gradAccum},
+      {"--seed", &o.seed},
+      {"--save-every", &o.saveEvery},
+      {"--eval-every", &o.evalEvery},
+      {"--eval-batches", &o.evalBatches},
+      {"--log-every", &o.logEvery}};
+  std::map<std::string, double *> realFields = {
+      {"--lr", &o.lr}, {"--min-lr-ratio", &o.minLrRatio}};
   // In the order given on the command line, so that the first bad value is
   // the one reported.
   for (const CLI::Option *opt : app.parse_order()) {

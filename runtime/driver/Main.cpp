@@ -48,7 +48,8 @@ int gRank = -1;
 
 int main(int argc, char **argv) {
   std::string error;
-  std::optional<Manifest> manifest = parseManifest(infir2_model_manifest, error);
+  std::optional<Manifest> manifest =
+      parseManifest(infir2_model_manifest, error);
   if (!manifest)
     die(error);
   if (!manifest->batch || !manifest->seq || !manifest->vocab)

@@ -31,8 +31,8 @@ double Schedule::at(int64_t step) const {
   if (kind == "constant")
     return peak;
   if (kind == "cosine") {
-    double t = double(step - warmup) /
-               double(std::max<int64_t>(steps - warmup, 1));
+    double t =
+        double(step - warmup) / double(std::max<int64_t>(steps - warmup, 1));
     return floor + 0.5 * (peak - floor) * (1.0 + std::cos(M_PI * t));
   }
   int64_t decayStart = steps - decay; // wsd

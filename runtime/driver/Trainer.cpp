@@ -27,8 +27,8 @@ StepHook::~StepHook() = default;
 Trainer::Trainer(Manifest manifest, RunConfig config, ModelEntryPoints model,
                  Communicator &comm, StepHook *hook)
     : layout_(std::move(manifest)), m_(layout_.manifest()),
-      o_(std::move(config)), schedule_(Schedule::fromConfig(o_)),
-      model_(model), comm_(comm), hook_(hook), rng_(o_.seed) {}
+      o_(std::move(config)), schedule_(Schedule::fromConfig(o_)), model_(model),
+      comm_(comm), hook_(hook), rng_(o_.seed) {}
 
 Status Trainer::open(std::string &notice) {
   std::string error;
@@ -155,8 +155,8 @@ Status Trainer::run() {
                 (long long)m_.zero1WorldSize, (long long)m_.zero1WorldSize,
                 comm_.size(), (long long)m_.zero1WorldSize, comm_.size());
   int64_t need = m_.seq + 1;
-  for (auto [path, tokens] : {std::pair{&o_.data, &train_},
-                              std::pair{&o_.evalData, &held_}})
+  for (auto [path, tokens] :
+       {std::pair{&o_.data, &train_}, std::pair{&o_.evalData, &held_}})
     if (!path->empty()) {
       Expected<std::vector<uint32_t>> t =
           readTokens(*path, o_.dataFormat, m_.vocab, need);
@@ -166,7 +166,8 @@ Status Trainer::run() {
     }
   if (!o_.save.empty() && comm_.rank() == 0)
     INFIR2_RETURN_IF_ERROR(prepareSaveDir(o_.save));
-  INFIR2_RETURN_IF_ERROR(layout_.initialize(device_.state(), rng_, comm_.rank()));
+  INFIR2_RETURN_IF_ERROR(
+      layout_.initialize(device_.state(), rng_, comm_.rank()));
   if (!o_.load.empty())
     INFIR2_RETURN_IF_ERROR(loadCheckpoint(o_.load));
   INFIR2_RETURN_IF_ERROR(check(device_.upload(0, m_.stateBytes, e_)));
@@ -247,8 +248,7 @@ Status Trainer::trainLoop() {
       INFIR2_RETURN_IF_ERROR(setScalar("step", float(updates_)));
     INFIR2_RETURN_IF_ERROR(setScalar(
         "grad_scale", float(1.0 / double(o_.gradAccum * comm_.size()))));
-    INFIR2_RETURN_IF_ERROR(
-        call(model_.optimizerStep, "optimizer step", step_));
+    INFIR2_RETURN_IF_ERROR(call(model_.optimizerStep, "optimizer step", step_));
     Expected<float> gradNorm = scalar("output", "grad_norm");
     if (!gradNorm)
       return gradNorm.failure();

@@ -61,10 +61,11 @@ Status Trainer::loadCheckpoint(const std::string &path) {
   std::error_code ec;
   auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status))
-    return fail("%s: cannot open: %s", path.c_str(),
-                (ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory))
-                    .message()
-                    .c_str());
+    return fail(
+        "%s: cannot open: %s", path.c_str(),
+        (ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory))
+            .message()
+            .c_str());
   if (!std::filesystem::is_directory(status))
     return loadWeights(path); // a Hugging Face safetensors file
   Expected<std::string> dir = findCheckpointDir(path);
@@ -92,8 +93,7 @@ Status Trainer::loadCheckpoint(const std::string &path) {
                   optPath.c_str(), prefix, s.name.c_str());
     // This rank's rows under ZeRO-1 (the padding stays zero), else all.
     std::memset(bytesAt(s), 0, s.numel() * 4);
-    std::memcpy(bytesAt(s), it->second.bytes.data() + e.begin * 4,
-                e.count * 4);
+    std::memcpy(bytesAt(s), it->second.bytes.data() + e.begin * 4, e.count * 4);
   }
   Expected<TrainerState> state = readTrainerState(*dir);
   if (!state)
@@ -158,7 +158,8 @@ Status Trainer::saveCheckpoint(int64_t atStep) {
     return Status::ok();
   };
   std::string warning;
-  INFIR2_RETURN_IF_ERROR(publishCheckpoint(o_.save, atStep, writeFiles, warning));
+  INFIR2_RETURN_IF_ERROR(
+      publishCheckpoint(o_.save, atStep, writeFiles, warning));
   if (!warning.empty())
     std::fprintf(stderr, "trainer: warning: %s\n", warning.c_str());
   return Status::ok();

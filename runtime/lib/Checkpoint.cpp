@@ -136,7 +136,8 @@ bool infir2::rt::writeSafetensors(
                     {"data_offsets", {offset, offset + t->bytes.size()}}};
     offset += t->bytes.size();
   }
-  std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string text =
+      header.dump(-1, ' ', false, json::error_handler_t::replace);
   while (text.size() % 8)
     text += ' ';
   std::FILE *f = std::fopen(path.c_str(), "wb");
@@ -148,8 +149,8 @@ bool infir2::rt::writeSafetensors(
   unsigned char len[8];
   for (int b = 0; b < 8; ++b)
     len[b] = static_cast<unsigned char>(n >> (8 * b));
-  bool ok = std::fwrite(len, 1, 8, f) == 8 &&
-            std::fwrite(text.data(), 1, n, f) == n;
+  bool ok =
+      std::fwrite(len, 1, 8, f) == 8 && std::fwrite(text.data(), 1, n, f) == n;
   for (const auto &[name, t] : tensors)
     ok = ok &&
          std::fwrite(t->bytes.data(), 1, t->bytes.size(), f) == t->bytes.size();

@@ -62,7 +62,8 @@ TEST(CheckpointIO, FindsTheNewestStep) {
   ASSERT_TRUE(found) << found.message();
   EXPECT_EQ(*found, dir / "step-000012");
 
-  ASSERT_TRUE(writeTrainerState(dir / "step-000003", TrainerState{3, 3, 0, ""}));
+  ASSERT_TRUE(
+      writeTrainerState(dir / "step-000003", TrainerState{3, 3, 0, ""}));
   found = findCheckpointDir(dir / "step-000003");
   ASSERT_TRUE(found) << found.message();
   EXPECT_EQ(*found, dir / "step-000003");

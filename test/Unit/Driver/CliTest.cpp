@@ -32,14 +32,46 @@ Expected<CommandLine> parse(std::vector<const char *> args) {
 } // namespace
 
 TEST(Cli, ParsesEveryFlagIntoTheRunConfig) {
-  Expected<CommandLine> cl = parse(
-      {"--data", "train.txt", "--data-format=u16", "--steps", "7", "--lr=0.5",
-       "--schedule", "wsd", "--warmup", "2", "--decay", "3", "--min-lr-ratio",
-       "0.25", "--micro-batch", "4", "--grad-accum", "2", "--seed", "9",
-       "--save", "ck", "--save-every", "5", "--load", "old", "--eval-data",
-       "held.txt", "--eval-every", "4", "--eval-batches", "3", "--log-every",
-       "6", "--log-jsonl", "log.jsonl", "--device", "cpu", "--dump-step",
-       "d.st"});
+  Expected<CommandLine> cl = parse({"--data",
+                                    "train.txt",
+                                    "--data-format=u16",
+                                    "--steps",
+                                    "7",
+                                    "--lr=0.5",
+                                    "--schedule",
+                                    "wsd",
+                                    "--warmup",
+                                    "2",
+                                    "--decay",
+                                    "3",
+                                    "--min-lr-ratio",
+                                    "0.25",
+                                    "--micro-batch",
+                                    "4",
+                                    "--grad-accum",
+                                    "2",
+                                    "--seed",
+                                    "9",
+                                    "--save",
+                                    "ck",
+                                    "--save-every",
+                                    "5",
+                                    "--load",
+                                    "old",
+                                    "--eval-data",
+                                    "held.txt",
+                                    "--eval-every",
+                                    "4",
+                                    "--eval-batches",
+                                    "3",
+                                    "--log-every",
+                                    "6",
+                                    "--log-jsonl",
+                                    "log.jsonl",
+                                    "--device",
+                                    "cpu",
+                                    "--dump-step",
+                                    "d.st"});
   ASSERT_TRUE(cl) << cl.message();
   EXPECT_FALSE(cl->help);
   const RunConfig &o = cl->config;
@@ -67,8 +99,8 @@ TEST(Cli, ParsesEveryFlagIntoTheRunConfig) {
 }
 
 TEST(Cli, DefaultsAndTheLastValueOfARepeatedFlag) {
-  Expected<CommandLine> cl =
-      parse({"--data", "a", "--steps", "3", "--steps", "4", "--log-every", "0"});
+  Expected<CommandLine> cl = parse(
+      {"--data", "a", "--steps", "3", "--steps", "4", "--log-every", "0"});
   ASSERT_TRUE(cl) << cl.message();
   EXPECT_EQ(cl->config.steps, 4);
   EXPECT_EQ(cl->config.logEvery, 1); // 0 means every step

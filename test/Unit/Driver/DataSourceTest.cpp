@@ -48,7 +48,8 @@ TEST(DataSource, TruncatedTokenFile) {
 
 TEST(DataSource, ReadChecksVocabularyAndLength) {
   TempDir dir;
-  std::string big = dir.write("big.u32", std::string("\x05\0\0\0\x2c\x01\0\0", 8));
+  std::string big =
+      dir.write("big.u32", std::string("\x05\0\0\0\x2c\x01\0\0", 8));
   Expected<std::vector<uint32_t>> t = readTokens(big, "auto", 256, 1);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.message(), big + ": token 300 at position 1 is not below the "

@@ -23,10 +23,22 @@ Manifest sample() {
   m.vocab = 256;
   m.zero1WorldSize = 2;
   m.optimizer = ManifestOptimizer{"adamw", 0.9, 0.95, 1e-8, 0.1, 1.0};
-  m.slots.push_back({"param", "model.embed_tokens.weight", "bf16", 0, 131072,
-                     {256, 256}, "normal", 0.02});
-  m.slots.push_back({"master", "model.embed_tokens.weight", "f32", 131072,
-                     131072, {128, 256}, "zeros", 0.0});
+  m.slots.push_back({"param",
+                     "model.embed_tokens.weight",
+                     "bf16",
+                     0,
+                     131072,
+                     {256, 256},
+                     "normal",
+                     0.02});
+  m.slots.push_back({"master",
+                     "model.embed_tokens.weight",
+                     "f32",
+                     131072,
+                     131072,
+                     {128, 256},
+                     "zeros",
+                     0.0});
   m.slots.push_back({"output", "loss", "f32", 262144, 4, {}, "zeros", 0.0});
   m.functions.push_back({"infir2_train_step", 4096});
   m.functions.push_back({"infir2_optimizer_step", 64});
@@ -118,7 +130,8 @@ TEST(Manifest, AnotherAbiVersionIsRefused) {
   // The text manifest of ABI 2 and before.
   EXPECT_EQ(parseError("infir2-model 1\nstate_bytes 64\n"),
             "the model was compiled for runtime ABI 2 or older, this runtime "
-            "is " + std::to_string(INFIR2RT_ABI_VERSION) + ": recompile it");
+            "is " +
+                std::to_string(INFIR2RT_ABI_VERSION) + ": recompile it");
 }
 
 TEST(Manifest, ForeignFormatIsRefused) {
@@ -134,10 +147,11 @@ TEST(Manifest, MissingAndMistypedFieldsAreNamedByPath) {
             "the compiled model's manifest: slots[1].offset is missing");
   EXPECT_EQ(parseError(edited([](json &j) { j["slots"][0]["shape"] = "256"; })),
             "the compiled model's manifest: slots[0].shape must be an array");
-  EXPECT_EQ(
-      parseError(edited([](json &j) { j["slots"][0]["shape"] = {256, -1}; })),
-      "the compiled model's manifest: slots[0].shape must be an array of "
-      "non-negative integers");
+  EXPECT_EQ(parseError(edited([](json &j) {
+              j["slots"][0]["shape"] = {256, -1};
+            })),
+            "the compiled model's manifest: slots[0].shape must be an array of "
+            "non-negative integers");
   EXPECT_EQ(parseError(edited([](json &j) { j["slots"][2]["dtype"] = "f8"; })),
             "the compiled model's manifest: slots[2].dtype must be f32, bf16, "
             "f16, f64, i32, i64 or i1");
@@ -146,9 +160,8 @@ TEST(Manifest, MissingAndMistypedFieldsAreNamedByPath) {
   EXPECT_EQ(
       parseError(edited([](json &j) { j["optimizer"]["beta1"] = "0.9"; })),
       "the compiled model's manifest: optimizer.beta1 must be a number");
-  EXPECT_EQ(parseError(edited([](json &j) {
-              j["functions"][0].erase("scratch_bytes");
-            })),
+  EXPECT_EQ(parseError(edited(
+                [](json &j) { j["functions"][0].erase("scratch_bytes"); })),
             "the compiled model's manifest: functions[0].scratch_bytes is "
             "missing");
 }

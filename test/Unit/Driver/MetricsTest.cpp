@@ -92,7 +92,7 @@ TEST(Metrics, JsonlLogTruncatesOrAppends) {
   JsonlLog bad;
   Status s = bad.open(dir / "no/such/dir/log.jsonl", false);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.message(),
-            dir / "no/such/dir/log.jsonl" + ": cannot write: No such file or "
-                                            "directory");
+  EXPECT_EQ(s.message(), dir / "no/such/dir/log.jsonl" +
+                             ": cannot write: No such file or "
+                             "directory");
 }

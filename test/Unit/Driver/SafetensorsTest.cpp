@@ -117,16 +117,17 @@ TEST(Safetensors, CorruptedHeaderIsRejected) {
       "abcd");
   EXPECT_FALSE(readSafetensors(path, t, error));
   EXPECT_EQ(error, path + ": tensor 'a' (F32) has data offsets that do not "
-                         "match its shape or the file");
+                          "match its shape or the file");
 
   path = withHeader(
       dir, R"({"a": {"dtype": "Q4", "shape": [1], "data_offsets": [0, 4]}})",
       "abcd");
   EXPECT_FALSE(readSafetensors(path, t, error));
   EXPECT_EQ(error, path + ": tensor 'a' (Q4) has data offsets that do not "
-                         "match its shape or the file");
+                          "match its shape or the file");
 
-  std::string len = dir.write("len.safetensors", std::string("\xff\0\0\0\0\0\0\0{}", 10));
+  std::string len =
+      dir.write("len.safetensors", std::string("\xff\0\0\0\0\0\0\0{}", 10));
   EXPECT_FALSE(readSafetensors(len, t, error));
   EXPECT_EQ(error, len + ": truncated (header of 255 bytes, file of 10)");
 
@@ -137,11 +138,10 @@ TEST(Safetensors, CorruptedHeaderIsRejected) {
 
 TEST(Safetensors, MetadataIsSkipped) {
   TempDir dir;
-  std::string path = withHeader(
-      dir,
-      R"({"__metadata__": {"format": "pt"},
+  std::string path = withHeader(dir,
+                                R"({"__metadata__": {"format": "pt"},
           "a": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}})",
-      std::string("\0\0\x80\x3f", 4));
+                                std::string("\0\0\x80\x3f", 4));
   std::map<std::string, StoredTensor> t;
   std::string error;
   ASSERT_TRUE(readSafetensors(path, t, error)) << error;

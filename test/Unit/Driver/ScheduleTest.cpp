@@ -41,7 +41,7 @@ TEST(Schedule, LinearWarmup) {
 TEST(Schedule, CosineFromPeakToFloor) {
   Schedule s = make("cosine", 110, 10, 0);
   // t = (step - 10) / 100; lr = 1e-4 + 0.5 * 9e-4 * (1 + cos(pi t)).
-  EXPECT_DOUBLE_EQ(s.at(60), 1e-4 + 0.5 * 9e-4);  // t = 1/2
+  EXPECT_DOUBLE_EQ(s.at(60), 1e-4 + 0.5 * 9e-4); // t = 1/2
   EXPECT_NEAR(s.at(35), 1e-4 + 0.5 * 9e-4 * (1 + std::sqrt(0.5)), 1e-15);
   EXPECT_NEAR(s.at(110), 1e-4, 1e-15); // t = 1: the floor
 }

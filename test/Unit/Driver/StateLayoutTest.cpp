@@ -23,10 +23,16 @@ Manifest oneParam(const std::string &dtype, int64_t rows, int64_t shardRows,
                   int64_t zero1) {
   Manifest m;
   int64_t n = rows * 2, size = manifestDtypeSize(dtype);
-  m.slots.push_back({"param", "w", dtype, 0, n * size, {rows, 2}, "normal",
-                     0.5});
-  m.slots.push_back({"master", "w", "f32", 256, shardRows * 2 * 4,
-                     {shardRows, 2}, "zeros", 0.0});
+  m.slots.push_back(
+      {"param", "w", dtype, 0, n * size, {rows, 2}, "normal", 0.5});
+  m.slots.push_back({"master",
+                     "w",
+                     "f32",
+                     256,
+                     shardRows * 2 * 4,
+                     {shardRows, 2},
+                     "zeros",
+                     0.0});
   m.zero1WorldSize = zero1;
   m.stateBytes = 512;
   return m;

@@ -218,8 +218,10 @@ TEST_F(TrainerTest, ResumesExactlyFromACheckpoint) {
   ASSERT_TRUE(train(config));
   std::vector<float> full = model.losses;
   ASSERT_EQ(full.size(), 6u);
-  EXPECT_TRUE(std::filesystem::exists(dir / "ck/step-000003/trainer_state.json"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "ck/step-000006/model.safetensors"));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir / "ck/step-000003/trainer_state.json"));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir / "ck/step-000006/model.safetensors"));
   EXPECT_FALSE(std::filesystem::exists(dir / "ck/step-000003.tmp"));
 
   model = FakeModel();
