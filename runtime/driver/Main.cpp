@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
   }
   std::unique_ptr<StepHook> hook;
 #ifdef INFIR2_TRAINER_TEST_HOOKS
-  hook = testing::faultInjectionFromEnvironment();
+  hook = test_hooks::faultInjectionFromEnvironment();
 #endif
   Trainer trainer(std::move(*manifest), cl->config,
                   {infir2_train_step, infir2_optimizer_step, infir2_eval_step},

@@ -28,7 +28,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<StepHook> testing::faultInjectionFromEnvironment() {
+std::unique_ptr<StepHook> test_hooks::faultInjectionFromEnvironment() {
   const char *rank = std::getenv("INFIR2_TEST_KILL_RANK");
   const char *step = std::getenv("INFIR2_TEST_KILL_STEP");
   if (!rank || !step)

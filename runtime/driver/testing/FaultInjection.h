@@ -19,11 +19,11 @@
 
 #include <memory>
 
-namespace infir2::rt::testing {
+namespace infir2::rt::test_hooks {
 
 /// The hook the environment asks for, or null when it asks for none.
 std::unique_ptr<StepHook> faultInjectionFromEnvironment();
 
-} // namespace infir2::rt::testing
+} // namespace infir2::rt::test_hooks
 
 #endif // INFIR2_RUNTIME_DRIVER_TESTING_FAULTINJECTION_H
