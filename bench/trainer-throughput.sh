@@ -25,7 +25,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # The trainer's throughput over logged intervals after the first (warm-up).
 trainer_tps() {
   "$tmp/trainer-$1" --device cpu --data "$data" --steps "$steps" --log-every 10 --log-jsonl "$tmp/$1.jsonl" >/dev/null
-  tail -n +2 "$tmp/$1.jsonl" | sed -E 's/.*"tokens_per_s": ([0-9.]+).*/\1/' |
+  tail -n +2 "$tmp/$1.jsonl" | sed -E 's/.*"tokens_per_s": ?([0-9.e+-]+).*/\1/' |
     awk '{s += $1; n++} END {printf "%.0f\n", s / n}'
 }
 for i in $(seq "$rounds"); do

@@ -18,6 +18,9 @@ packages=(
   # The CPU runtime: BLAS for its GEMMs (OpenMP comes with g++), and MPI for
   # data-parallel CPU training (mpirun).
   libopenblas-dev libopenmpi-dev openmpi-bin
+  # The trainer driver: its command line (CLI11) and every JSON it reads or
+  # writes (nlohmann-json), both header-only.
+  libcli11-dev nlohmann-json3-dev
   # Loss-curve plots of the demo and the benchmarks.
   python3-matplotlib
 )

@@ -3,52 +3,90 @@
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
+//
+// The typed manifest of runtime/include/infir2/runtime/Manifest.h, filled
+// from the module's #infir2rt.plan and serialized as JSON by the runtime's
+// own writer, so that the compiler and the trainer share one definition of
+// the format (and its ABI version).
+//
+//===----------------------------------------------------------------------===//
 
 #include "Manifest.h"
 
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Transforms/MemoryPlan.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
-
-#include "llvm/Support/Format.h"
+#include "infir2/runtime/Manifest.h"
 
 using namespace mlir;
 using namespace infir2;
 
+/// The optimizer's settings, from the updates of @optimizer_step: those of
+/// the first; the weight decay is the largest of all (1-D parameters are
+/// updated without decay). None when the step has no update.
+static std::optional<rt::ManifestOptimizer> optimizerOf(func::FuncOp step) {
+  std::optional<rt::ManifestOptimizer> m;
+  step.walk([&](Operation *op) {
+    rt::ManifestOptimizer o;
+    if (auto adamw = dyn_cast<AdamWOp>(op)) {
+      o.kind = "adamw";
+      o.beta1 = adamw.getBeta1Attr().getValueAsDouble();
+      o.beta2 = adamw.getBeta2Attr().getValueAsDouble();
+      o.eps = adamw.getEpsilonAttr().getValueAsDouble();
+      o.weightDecay = adamw.getWeightDecayAttr().getValueAsDouble();
+      o.gradClip = adamw.getMaxGradNormAttr().getValueAsDouble();
+    } else if (auto sgd = dyn_cast<SGDOp>(op)) {
+      o.kind = "sgd";
+      o.weightDecay = sgd.getWeightDecayAttr().getValueAsDouble();
+      o.gradClip = sgd.getMaxGradNormAttr().getValueAsDouble();
+    } else {
+      return;
+    }
+    if (!m)
+      m = o;
+    else
+      m->weightDecay = std::max(m->weightDecay, o.weightDecay);
+  });
+  return m;
+}
+
 FailureOr<std::string>
 infir2::buildManifest(ModuleOp module, rtir::PlanAttr plan,
                       ArrayRef<func::FuncOp> planned) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << "infir2-model 1\n";
-  os << "state_bytes " << plan.getStateBytes() << "\n";
-  os << "scratch_bytes " << plan.getScratchBytes() << "\n";
-  os << "batch " << plan.getBatch() << "\nseq " << plan.getSeq() << "\nvocab "
-     << plan.getVocab() << "\n";
-  if (plan.getZero1WorldSize())
-    os << "zero1 " << plan.getZero1WorldSize() << "\n";
+  rt::Manifest m;
+  m.stateBytes = plan.getStateBytes();
+  m.scratchBytes = plan.getScratchBytes();
+  m.batch = plan.getBatch();
+  m.seq = plan.getSeq();
+  m.vocab = plan.getVocab();
+  m.zero1WorldSize = plan.getZero1WorldSize();
   for (auto s : plan.getSlots().getAsRange<rtir::SlotAttr>()) {
-    std::string init = "zeros";
-    double std = 0;
+    rt::ManifestSlot slot;
+    slot.kind = rtir::stringifySlotKind(s.getKind()).str();
+    slot.name = s.getName().str();
+    llvm::raw_string_ostream ds(slot.dtype);
+    ds << s.getType().getElementType();
+    slot.offset = s.getOffset();
+    slot.bytes = storedBytes(s.getType());
+    slot.shape.assign(s.getType().getShape().begin(),
+                      s.getType().getShape().end());
     if (auto p = dyn_cast_or_null<ParamAttr>(s.getInit())) {
-      init = stringifyInitKind(p.getInit()).str();
-      std = p.getStd().convertToDouble();
+      slot.init = stringifyInitKind(p.getInit()).str();
+      slot.std = p.getStd().convertToDouble();
     }
-    os << "slot " << rtir::stringifySlotKind(s.getKind()) << " " << s.getName()
-       << " " << s.getType().getElementType() << " " << s.getOffset() << " "
-       << s.getType().getRank();
-    for (int64_t d : s.getType().getShape())
-      os << " " << d;
-    os << " " << init << " " << llvm::format("%.17g", std) << "\n";
+    m.slots.push_back(std::move(slot));
   }
-  for (func::FuncOp fn : planned)
-    os << "function "
-       << fn->getAttrOfType<StringAttr>(
-                rtir::RuntimeDialect::getSymbolAttrName())
-              .getValue()
-       << " "
-       << fn->getAttrOfType<IntegerAttr>(
-                rtir::RuntimeDialect::getScratchBytesAttrName())
-              .getInt()
-       << "\n";
-  return out;
+  for (func::FuncOp fn : planned) {
+    StringRef symbol =
+        fn->getAttrOfType<StringAttr>(rtir::RuntimeDialect::getSymbolAttrName())
+            .getValue();
+    m.functions.push_back(
+        {symbol.str(), fn->getAttrOfType<IntegerAttr>(
+                             rtir::RuntimeDialect::getScratchBytesAttrName())
+                           .getInt()});
+    if (symbol == "infir2_optimizer_step")
+      m.optimizer = optimizerOf(fn);
+  }
+  return rt::toJson(m);
 }

@@ -4,158 +4,31 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// safetensors: an 8-byte little-endian header length, a JSON header
-// {"name": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]},
-//  "__metadata__": {...}}, then the data. The JSON reader below accepts what
-// that header can hold (objects, arrays, strings, numbers) and nothing else.
+// safetensors (huggingface/safetensors, its format description): an 8-byte
+// little-endian header length N, N bytes of JSON
+//   {"name": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]},
+//    "__metadata__": {"key": "value", ...}}
+// padded with spaces, then the data, offsets relative to its start. The
+// header is read and written with nlohmann-json.
 //
 //===----------------------------------------------------------------------===//
 
 #include "infir2/runtime/Checkpoint.h"
+
 #include "infir2/runtime/Float.h"
 
-#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 using namespace infir2::rt;
+using json = nlohmann::ordered_json;
 
-namespace {
-
-struct Json {
-  enum Kind { Null, Number, String, Array, Object } kind = Null;
-  double number = 0;
-  std::string string;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> fields;
-
-  const Json *field(const std::string &name) const {
-    for (const auto &f : fields)
-      if (f.first == name)
-        return &f.second;
-    return nullptr;
-  }
-};
-
-class Parser {
-public:
-  explicit Parser(const std::string &text) : s(text) {}
-
-  bool parse(Json &out) {
-    if (!value(out))
-      return false;
-    skip();
-    return i == s.size();
-  }
-
-private:
-  void skip() {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
-      ++i;
-  }
-  bool literal(const char *word) {
-    size_t n = std::strlen(word);
-    if (s.compare(i, n, word) != 0)
-      return false;
-    i += n;
-    return true;
-  }
-  bool str(std::string &out) {
-    if (i >= s.size() || s[i] != '"')
-      return false;
-    for (++i; i < s.size() && s[i] != '"'; ++i) {
-      if (s[i] == '\\') {
-        if (++i >= s.size())
-          return false;
-        char e = s[i];
-        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
-      } else {
-        out += s[i];
-      }
-    }
-    if (i >= s.size())
-      return false;
-    ++i;
-    return true;
-  }
-  bool value(Json &out) {
-    skip();
-    if (i >= s.size() || ++depth > 64)
-      return false;
-    char c = s[i];
-    bool ok = true;
-    if (c == '{') {
-      out.kind = Json::Object;
-      ++i;
-      skip();
-      if (i < s.size() && s[i] == '}') {
-        ++i;
-      } else {
-        while (ok) {
-          skip();
-          std::string key;
-          Json v;
-          ok = str(key);
-          skip();
-          ok = ok && i < s.size() && s[i++] == ':' && value(v);
-          if (ok)
-            out.fields.emplace_back(std::move(key), std::move(v));
-          skip();
-          if (!ok || i >= s.size())
-            return false;
-          if (s[i] == '}') {
-            ++i;
-            break;
-          }
-          ok = s[i++] == ',';
-        }
-      }
-    } else if (c == '[') {
-      out.kind = Json::Array;
-      ++i;
-      skip();
-      if (i < s.size() && s[i] == ']') {
-        ++i;
-      } else {
-        while (ok) {
-          Json v;
-          ok = value(v);
-          if (ok)
-            out.items.push_back(std::move(v));
-          skip();
-          if (!ok || i >= s.size())
-            return false;
-          if (s[i] == ']') {
-            ++i;
-            break;
-          }
-          ok = s[i++] == ',';
-        }
-      }
-    } else if (c == '"') {
-      out.kind = Json::String;
-      ok = str(out.string);
-    } else if (literal("null") || literal("true") || literal("false")) {
-      out.kind = Json::Null;
-    } else {
-      out.kind = Json::Number;
-      char *end = nullptr;
-      out.number = std::strtod(s.c_str() + i, &end);
-      ok = end != s.c_str() + i;
-      i = end - s.c_str();
-    }
-    --depth;
-    return ok;
-  }
-
-  const std::string &s;
-  size_t i = 0;
-  int depth = 0;
-};
-
-int64_t dtypeSize(const std::string &dtype) {
+int64_t infir2::rt::safetensorsDtypeSize(const std::string &dtype) {
   if (dtype == "F64" || dtype == "I64" || dtype == "U64")
     return 8;
   if (dtype == "F32" || dtype == "I32" || dtype == "U32")
@@ -166,6 +39,55 @@ int64_t dtypeSize(const std::string &dtype) {
       dtype == "U8" || dtype == "BOOL")
     return 1;
   return 0;
+}
+
+namespace {
+
+/// The tensors of a parsed header, checked against the data's size.
+bool readHeader(const std::string &path, const json &header,
+                const std::string &blob, uint64_t dataStart,
+                std::map<std::string, StoredTensor> &tensors,
+                std::string &error) {
+  uint64_t dataSize = blob.size() - dataStart;
+  for (const auto &[name, info] : header.items()) {
+    if (name == "__metadata__")
+      continue;
+    auto malformed = [&] {
+      error = path + ": tensor '" + name + "' has a malformed header entry";
+      return false;
+    };
+    if (!info.is_object())
+      return malformed();
+    auto dtype = info.find("dtype"), shape = info.find("shape"),
+         offsets = info.find("data_offsets");
+    if (dtype == info.end() || !dtype->is_string() || shape == info.end() ||
+        !shape->is_array() || offsets == info.end() || !offsets->is_array() ||
+        offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
+        !(*offsets)[1].is_number_unsigned())
+      return malformed();
+    StoredTensor t;
+    t.dtype = dtype->get<std::string>();
+    int64_t count = 1;
+    for (const json &d : *shape) {
+      if (!d.is_number_unsigned())
+        return malformed();
+      t.shape.push_back(d.get<int64_t>());
+      count *= t.shape.back();
+    }
+    uint64_t begin = (*offsets)[0].get<uint64_t>(),
+             end = (*offsets)[1].get<uint64_t>();
+    int64_t size = safetensorsDtypeSize(t.dtype);
+    if (size == 0 || end < begin || end > dataSize ||
+        end - begin != uint64_t(count * size)) {
+      error = path + ": tensor '" + name + "' (" + t.dtype +
+              ") has data offsets that do not match its shape or the file";
+      return false;
+    }
+    t.bytes.assign(blob.begin() + int64_t(dataStart + begin),
+                   blob.begin() + int64_t(dataStart + end));
+    tensors[name] = std::move(t);
+  }
+  return true;
 }
 
 } // namespace
@@ -193,75 +115,42 @@ bool infir2::rt::readSafetensors(const std::string &path,
             " bytes, file of " + std::to_string(blob.size()) + ")";
     return false;
   }
-  Json header;
-  if (!Parser(blob.substr(8, n)).parse(header) || header.kind != Json::Object) {
+  json header = json::parse(blob.begin() + 8, blob.begin() + 8 + int64_t(n),
+                            nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object()) {
     error = path + ": the header is not a JSON object";
     return false;
   }
-  uint64_t dataSize = blob.size() - 8 - n;
-  for (const auto &[name, info] : header.fields) {
-    if (name == "__metadata__")
-      continue;
-    const Json *dtype = info.field("dtype"), *shape = info.field("shape"),
-               *offsets = info.field("data_offsets");
-    if (!dtype || dtype->kind != Json::String || !shape ||
-        shape->kind != Json::Array || !offsets ||
-        offsets->kind != Json::Array || offsets->items.size() != 2) {
-      error = path + ": tensor '" + name + "' has a malformed header entry";
-      return false;
-    }
-    StoredTensor t;
-    t.dtype = dtype->string;
-    int64_t count = 1;
-    for (const Json &d : shape->items) {
-      t.shape.push_back(static_cast<int64_t>(d.number));
-      count *= t.shape.back();
-    }
-    double begin = offsets->items[0].number, end = offsets->items[1].number;
-    int64_t size = dtypeSize(t.dtype);
-    if (size == 0 || begin < 0 || end < begin || end > double(dataSize) ||
-        int64_t(end - begin) != count * size) {
-      error = path + ": tensor '" + name + "' (" + t.dtype +
-              ") has data offsets that do not match its shape or the file";
-      return false;
-    }
-    t.bytes.assign(blob.begin() + 8 + n + int64_t(begin),
-                   blob.begin() + 8 + n + int64_t(end));
-    tensors[name] = std::move(t);
-  }
-  return true;
+  return readHeader(path, header, blob, 8 + n, tensors, error);
 }
 
 bool infir2::rt::writeSafetensors(
     const std::string &path,
     const std::vector<std::pair<std::string, const StoredTensor *>> &tensors,
     std::string &error) {
-  std::string header = "{";
+  json header = json::object();
   uint64_t offset = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const StoredTensor &t = *tensors[i].second;
-    header += (i ? "," : "") + std::string("\"") + tensors[i].first +
-              "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
-    for (size_t d = 0; d < t.shape.size(); ++d)
-      header += (d ? "," : "") + std::to_string(t.shape[d]);
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + t.bytes.size()) + "]}";
-    offset += t.bytes.size();
+  for (const auto &[name, t] : tensors) {
+    header[name] = {{"dtype", t->dtype},
+                    {"shape", t->shape},
+                    {"data_offsets", {offset, offset + t->bytes.size()}}};
+    offset += t->bytes.size();
   }
-  header += "}";
-  while (header.size() % 8)
-    header += ' ';
+  std::string text =
+      header.dump(-1, ' ', false, json::error_handler_t::replace);
+  while (text.size() % 8)
+    text += ' ';
   std::FILE *f = std::fopen(path.c_str(), "wb");
   if (!f) {
     error = path + ": cannot write: " + std::strerror(errno);
     return false;
   }
-  uint64_t n = header.size();
+  uint64_t n = text.size();
   unsigned char len[8];
   for (int b = 0; b < 8; ++b)
     len[b] = static_cast<unsigned char>(n >> (8 * b));
-  bool ok = std::fwrite(len, 1, 8, f) == 8 &&
-            std::fwrite(header.data(), 1, n, f) == n;
+  bool ok =
+      std::fwrite(len, 1, 8, f) == 8 && std::fwrite(text.data(), 1, n, f) == n;
   for (const auto &[name, t] : tensors)
     ok = ok &&
          std::fwrite(t->bytes.data(), 1, t->bytes.size(), f) == t->bytes.size();
@@ -285,5 +174,5 @@ float infir2::rt::storedFloat(const StoredTensor &t, int64_t i) {
   }
   uint16_t h;
   std::memcpy(&h, p + 2 * i, 2);
-  return t.dtype == "BF16" ? bf16ToFloat(h) : halfToFloat(h); // else F16
+  return t.dtype == "BF16" ? bf16ToFloat(h) : halfToFloat(h);
 }

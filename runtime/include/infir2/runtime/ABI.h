@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-enum { INFIR2RT_ABI_VERSION = 2 };
+enum { INFIR2RT_ABI_VERSION = 3 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
@@ -134,9 +134,10 @@ static inline int64_t infir2rt_dtype_size(int64_t dtype) {
   }
 }
 
-// What a compiled model object exports. The manifest is text, one record per
-// line (see runtime/README.md): the layout of the state region, the scratch
-// size, and the planned memory by category.
+// What a compiled model object exports. The manifest is one JSON object,
+// infir2::rt::Manifest (Manifest.h, format "infir2-manifest", this ABI
+// version): the layout of the state region, the scratch sizes, the shapes
+// and the optimizer the model was compiled for.
 extern const char infir2_model_manifest[];
 int32_t infir2_train_step(infir2rt_context *ctx);
 int32_t infir2_optimizer_step(infir2rt_context *ctx);

@@ -33,6 +33,10 @@ bool writeSafetensors(
     const std::vector<std::pair<std::string, const StoredTensor *>> &tensors,
     std::string &error);
 
+/// Bytes per element of a safetensors dtype ("F32", "BF16", ...), or 0 for
+/// one this reader does not know.
+int64_t safetensorsDtypeSize(const std::string &dtype);
+
 /// Element i of a stored float tensor as FP32 (F32, BF16, F16, F64).
 float storedFloat(const StoredTensor &t, int64_t i);
 

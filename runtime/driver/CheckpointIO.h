@@ -1,0 +1,64 @@
+//===- CheckpointIO.h - Checkpoint directories and training state -*- C++
+//-*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A checkpoint is a directory DIR/step-NNNNNN holding model.safetensors (the
+// working weights under their Hugging Face names), optimizer.safetensors
+// (FP32 masters and moments) and trainer_state.json (step, updates, data
+// position, RNG state). It is written as step-NNNNNN.tmp and renamed when
+// complete, so a reader never sees half a checkpoint. Directories through
+// std::filesystem, JSON through nlohmann-json.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_DRIVER_CHECKPOINTIO_H
+#define INFIR2_RUNTIME_DRIVER_CHECKPOINTIO_H
+
+#include "Expected.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace infir2::rt {
+
+/// The loop's position, saved with the weights for an exact resume.
+struct TrainerState {
+  int64_t step = 0, updates = 0, dataPosition = 0;
+  std::string rng; ///< the std::mt19937_64 as its stream form
+};
+
+constexpr const char *kTrainerStateFile = "trainer_state.json";
+
+std::string toJson(const TrainerState &state);
+/// Parses trainer_state.json's text; `path` names it in messages.
+Expected<TrainerState> parseTrainerState(const std::string &text,
+                                         const std::string &path);
+Status writeTrainerState(const std::string &dir, const TrainerState &state);
+Expected<TrainerState> readTrainerState(const std::string &dir);
+
+/// `path` itself if it holds a checkpoint, else its newest step-NNNNNN
+/// subdirectory (temporary and replaced ones ignored).
+Expected<std::string> findCheckpointDir(const std::string &path);
+
+/// "step-000042".
+std::string checkpointName(int64_t step);
+
+/// Creates `dir` if needed and checks that files can be written in it.
+Status prepareSaveDir(const std::string &dir);
+
+/// Writes the checkpoint of `step` under `saveDir`: `writeFiles` fills a
+/// fresh temporary directory (its argument), which then replaces
+/// step-NNNNNN at once. A previous checkpoint of the same step is removed
+/// after the swap; `warning` says so when that fails.
+Status
+publishCheckpoint(const std::string &saveDir, int64_t step,
+                  const std::function<Status(const std::string &)> &writeFiles,
+                  std::string &warning);
+
+} // namespace infir2::rt
+
+#endif // INFIR2_RUNTIME_DRIVER_CHECKPOINTIO_H

@@ -1,0 +1,56 @@
+//===- Cli.h - The trainer's command line -----------------------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The command line (CLI11) into a validated RunConfig. `--help` also states
+// what the model was compiled for (shapes, ZeRO-1, the optimizer), read from
+// its manifest.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_DRIVER_CLI_H
+#define INFIR2_RUNTIME_DRIVER_CLI_H
+
+#include "Expected.h"
+
+#include "infir2/runtime/Manifest.h"
+
+#include <cstdint>
+#include <string>
+
+namespace infir2::rt {
+
+/// One training run as the command line describes it.
+struct RunConfig {
+  std::string data, dataFormat = "auto", evalData, save, load, logJsonl,
+                    schedule = "cosine", dumpStep, device = "auto";
+  int64_t steps = 100, warmup = 0, decay = 0, microBatch = 0, gradAccum = 1,
+          seed = 0, saveEvery = 0, evalEvery = 0, evalBatches = 8,
+          logEvery = 10, maxSkipped = 10;
+  double lr = 1e-3, minLrRatio = 0.1;
+};
+
+/// What the command line asked for: a run, or the help text.
+struct CommandLine {
+  bool help = false;
+  std::string helpText; ///< when `help`
+  RunConfig config;
+};
+
+/// Parses `argv` ("--flag value" and "--flag=value" alike) and validates the
+/// result. `compiled` describes the model in --help.
+Expected<CommandLine> parseCommandLine(int argc, const char *const *argv,
+                                       const Manifest &compiled);
+
+/// Checks a configuration's values (required data, known choices), and
+/// normalizes what has a meaning (--log-every 0 is 1).
+Status validate(RunConfig &config);
+
+/// What the model was compiled for, one line per fact, for --help.
+std::string describeCompiled(const Manifest &compiled);
+
+} // namespace infir2::rt
+
+#endif // INFIR2_RUNTIME_DRIVER_CLI_H

@@ -1,0 +1,113 @@
+//===- Trainer.h - The training loop ----------------------------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The loop of a compiled trainer: owns the device and the state, feeds
+// batches, runs the model's train step K times per optimizer step (gradient
+// accumulation) and its optimizer step once, skips non-finite steps
+// collectively, and logs, evaluates and checkpoints. The model's entry
+// points come in as function pointers, so a test can drive the loop with a
+// model of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_DRIVER_TRAINER_H
+#define INFIR2_RUNTIME_DRIVER_TRAINER_H
+
+#include "Cli.h"
+#include "Communicator.h"
+#include "Device.h"
+#include "Expected.h"
+#include "Schedule.h"
+#include "StateLayout.h"
+
+#include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Error.h"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace infir2::rt {
+
+/// What a compiled model object exports besides its manifest.
+struct ModelEntryPoints {
+  int32_t (*trainStep)(infir2rt_context *) = nullptr;
+  int32_t (*optimizerStep)(infir2rt_context *) = nullptr;
+  int32_t (*evalStep)(infir2rt_context *) = nullptr;
+};
+
+/// A seam for tests: called at the start of every optimizer step. Production
+/// trainers install none (see testing/FaultInjection.h).
+class StepHook {
+public:
+  virtual ~StepHook();
+  virtual void beforeStep(int rank, int64_t step) = 0;
+};
+
+class Trainer {
+public:
+  Trainer(Manifest manifest, RunConfig config, ModelEntryPoints model,
+          Communicator &comm, StepHook *hook = nullptr);
+
+  /// Chooses the device, allocates the regions and joins the collectives.
+  /// `notice` gets a line for the user (e.g. "training on the CPU").
+  Status open(std::string &notice);
+  /// Trains (or, with --dump-step, runs one step and dumps it).
+  Status run();
+
+  /// After run(): the optimizer steps taken and applied.
+  int64_t step() const { return step_; }
+  int64_t updates() const { return updates_; }
+
+private:
+  /// A slot of the host copy of the state.
+  uint8_t *bytesAt(const ManifestSlot &s) { return device_.state() + s.offset; }
+  template <typename T> T *at(const ManifestSlot &s) {
+    return reinterpret_cast<T *>(bytesAt(s));
+  }
+  Status check(bool ok);
+  Status upload(const ManifestSlot &s);
+  Status download(const ManifestSlot &s);
+  Status zeroGradients();
+  Expected<float> scalar(const char *kind, const char *name);
+  Status setScalar(const char *name, float v);
+  Status call(int32_t (*fn)(infir2rt_context *), const char *what,
+              int64_t atStep);
+
+  Status fillBatch(const std::vector<uint32_t> &tokens, int64_t &position,
+                   bool shard);
+  Expected<double> evaluate();
+  Expected<bool> gradientsFinite();
+  Status trainLoop();
+
+  // Checkpoints and dumps (TrainerCheckpoint.cpp).
+  /// The whole FP32 tensor of a master or moment slot (gathered from every
+  /// rank under ZeRO-1; every rank must call it, in the same order).
+  Expected<std::vector<float>> wholeState(const ManifestSlot &s);
+  Status loadCheckpoint(const std::string &path);
+  Status loadWeights(const std::string &path);
+  Status saveCheckpoint(int64_t atStep);
+  Status dumpStep();
+
+  StateLayout layout_;
+  const Manifest &m_;
+  RunConfig o_;
+  Schedule schedule_;
+  ModelEntryPoints model_;
+  Communicator &comm_;
+  StepHook *hook_;
+  std::mt19937_64 rng_;
+  Device device_;
+  std::string e_; ///< the last device error
+  infir2rt_context ctx_{};
+  std::vector<uint32_t> train_, held_;
+  int64_t dataPosition_ = 0, step_ = 0, updates_ = 0;
+};
+
+} // namespace infir2::rt
+
+#endif // INFIR2_RUNTIME_DRIVER_TRAINER_H

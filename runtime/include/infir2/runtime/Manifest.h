@@ -1,0 +1,97 @@
+//===- Manifest.h - What a compiled model tells its trainer -----*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The manifest infir2-compile embeds in every compiled model
+// (infir2_model_manifest) and the trainer reads at start-up: the layout of
+// the state region, the scratch size, the shapes it was compiled for and the
+// optimizer's hyper-parameters. One typed struct, written by the compiler
+// (lowering::buildManifest) and read by the driver, as JSON:
+//
+//   {"format":"infir2-manifest","abi_version":3,"state_bytes":...,
+//    "scratch_bytes":...,"batch":4,"seq":128,"vocab":256,
+//    "zero1_world_size":0,
+//    "optimizer":{"kind":"adamw","beta1":0.9,"beta2":0.95,"eps":1e-08,
+//                 "weight_decay":0.1,"grad_clip":1.0},
+//    "slots":[{"kind":"param","name":"model.embed_tokens.weight",
+//              "dtype":"bf16","offset":0,"bytes":131072,"shape":[256,256],
+//              "init":"normal","std":0.02}, ...],
+//    "functions":[{"symbol":"infir2_train_step","scratch_bytes":...}, ...]}
+//
+// This header holds no JSON library: the compiler, built without C++
+// exceptions, includes it too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_MANIFEST_H
+#define INFIR2_RUNTIME_MANIFEST_H
+
+#include "infir2/runtime/ABI.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace infir2::rt {
+
+/// One tensor of the state region.
+struct ManifestSlot {
+  /// param, master, moment1, moment2, grad, input or output.
+  std::string kind;
+  /// The Hugging Face tensor name, or the input's or output's role.
+  std::string name;
+  /// The element type as MLIR spells it: f32, bf16, f16, f64, i32, i64, i1.
+  std::string dtype;
+  int64_t offset = 0, bytes = 0;
+  std::vector<int64_t> shape;
+  /// For parameters: normal (with `std`), ones or zeros.
+  std::string init = "zeros";
+  double std = 0.0;
+
+  int64_t numel() const;
+};
+
+/// One compiled function and the scratch arena it needs.
+struct ManifestFunction {
+  std::string symbol;
+  int64_t scratchBytes = 0;
+};
+
+/// The optimizer the update step was compiled with.
+struct ManifestOptimizer {
+  std::string kind = "adamw"; ///< adamw or sgd (no betas, no eps)
+  double beta1 = 0.0, beta2 = 0.0, eps = 0.0;
+  double weightDecay = 0.0, gradClip = 0.0;
+};
+
+struct Manifest {
+  int64_t abiVersion = INFIR2RT_ABI_VERSION;
+  int64_t stateBytes = 0, scratchBytes = 0;
+  int64_t batch = 0, seq = 0, vocab = 0;
+  /// The ranks the masters and moments are row-sharded over (ZeRO-1), or 0.
+  int64_t zero1WorldSize = 0;
+  std::vector<ManifestSlot> slots;
+  std::vector<ManifestFunction> functions;
+  std::optional<ManifestOptimizer> optimizer;
+};
+
+/// Bytes per element of a slot dtype (f32, bf16, ...), or 0 if unknown.
+int64_t manifestDtypeSize(std::string_view dtype);
+
+/// The manifest as one line of JSON.
+std::string toJson(const Manifest &manifest);
+
+/// Reads a manifest. On failure returns nothing and sets `error` to one line:
+/// the JSON syntax error, the missing or mistyped field (by its path, e.g.
+/// `slots[3].shape`), a foreign format, or an ABI version this runtime does
+/// not speak.
+std::optional<Manifest> parseManifest(std::string_view json,
+                                      std::string &error);
+
+} // namespace infir2::rt
+
+#endif // INFIR2_RUNTIME_MANIFEST_H

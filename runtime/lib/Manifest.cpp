@@ -1,0 +1,256 @@
+//===- Manifest.cpp - The compiled model's manifest as JSON ---------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/runtime/Manifest.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace infir2::rt;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char *kFormat = "infir2-manifest";
+constexpr const char *kWhat = "the compiled model's manifest";
+
+/// Reads typed fields of a JSON object, naming a missing or mistyped one by
+/// its path. The first problem sticks; later reads are no-ops.
+class Reader {
+public:
+  explicit Reader(std::string &error) : error_(error) {}
+  bool ok() const { return error_.empty(); }
+
+  const json *field(const json &obj, const std::string &path, const char *key,
+                    bool optional = false) {
+    if (!ok())
+      return nullptr;
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (!optional)
+        error_ = std::string(kWhat) + ": " + join(path, key) + " is missing";
+      return nullptr;
+    }
+    return &*it;
+  }
+  void mistyped(const std::string &path, const char *key, const char *want) {
+    if (ok())
+      error_ = std::string(kWhat) + ": " + join(path, key) + " must be " + want;
+  }
+  void integer(const json &obj, const std::string &path, const char *key,
+               int64_t &out) {
+    if (const json *v = field(obj, path, key)) {
+      if (!v->is_number_integer())
+        return mistyped(path, key, "an integer");
+      out = v->get<int64_t>();
+    }
+  }
+  void number(const json &obj, const std::string &path, const char *key,
+              double &out) {
+    if (const json *v = field(obj, path, key)) {
+      if (!v->is_number())
+        return mistyped(path, key, "a number");
+      out = v->get<double>();
+    }
+  }
+  void string(const json &obj, const std::string &path, const char *key,
+              std::string &out) {
+    if (const json *v = field(obj, path, key)) {
+      if (!v->is_string())
+        return mistyped(path, key, "a string");
+      out = v->get<std::string>();
+    }
+  }
+  const json *array(const json &obj, const std::string &path, const char *key) {
+    const json *v = field(obj, path, key);
+    if (v && !v->is_array()) {
+      mistyped(path, key, "an array");
+      return nullptr;
+    }
+    return v;
+  }
+  const json *object(const json &obj, const std::string &path, const char *key,
+                     bool optional) {
+    const json *v = field(obj, path, key, optional);
+    if (v && !v->is_object()) {
+      mistyped(path, key, "an object");
+      return nullptr;
+    }
+    return v;
+  }
+
+  static std::string join(const std::string &path, const char *key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  static std::string at(const char *key, size_t i) {
+    return std::string(key) + "[" + std::to_string(i) + "]";
+  }
+
+private:
+  std::string &error_;
+};
+
+} // namespace
+
+int64_t ManifestSlot::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t infir2::rt::manifestDtypeSize(std::string_view dtype) {
+  if (dtype == "f32" || dtype == "i32")
+    return 4;
+  if (dtype == "bf16" || dtype == "f16")
+    return 2;
+  if (dtype == "f64" || dtype == "i64")
+    return 8;
+  if (dtype == "i1")
+    return 1;
+  return 0;
+}
+
+std::string infir2::rt::toJson(const Manifest &m) {
+  json j;
+  j["format"] = kFormat;
+  j["abi_version"] = m.abiVersion;
+  j["state_bytes"] = m.stateBytes;
+  j["scratch_bytes"] = m.scratchBytes;
+  j["batch"] = m.batch;
+  j["seq"] = m.seq;
+  j["vocab"] = m.vocab;
+  j["zero1_world_size"] = m.zero1WorldSize;
+  if (const auto &o = m.optimizer) {
+    json opt;
+    opt["kind"] = o->kind;
+    if (o->kind != "sgd") {
+      opt["beta1"] = o->beta1;
+      opt["beta2"] = o->beta2;
+      opt["eps"] = o->eps;
+    }
+    opt["weight_decay"] = o->weightDecay;
+    opt["grad_clip"] = o->gradClip;
+    j["optimizer"] = std::move(opt);
+  }
+  json slots = json::array();
+  for (const ManifestSlot &s : m.slots)
+    slots.push_back({{"kind", s.kind},
+                     {"name", s.name},
+                     {"dtype", s.dtype},
+                     {"offset", s.offset},
+                     {"bytes", s.bytes},
+                     {"shape", s.shape},
+                     {"init", s.init},
+                     {"std", s.std}});
+  j["slots"] = std::move(slots);
+  json functions = json::array();
+  for (const ManifestFunction &f : m.functions)
+    functions.push_back(
+        {{"symbol", f.symbol}, {"scratch_bytes", f.scratchBytes}});
+  j["functions"] = std::move(functions);
+  // Replacing invalid UTF-8 instead of throwing: the compiler calling this
+  // is built without exceptions.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
+                                                  std::string &error) {
+  error.clear();
+  // ABI 2 and older wrote a text manifest, one record per line.
+  if (text.rfind("infir2-model", 0) == 0) {
+    error = "the model was compiled for runtime ABI 2 or older, this "
+            "runtime is " +
+            std::to_string(INFIR2RT_ABI_VERSION) + ": recompile it";
+    return std::nullopt;
+  }
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::exception &e) {
+    error = std::string(kWhat) + " is not valid JSON: " + e.what();
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    error = std::string(kWhat) + " is not a JSON object";
+    return std::nullopt;
+  }
+  Reader r(error);
+  Manifest m;
+  std::string format;
+  r.string(j, "", "format", format);
+  if (r.ok() && format != kFormat)
+    error = std::string(kWhat) + " has format '" + format + "', expected '" +
+            kFormat + "'";
+  r.integer(j, "", "abi_version", m.abiVersion);
+  if (r.ok() && m.abiVersion != INFIR2RT_ABI_VERSION)
+    error = "the model was compiled for runtime ABI " +
+            std::to_string(m.abiVersion) + ", this runtime is " +
+            std::to_string(INFIR2RT_ABI_VERSION) + ": recompile it";
+  r.integer(j, "", "state_bytes", m.stateBytes);
+  r.integer(j, "", "scratch_bytes", m.scratchBytes);
+  r.integer(j, "", "batch", m.batch);
+  r.integer(j, "", "seq", m.seq);
+  r.integer(j, "", "vocab", m.vocab);
+  r.integer(j, "", "zero1_world_size", m.zero1WorldSize);
+  if (const json *o = r.object(j, "", "optimizer", /*optional=*/true)) {
+    ManifestOptimizer opt;
+    r.string(*o, "optimizer", "kind", opt.kind);
+    if (r.ok() && opt.kind != "adamw" && opt.kind != "sgd")
+      r.mistyped("optimizer", "kind", "adamw or sgd");
+    if (opt.kind == "adamw") {
+      r.number(*o, "optimizer", "beta1", opt.beta1);
+      r.number(*o, "optimizer", "beta2", opt.beta2);
+      r.number(*o, "optimizer", "eps", opt.eps);
+    }
+    r.number(*o, "optimizer", "weight_decay", opt.weightDecay);
+    r.number(*o, "optimizer", "grad_clip", opt.gradClip);
+    m.optimizer = opt;
+  }
+  if (const json *slots = r.array(j, "", "slots"))
+    for (size_t i = 0; i < slots->size() && r.ok(); ++i) {
+      const json &s = (*slots)[i];
+      std::string path = Reader::at("slots", i);
+      if (!s.is_object()) {
+        error = std::string(kWhat) + ": " + path + " must be an object";
+        break;
+      }
+      ManifestSlot slot;
+      r.string(s, path, "kind", slot.kind);
+      r.string(s, path, "name", slot.name);
+      r.string(s, path, "dtype", slot.dtype);
+      if (r.ok() && !manifestDtypeSize(slot.dtype))
+        r.mistyped(path, "dtype", "f32, bf16, f16, f64, i32, i64 or i1");
+      r.integer(s, path, "offset", slot.offset);
+      r.integer(s, path, "bytes", slot.bytes);
+      if (const json *shape = r.array(s, path, "shape"))
+        for (const json &d : *shape) {
+          if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+            r.mistyped(path, "shape", "an array of non-negative integers");
+            break;
+          }
+          slot.shape.push_back(d.get<int64_t>());
+        }
+      r.string(s, path, "init", slot.init);
+      r.number(s, path, "std", slot.std);
+      m.slots.push_back(std::move(slot));
+    }
+  if (const json *fns = r.array(j, "", "functions"))
+    for (size_t i = 0; i < fns->size() && r.ok(); ++i) {
+      const json &f = (*fns)[i];
+      std::string path = Reader::at("functions", i);
+      if (!f.is_object()) {
+        error = std::string(kWhat) + ": " + path + " must be an object";
+        break;
+      }
+      ManifestFunction fn;
+      r.string(f, path, "symbol", fn.symbol);
+      r.integer(f, path, "scratch_bytes", fn.scratchBytes);
+      m.functions.push_back(std::move(fn));
+    }
+  if (!r.ok())
+    return std::nullopt;
+  return m;
+}

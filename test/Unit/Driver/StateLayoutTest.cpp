@@ -1,0 +1,162 @@
+//===- StateLayoutTest.cpp - The state region, slot by slot ---------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StateLayout.h"
+
+#include "infir2/runtime/Float.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace infir2::rt;
+
+namespace {
+
+/// One parameter of `dtype` and shape [rows, 2], its master (a ZeRO-1
+/// shard of `shardRows` rows when sharded), laid out from offset 0.
+Manifest oneParam(const std::string &dtype, int64_t rows, int64_t shardRows,
+                  int64_t zero1) {
+  Manifest m;
+  int64_t n = rows * 2, size = manifestDtypeSize(dtype);
+  m.slots.push_back(
+      {"param", "w", dtype, 0, n * size, {rows, 2}, "normal", 0.5});
+  m.slots.push_back({"master",
+                     "w",
+                     "f32",
+                     256,
+                     shardRows * 2 * 4,
+                     {shardRows, 2},
+                     "zeros",
+                     0.0});
+  m.zero1WorldSize = zero1;
+  m.stateBytes = 512;
+  return m;
+}
+
+float master(const std::vector<uint8_t> &state, int64_t i) {
+  return readElement("f32", state.data() + 256, i);
+}
+
+} // namespace
+
+TEST(StateLayout, ElementsInEveryStorageType) {
+  uint8_t buf[64] = {};
+  for (const char *dtype : {"f32", "bf16", "f16", "f64"}) {
+    writeElement(dtype, buf, 3, 0.1f);
+    float want = std::string(dtype) == "bf16"  ? bf16ToFloat(floatToBF16(0.1f))
+                 : std::string(dtype) == "f16" ? halfToFloat(floatToHalf(0.1f))
+                                               : 0.1f;
+    EXPECT_EQ(readElement(dtype, buf, 3), want) << dtype;
+  }
+  // f16 is IEEE half (2 bytes), not BF16 and not 8 bytes.
+  std::memset(buf, 0, sizeof buf);
+  writeElement("f16", buf, 1, 1.0f);
+  uint16_t h;
+  std::memcpy(&h, buf + 2, 2);
+  EXPECT_EQ(h, 0x3c00);
+  EXPECT_EQ(buf[4], 0);
+  int32_t i32 = -7;
+  std::memcpy(buf, &i32, 4);
+  EXPECT_EQ(readElement("i32", buf, 0), -7.0f);
+  EXPECT_EQ(storedDtype("f16"), "F16");
+  EXPECT_EQ(storedDtype("bf16"), "BF16");
+  EXPECT_EQ(storedDtype("f32"), "F32");
+  EXPECT_EQ(storedDtype("i32"), "");
+}
+
+TEST(StateLayout, InitializesF16WorkingCopiesFromTheFp32Masters) {
+  StateLayout layout(oneParam("f16", 4, 4, 0));
+  std::vector<uint8_t> state(512, 0xff);
+  std::mt19937_64 rng(3);
+  ASSERT_TRUE(layout.initialize(state.data(), rng, 0));
+  bool anyNonZero = false;
+  for (int64_t i = 0; i < 8; ++i) {
+    float m = master(state, i), w = readElement("f16", state.data(), i);
+    EXPECT_TRUE(std::isfinite(w));
+    EXPECT_EQ(w, halfToFloat(floatToHalf(m))) << i;
+    EXPECT_LT(std::fabs(m), 4.0f); // normal(0, 0.5)
+    anyNonZero |= m != 0.0f;
+  }
+  EXPECT_TRUE(anyNonZero);
+  // Same seed, same weights.
+  std::vector<uint8_t> again(512, 0);
+  std::mt19937_64 rng2(3);
+  ASSERT_TRUE(layout.initialize(again.data(), rng2, 0));
+  EXPECT_EQ(std::vector<uint8_t>(state.begin(), state.begin() + 16),
+            std::vector<uint8_t>(again.begin(), again.begin() + 16));
+}
+
+TEST(StateLayout, Zero1ShardsAreRowsWithPadding) {
+  // 3 rows over 2 ranks: shards of 2 rows; rank 1 holds 1 row and padding.
+  StateLayout layout(oneParam("bf16", 3, 2, 2));
+  const ManifestSlot *m = layout.find("master", "w");
+  ASSERT_NE(m, nullptr);
+  Extent e0 = layout.extentOf(*m, 0), e1 = layout.extentOf(*m, 1);
+  EXPECT_EQ(e0.shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(e0.begin, 0);
+  EXPECT_EQ(e0.count, 4);
+  EXPECT_EQ(e1.begin, 4);
+  EXPECT_EQ(e1.count, 2);
+  EXPECT_TRUE(e1.contains(5));
+  EXPECT_FALSE(e1.contains(3));
+  // The working copy is whole on every rank.
+  Extent w = layout.extentOf(*layout.find("param", "w"), 1);
+  EXPECT_EQ(w.begin, 0);
+  EXPECT_EQ(w.count, 6);
+
+  // Both ranks draw the same values; each keeps its rows of the master.
+  std::vector<uint8_t> s0(512, 0), s1(512, 0);
+  std::mt19937_64 r0(5), r1(5);
+  ASSERT_TRUE(layout.initialize(s0.data(), r0, 0));
+  ASSERT_TRUE(layout.initialize(s1.data(), r1, 1));
+  for (int64_t i = 0; i < 2; ++i)
+    EXPECT_EQ(bf16ToFloat(floatToBF16(master(s1, i))),
+              readElement("bf16", s0.data(), 4 + i));
+  EXPECT_EQ(master(s1, 2), 0.0f); // padding
+}
+
+TEST(StateLayout, LoadsParametersAndNamesWhatIsWrong) {
+  StateLayout layout(oneParam("f16", 2, 2, 0));
+  std::vector<uint8_t> state(512, 0);
+  StoredTensor t;
+  t.dtype = "F32";
+  t.shape = {2, 2};
+  std::vector<float> v = {0.5f, -1.0f, 0.1f, 2.0f};
+  t.bytes.resize(16);
+  std::memcpy(t.bytes.data(), v.data(), 16);
+  std::map<std::string, StoredTensor> tensors = {{"w", t}};
+  ASSERT_TRUE(layout.loadParameters(tensors, "x.st", state.data(), 0));
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(master(state, i), v[i]);
+    EXPECT_EQ(readElement("f16", state.data(), i),
+              halfToFloat(floatToHalf(v[i])));
+  }
+
+  tensors["w"].shape = {4, 1};
+  Status s = layout.loadParameters(tensors, "x.st", state.data(), 0);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(),
+            "x.st: tensor 'w' has shape [4x1], the model expects [2x2]");
+  tensors["w"].shape = {2, 2};
+  tensors["w"].dtype = "I32";
+  s = layout.loadParameters(tensors, "x.st", state.data(), 0);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "x.st: tensor 'w' has dtype I32 (expected F32, BF16, "
+                         "F16 or F64)");
+  tensors.clear();
+  s = layout.loadParameters(tensors, "x.st", state.data(), 0);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "x.st: tensor 'w' is missing");
+}
+
+TEST(StateLayout, MissingSlotIsNamed) {
+  StateLayout layout(oneParam("f32", 2, 2, 0));
+  Expected<const ManifestSlot *> s = layout.get("input", "input_ids");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "the compiled model has no input 'input_ids'");
+}
