@@ -351,7 +351,7 @@ void LowerToRuntimePass::runOnOperation() {
   llvm::stable_sort(planned, [&](func::FuncOp a, func::FuncOp b) {
     return rank(a) < rank(b);
   });
-  FailureOr<std::string> manifest = buildManifest(module, plan, planned);
+  FailureOr<std::string> manifest = buildManifest(plan, planned);
   if (failed(manifest))
     return signalPassFailure();
   for (func::FuncOp fn : planned)

@@ -52,7 +52,7 @@ static std::optional<rt::ManifestOptimizer> optimizerOf(func::FuncOp step) {
 }
 
 FailureOr<std::string>
-infir2::buildManifest(ModuleOp module, rtir::PlanAttr plan,
+infir2::buildManifest(rtir::PlanAttr plan,
                       ArrayRef<func::FuncOp> planned) {
   rt::Manifest m;
   m.stateBytes = plan.getStateBytes();

@@ -17,9 +17,10 @@
 namespace infir2 {
 
 /// The manifest of a planned module (its #infir2rt.plan and the planned
-/// functions): what the trainer reads at start-up to lay out its state.
+/// functions), as JSON: what the trainer reads at start-up to lay out its
+/// state, with the runtime ABI version it was compiled for.
 mlir::FailureOr<std::string>
-buildManifest(mlir::ModuleOp module, rtir::PlanAttr plan,
+buildManifest(rtir::PlanAttr plan,
               llvm::ArrayRef<mlir::func::FuncOp> planned);
 
 } // namespace infir2
