@@ -6,6 +6,8 @@
 
 #include "infir2/Compiler/Compiler.h"
 
+#include "llvm/Support/Error.h"
+
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -21,27 +23,30 @@
 
 using namespace mlir;
 
-LogicalResult infir2::emitLLVM(ModuleOp llvmModule, StringRef path,
-                                 bool emitObject) {
+static llvm::Error emitError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error infir2::emitLLVM(ModuleOp llvmModule, StringRef path,
+                             bool emitObject) {
   MLIRContext *ctx = llvmModule.getContext();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> m =
       translateModuleToLLVMIR(llvmModule, llvmContext, "infir2_model");
-  if (!m)
-    return llvmModule.emitError() << "translation to LLVM IR failed";
+  if (!m) // translateModuleToLLVMIR has emitted why on the op at fault
+    return emitError("translation to LLVM IR failed");
 
   std::error_code ec;
   auto file =
       std::make_unique<llvm::ToolOutputFile>(path, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return llvmModule.emitError()
-           << "cannot write '" << path << "': " << ec.message();
+    return emitError("cannot write '" + path + "': " + ec.message());
   if (!emitObject) {
     m->print(file->os(), nullptr);
     file->keep();
-    return success();
+    return llvm::Error::success();
   }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -50,8 +55,7 @@ LogicalResult infir2::emitLLVM(ModuleOp llvmModule, StringRef path,
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return llvmModule.emitError()
-           << "no LLVM target for " << triple.str() << ": " << error;
+    return emitError("no LLVM target for " + triple.str() + ": " + error);
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, "generic", "", options, llvm::Reloc::PIC_, std::nullopt,
@@ -61,8 +65,9 @@ LogicalResult infir2::emitLLVM(ModuleOp llvmModule, StringRef path,
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, file->os(), nullptr,
                               llvm::CodeGenFileType::ObjectFile))
-    return llvmModule.emitError() << "the LLVM target cannot emit objects";
+    return emitError("the LLVM target for " + triple.str() +
+                   " cannot emit object files");
   pm.run(*m);
   file->keep();
-  return success();
+  return llvm::Error::success();
 }

@@ -31,6 +31,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -158,6 +159,12 @@ int main(int argc, char **argv) {
   infir2::TrainerPipelineOptions options;
   if (failed(configure(options)))
     return 1;
+  // An output that cannot be written is an error before any work.
+  StringRef dir = sys::path::parent_path(outputPath);
+  if (!reportMemory && outputPath != "-" && !dir.empty() &&
+      !sys::fs::is_directory(dir))
+    return fail("cannot write '" + outputPath + "': no directory '" + dir +
+                "'");
 
   DialectRegistry registry;
   infir2::registerAllDialects(registry);
@@ -191,15 +198,20 @@ int main(int argc, char **argv) {
     out.keep();
     return 0;
   }
-  if (emit != Emit::exe)
-    return failed(infir2::emitLLVM(*module, outputPath, emit == Emit::obj));
+  if (emit != Emit::exe) {
+    if (Error e = infir2::emitLLVM(*module, outputPath, emit == Emit::obj))
+      return fail(toString(std::move(e)));
+    return 0;
+  }
   SmallString<128> object;
   if (std::error_code ec =
           sys::fs::createTemporaryFile("infir2-model", "o", object))
     return fail("cannot create a temporary object file: " + ec.message());
-  int rc = failed(infir2::emitLLVM(*module, object, true))
-               ? 1
-               : link(object, outputPath);
+  int rc = 0;
+  if (Error e = infir2::emitLLVM(*module, object, true))
+    rc = fail(toString(std::move(e)));
+  else
+    rc = link(object, outputPath);
   sys::fs::remove(object);
   return rc;
 }

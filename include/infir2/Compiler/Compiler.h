@@ -15,14 +15,16 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 namespace infir2 {
 
 /// Translates an LLVM dialect module to LLVM IR and writes it as an object
 /// file for the host (emitObject) or as textual LLVM IR (otherwise) to
-/// `path`. Errors are emitted on the module.
-mlir::LogicalResult emitLLVM(mlir::ModuleOp llvmModule, llvm::StringRef path,
-                             bool emitObject);
+/// `path`, which appears only when complete. The error says what failed
+/// and names the file.
+llvm::Error emitLLVM(mlir::ModuleOp llvmModule, llvm::StringRef path,
+                     bool emitObject);
 
 } // namespace infir2
 
