@@ -168,9 +168,10 @@ void Lowerer::emitCall(Location loc, StringRef entry, ArrayRef<int64_t> desc,
 
 LogicalResult Lowerer::lowerFunction(func::FuncOp f) {
   Location loc = f.getLoc();
-  if (!llvm::hasSingleElement(f.getBody()))
-    return f.emitOpError()
-           << "expects a single-block function of infir2rt.call ops";
+  if (!llvm::hasSingleElement(f.getBody()) || f.getNumArguments() ||
+      f.getNumResults())
+    return f.emitOpError() << "expects a single-block function of "
+                              "infir2rt.call ops, without arguments or results";
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(f);
   auto fn = LLVM::LLVMFuncOp::create(b, loc, f.getSymName(),

@@ -249,17 +249,37 @@ const char *fusedEntry(Operation *producer, Operation *next) {
 /// "result moment1 model.norm.weight": the state slot at `dst`.
 std::string describeSlot(rtir::PlanAttr plan, rtir::BufferAttr dst) {
   for (auto slot : plan.getSlots().getAsRange<rtir::SlotAttr>())
-    if (slot.getOffset() == dst.getOffset())
+    if (slot.getOffset() == dst.getOffset() && slot.getType() == dst.getType())
       return ("result " + rtir::stringifySlotKind(slot.getKind()) + " " +
               slot.getName())
           .str();
   return "result";
 }
 
-/// The planned function `fn` as a function of runtime calls, added after it.
+/// The planned function `fn` as a function of runtime calls, added at the
+/// end of the module. Its schedule is the planner's (scheduleBlock, shared
+/// with MemoryPlan.cpp), so the calls run in the order the arena was planned
+/// for.
 LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
                             rtir::PlanAttr plan) {
   MLIRContext *ctx = fn.getContext();
+  auto scratchBytes = fn->getAttrOfType<IntegerAttr>(
+      rtir::RuntimeDialect::getScratchBytesAttrName());
+  if (!scratchBytes || !llvm::hasSingleElement(fn.getBody()))
+    return fn.emitOpError()
+           << "is not a planned step: it needs a body of one block and '"
+           << rtir::RuntimeDialect::getScratchBytesAttrName()
+           << "' (run --infir2-plan-memory first)";
+  // Every buffer lies inside its region: the state, or this step's arena.
+  auto checkBounds = [&](Operation *at, rtir::BufferAttr b) -> LogicalResult {
+    bool scratch = b.getRegion() == rtir::Region::scratch;
+    int64_t size = scratch ? scratchBytes.getInt() : plan.getStateBytes();
+    if (b.getOffset() + storedBytes(b.getType()) <= size)
+      return success();
+    return at->emitOpError() << "has " << b << ", which ends past the "
+                             << (scratch ? "step's arena" : "state region")
+                             << " (" << size << " bytes)";
+  };
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(fn->getParentOfType<ModuleOp>().getBody());
   auto out = func::FuncOp::create(b, fn.getLoc(), symbol,
@@ -290,7 +310,7 @@ LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
     SmallVector<Attribute> buffers;
     for (Value v : (*call)->operands) {
       FailureOr<rtir::BufferAttr> buffer = bufferOf(v);
-      if (failed(buffer))
+      if (failed(buffer) || failed(checkBounds(op, *buffer)))
         return failure();
       buffers.push_back(*buffer);
     }
@@ -309,7 +329,8 @@ LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
               "first)";
   for (auto [value, dst] : llvm::zip_equal(ret->getOperands(), copyOut)) {
     FailureOr<rtir::BufferAttr> src = bufferOf(value);
-    if (failed(src))
+    if (failed(src) ||
+        failed(checkBounds(ret, cast<rtir::BufferAttr>(dst))))
       return failure();
     if (*src == dst)
       continue;
@@ -346,20 +367,21 @@ void LowerToRuntimePass::runOnOperation() {
     StringRef s = fn->getAttrOfType<StringAttr>(
                         rtir::RuntimeDialect::getSymbolAttrName())
                       .getValue();
-    return s == "infir2_train_step" ? 0 : s == "infir2_optimizer_step" ? 1 : 2;
+    return llvm::find(rtir::RuntimeDialect::getStepSymbols(), s) -
+           rtir::RuntimeDialect::getStepSymbols().begin();
   };
   llvm::stable_sort(planned, [&](func::FuncOp a, func::FuncOp b) {
     return rank(a) < rank(b);
   });
-  FailureOr<std::string> manifest = buildManifest(plan, planned);
-  if (failed(manifest))
-    return signalPassFailure();
   for (func::FuncOp fn : planned)
     if (failed(lowerFunction(
             fn, fn->getAttrOfType<StringAttr>(
                       rtir::RuntimeDialect::getSymbolAttrName()),
             plan)))
       return signalPassFailure();
+  FailureOr<std::string> manifest = buildManifest(plan, planned);
+  if (failed(manifest))
+    return signalPassFailure();
   for (func::FuncOp fn : llvm::concat<func::FuncOp>(planned, others))
     fn.erase();
   module->removeAttr(rtir::RuntimeDialect::getPlanAttrName());

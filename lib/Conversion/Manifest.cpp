@@ -85,7 +85,7 @@ infir2::buildManifest(rtir::PlanAttr plan,
         {symbol.str(), fn->getAttrOfType<IntegerAttr>(
                              rtir::RuntimeDialect::getScratchBytesAttrName())
                            .getInt()});
-    if (symbol == "infir2_optimizer_step")
+    if (symbol == rtir::RuntimeDialect::getStepSymbols()[1])
       m.optimizer = optimizerOf(fn);
   }
   return rt::toJson(m);

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -27,7 +28,8 @@ void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
                   infir2::rtir::RuntimeDialect>();
   registry.insert<mlir::arith::ArithDialect,
                   mlir::bufferization::BufferizationDialect,
-                  mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
+                  mlir::func::FuncDialect, mlir::LLVM::LLVMDialect,
+                  mlir::linalg::LinalgDialect,
                   mlir::tensor::TensorDialect>();
   infir2::registerLinalgGemmModels(registry);
 }

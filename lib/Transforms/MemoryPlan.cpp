@@ -9,6 +9,7 @@
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/StringMap.h"
@@ -337,11 +338,13 @@ FailureOr<ModelPlan> infir2::planModel(ModuleOp module) {
     return module.emitError()
            << "expects @train_step and @optimizer_step (run a recipe "
               "pipeline, e.g. --fp8-recipe or --bf16-recipe, first)";
-  if (failed(planner.planFunction(train, "infir2_train_step")) ||
-      failed(planner.planFunction(opt, "infir2_optimizer_step")))
+  // The trainer calls the steps by these symbols (train, optimizer, eval).
+  ArrayRef<StringRef> symbols = rtir::RuntimeDialect::getStepSymbols();
+  if (failed(planner.planFunction(train, symbols[0])) ||
+      failed(planner.planFunction(opt, symbols[1])))
     return failure();
   if (auto fwd = module.lookupSymbol<func::FuncOp>("forward"))
-    if (failed(planner.planFunction(fwd, "infir2_eval_step")))
+    if (failed(planner.planFunction(fwd, symbols[2])))
       return failure();
   // The batch geometry, from the token ids and the logits.
   for (const StateSlot &s : plan.state)
@@ -373,7 +376,7 @@ void infir2::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
   }
   const FunctionPlan *train = nullptr;
   for (const FunctionPlan &f : plan.functions)
-    if (f.symbol == "infir2_train_step")
+    if (f.symbol == rtir::RuntimeDialect::getStepSymbols()[0])
       train = &f;
   auto gib = [](int64_t b) { return double(b) / (1024.0 * 1024.0 * 1024.0); };
   os << "planned memory (batch " << plan.batch << " x seq " << plan.seqLen

@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+
 namespace infir2 {
 #define GEN_PASS_DEF_OPTIMIZERPASS
 #include "infir2/Transforms/Passes.h.inc"
@@ -36,6 +37,9 @@ struct OptimizerPass : public infir2::impl::OptimizerPassBase<OptimizerPass> {
 
 LogicalResult OptimizerPass::build(ModuleOp module) {
   bool adamw = optimizer == OptimizerKind::adamw;
+  if (std::optional<std::string> bad =
+          checkOptimizerSettings(beta1, beta2, eps, weightDecay, gradClip))
+    return module.emitError() << *bad;
   auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
   if (!forward)
     return module.emitError() << "no function named '" << forwardName

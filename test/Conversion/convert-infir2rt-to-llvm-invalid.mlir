@@ -23,7 +23,7 @@ module attributes {infir2rt.manifest = "m"} {
 
 // Tests that a step has a body.
 module attributes {infir2rt.manifest = "m"} {
-  // expected-error @+1 {{'func.func' op expects a single-block function of infir2rt.call ops}}
+  // expected-error @+1 {{'func.func' op expects a single-block function of infir2rt.call ops, without arguments or results}}
   func.func private @infir2_train_step()
 }
 
@@ -35,5 +35,16 @@ module attributes {infir2rt.manifest = "m"} {
     // expected-error @+1 {{'infir2rt.call' op has an element type the runtime does not know: 'i8'}}
     infir2rt.call "fill" [#infir2rt.buffer<scratch, 0, tensor<4xi8>>] attributes [1.0] at "x"
     return
+  }
+}
+
+// -----
+
+// Tests that a step takes nothing and returns nothing: the trainer calls it
+// with the context alone.
+module attributes {infir2rt.manifest = "m"} {
+  // expected-error @+1 {{'func.func' op expects a single-block function of infir2rt.call ops, without arguments or results}}
+  func.func @infir2_train_step(%a: i32) -> i32 {
+    return %a : i32
   }
 }

@@ -61,3 +61,43 @@ module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_byte
     return {infir2rt.copy_out = []}
   }
 }
+
+// -----
+
+// Tests that a planned step has its arena size.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  // expected-error @+1 {{'func.func' op is not a planned step: it needs a body of one block and 'infir2rt.scratch_bytes' (run --infir2-plan-memory first)}}
+  func.func @train_step() attributes {infir2rt.symbol = "infir2_train_step"} {
+    return {infir2rt.copy_out = []}
+  }
+}
+
+// -----
+
+// Tests that a planned step has a body.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  // expected-error @+1 {{'func.func' op is not a planned step: it needs a body of one block and 'infir2rt.scratch_bytes' (run --infir2-plan-memory first)}}
+  func.func private @train_step() attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 64 : i64}
+}
+
+// -----
+
+// Tests that every buffer lies inside the state region.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  func.func @train_step(%x: tensor<16xf32> {infir2rt.buffer = #infir2rt.buffer<state, 32, tensor<16xf32>>}) attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 64 : i64} {
+    // expected-error @+1 {{'infir2.silu' op has #infir2rt.buffer<state, 32, tensor<16xf32>>, which ends past the state region (64 bytes)}}
+    %y = infir2.silu %x {infir2rt.buffers = [#infir2rt.buffer<scratch, 0, tensor<16xf32>>]} : tensor<16xf32>
+    return {infir2rt.copy_out = []}
+  }
+}
+
+// -----
+
+// Tests that every buffer lies inside the step's arena.
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 64, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  func.func @train_step(%x: tensor<16xf32> {infir2rt.buffer = #infir2rt.buffer<state, 0, tensor<16xf32>>}) attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 32 : i64} {
+    // expected-error @+1 {{'infir2.silu' op has #infir2rt.buffer<scratch, 0, tensor<16xf32>>, which ends past the step's arena (32 bytes)}}
+    %y = infir2.silu %x {infir2rt.buffers = [#infir2rt.buffer<scratch, 0, tensor<16xf32>>]} : tensor<16xf32>
+    return {infir2rt.copy_out = []}
+  }
+}

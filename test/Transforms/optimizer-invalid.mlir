@@ -1,6 +1,10 @@
 // RUN: infir2-opt %s --split-input-file --infir2-optimizer --verify-diagnostics
 // RUN: not infir2-opt %s --split-input-file --infir2-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=LION
 // LION: for the --optimizer option: invalid value 'lion' (expected adamw or sgd)
+// RUN: not infir2-opt %s --split-input-file --infir2-optimizer="eps=0" 2>&1 | FileCheck %s --check-prefix=EPS
+// EPS: error: optimizer option eps = 0 is out of range (0, inf)
+// RUN: not infir2-opt %s --split-input-file --infir2-optimizer="beta2=1" 2>&1 | FileCheck %s --check-prefix=BETA
+// BETA: error: optimizer option beta2 = 1 is out of range [0, 1)
 
 // Tests that the forward function must exist.
 // expected-error @below {{no function named 'forward' whose parameters to optimize}}

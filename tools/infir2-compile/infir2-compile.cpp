@@ -53,9 +53,11 @@ static cl::OptionCategory category("infir2-compile options");
 
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir>"),
                                       cl::init("-"), cl::cat(category));
-static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
-                                       cl::value_desc("path"),
-                                       cl::init("trainer"), cl::cat(category));
+static cl::opt<std::string>
+    outputPath("o",
+               cl::desc("Output file (default: 'trainer' for an executable, "
+                        "'model.o' for an object, else standard output)"),
+               cl::value_desc("path"), cl::cat(category));
 static cl::opt<infir2::Recipe> recipe("recipe",
                                       cl::desc("The training recipe"),
                                       cl::init(infir2::Recipe::fp8),
@@ -135,12 +137,26 @@ static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
   raw_string_ostream os(error);
   if (failed(options.parseFromString(recipeOptions, os)))
     return badOptions("--recipe-options", error);
+  // What the tool's own flags decide.
+  for (auto [set, flag] :
+       {std::pair<bool, StringRef>{options.recipe.getNumOccurrences() > 0,
+                                   "recipe (use --recipe)"},
+        {options.stopAfter.getNumOccurrences() > 0, "stop-after (use --emit)"},
+        {options.reportMemory.getNumOccurrences() > 0,
+         "report-memory (use --report-memory)"}})
+    if (set)
+      return fail("bad --recipe-options: " + flag + " is not set here"),
+             failure();
   if (!optimizerOptions.empty()) {
     infir2::OptimizerOptions optimizer;
     if (failed(optimizer.parseFromString(optimizerOptions, os)) ||
         failed(options.parseFromString(optimizerOptions, os)))
       return badOptions("--optimizer-options", error);
   }
+  if (std::optional<std::string> bad = infir2::checkOptimizerSettings(
+          options.beta1, options.beta2, options.eps, options.weightDecay,
+          options.gradClip))
+    return fail(*bad), failure();
   options.recipe = recipe;
   options.reportMemory = reportMemory;
   options.stopAfter = reportMemory       ? infir2::TrainerStage::plan
@@ -159,6 +175,10 @@ int main(int argc, char **argv) {
   infir2::TrainerPipelineOptions options;
   if (failed(configure(options)))
     return 1;
+  if (outputPath.getNumOccurrences() == 0)
+    outputPath = emit == Emit::exe   ? "trainer"
+                 : emit == Emit::obj ? "model.o"
+                                     : "-";
   // An output that cannot be written is an error before any work.
   StringRef dir = sys::path::parent_path(outputPath);
   if (!reportMemory && outputPath != "-" && !dir.empty() &&

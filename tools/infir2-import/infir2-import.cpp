@@ -93,9 +93,10 @@ static void printSummary(const infir2::DecoderConfig &c, func::FuncOp forward) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
-  infir2::hideLLVMOptions({&category});
-  // --mlir-print-debuginfo shows the module path each op implements.
+  // --mlir-print-debuginfo shows the module path each op implements (under
+  // --help-hidden, with the other generic options).
   registerAsmPrinterCLOptions();
+  infir2::hideLLVMOptions({&category});
   cl::ParseCommandLineOptions(
       argc, argv, "InfiR2 importer: Hugging Face config.json -> infir2 IR\n");
 

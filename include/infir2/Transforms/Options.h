@@ -18,6 +18,11 @@
 
 #include "llvm/Support/ErrorHandling.h"
 
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+
 namespace infir2 {
 
 /// Which training step the trainer pipeline builds.
@@ -131,6 +136,36 @@ inline llvm::StringRef stringify(Granularity g) {
 
 inline llvm::StringRef stringify(OptimizerKind k) {
   return k == OptimizerKind::adamw ? "adamw" : "sgd";
+}
+
+/// Why the optimizer's settings are out of range ("optimizer option eps = 0
+/// is out of range (0, inf)"), or nothing when they are fine: betas in
+/// [0, 1), eps > 0, weight decay and clipping >= 0.
+inline std::optional<std::string>
+checkOptimizerSettings(double beta1, double beta2, double eps,
+                       double weightDecay, double gradClip) {
+  struct Range {
+    const char *name;
+    double value, lo, hi;
+    bool loOpen, hiOpen;
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  for (const Range &r : {Range{"beta1", beta1, 0, 1, false, true},
+                         Range{"beta2", beta2, 0, 1, false, true},
+                         Range{"eps", eps, 0, inf, true, true},
+                         Range{"weight-decay", weightDecay, 0, inf, false, true},
+                         Range{"grad-clip", gradClip, 0, inf, false, true}}) {
+    if ((r.loOpen ? r.value > r.lo : r.value >= r.lo) &&
+        (r.hiOpen ? r.value < r.hi : r.value <= r.hi))
+      continue;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "optimizer option %s = %g is out of range %c%g, %g%c",
+                  r.name, r.value, r.loOpen ? '(' : '[', r.lo, r.hi,
+                  r.hiOpen ? ')' : ']');
+    return std::string(text);
+  }
+  return std::nullopt;
 }
 
 } // namespace infir2

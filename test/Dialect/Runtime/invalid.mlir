@@ -107,9 +107,9 @@ module attributes {infir2rt.manifest = 3} {}
 
 // -----
 
-// Tests that a step's symbol is a string.
-// expected-error @+1 {{'func.func' op expects 'infir2rt.symbol' to be a string}}
-func.func @f() attributes {infir2rt.symbol = 1} {
+// Tests that a step's symbol is one the trainer calls.
+// expected-error @+1 {{'func.func' op expects 'infir2rt.symbol' to be one of the steps a trainer calls: infir2_train_step, infir2_optimizer_step, infir2_eval_step}}
+func.func @f() attributes {infir2rt.symbol = "train_step"} {
   return
 }
 
@@ -168,5 +168,36 @@ func.func @f(%x: tensor<4xf32> {infir2rt.buffer = #infir2rt.buffer<state, 0, ten
 // Tests that the dialect knows every argument attribute it is given.
 // expected-error @+1 {{'func.func' op has an unknown infir2rt argument attribute 'infir2rt.slot'}}
 func.func @f(%x: tensor<4xf32> {infir2rt.slot = 0}) {
+  return
+}
+
+// -----
+
+// Tests that a buffer holds elements the runtime can store.
+func.func @index_buffer() {
+  // expected-error @+1 {{expects integer or floating-point elements, got 'tensor<4xindex>'}}
+  infir2rt.call "fill" [#infir2rt.buffer<scratch, 0, tensor<4xindex>>] attributes [1.0] at "x"
+  return
+}
+
+// -----
+
+// Tests that a plan's slot holds elements the runtime can store.
+// expected-error @+2 {{expects integer or floating-point elements, got 'tensor<4xindex>'}}
+// expected-error @+1 {{failed to parse RT_PlanAttr parameter 'slots'}}
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 0, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = [#infir2rt.slot<grad, "w", 0, tensor<4xindex>>]>} {}
+
+// -----
+
+// Tests that only a function with a body has placed arguments.
+// expected-error @+1 {{'func.func' op expects 'infir2rt.buffer' on the arguments of a function with a body}}
+func.func private @declared(tensor<4xf32> {infir2rt.buffer = #infir2rt.buffer<state, 0, tensor<4xf32>>})
+
+// -----
+
+// Tests that only a function's return copies results out.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'infir2.silu' op expects 'infir2rt.copy_out' on a function's return only}}
+  %y = infir2.silu %x {infir2rt.copy_out = [#infir2rt.buffer<state, 0, tensor<4xf32>>]} : tensor<4xf32>
   return
 }

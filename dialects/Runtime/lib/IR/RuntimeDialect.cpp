@@ -11,6 +11,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -49,6 +52,9 @@ LogicalResult BufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expects a non-negative offset, got " << offset;
   if (!type.hasStaticShape())
     return emitError() << "expects a statically shaped tensor, got " << type;
+  if (!type.getElementType().isIntOrFloat())
+    return emitError() << "expects integer or floating-point elements, got "
+                       << type;
   if (type.getRank() > INFIR2RT_MAX_RANK)
     return emitError() << "expects a rank of at most "
                        << static_cast<int64_t>(INFIR2RT_MAX_RANK)
@@ -104,8 +110,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     auto slot = dyn_cast<SlotAttr>(a);
     if (!slot)
       return emitError() << "expects slots to be #infir2rt.slot, got " << a;
-    int64_t bytes = slot.getType().getNumElements() *
-                    std::max<int64_t>(1, slot.getType().getElementTypeBitWidth() / 8);
+    int64_t bytes =
+        slot.getType().getNumElements() *
+        std::max<int64_t>(1, slot.getType().getElementTypeBitWidth() / 8);
     if (slot.getOffset() + bytes > stateBytes)
       return emitError() << "slot '" << slot.getName()
                          << "' ends past the state region (" << stateBytes
@@ -138,6 +145,10 @@ LogicalResult RuntimeDialect::verifyOperationAttribute(Operation *op,
   if (name == getBuffersAttrName())
     return verifyBuffers(op, attr, op->getResultTypes(), "result");
   if (name == getCopyOutAttrName()) {
+    if (!op->hasTrait<OpTrait::ReturnLike>() ||
+        !isa<FunctionOpInterface>(op->getParentOp()))
+      return op->emitOpError()
+             << "expects '" << name << "' on a function's return only";
     if (failed(verifyBuffers(op, attr, op->getOperandTypes(), "operand")))
       return failure();
     for (Attribute a : cast<ArrayAttr>(attr.getValue()))
@@ -157,16 +168,19 @@ LogicalResult RuntimeDialect::verifyOperationAttribute(Operation *op,
              << (name == getPlanAttrName() ? "an #infir2rt.plan" : "a string");
     return success();
   }
-  if (name == getSymbolAttrName() || name == getScratchBytesAttrName()) {
-    bool ok = name == getSymbolAttrName()
-                  ? isa<StringAttr>(attr.getValue())
-                  : isa<IntegerAttr>(attr.getValue()) &&
-                        cast<IntegerAttr>(attr.getValue()).getInt() >= 0;
-    if (!ok)
+  if (name == getSymbolAttrName()) {
+    auto symbol = dyn_cast<StringAttr>(attr.getValue());
+    if (!symbol || !llvm::is_contained(getStepSymbols(), symbol.getValue()))
       return op->emitOpError()
-             << "expects '" << name << "' to be "
-             << (name == getSymbolAttrName() ? "a string"
-                                             : "a non-negative integer");
+             << "expects '" << name << "' to be one of the steps a trainer "
+             << "calls: " << llvm::join(getStepSymbols(), ", ");
+    return success();
+  }
+  if (name == getScratchBytesAttrName()) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || bytes.getInt() < 0)
+      return op->emitOpError()
+             << "expects '" << name << "' to be a non-negative integer";
     return success();
   }
   return op->emitOpError() << "has an unknown infir2rt attribute '" << name
@@ -181,7 +195,11 @@ LogicalResult RuntimeDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitOpError() << "has an unknown infir2rt argument attribute '"
                              << attr.getName().getValue() << "'";
   auto buffer = dyn_cast<BufferAttr>(attr.getValue());
-  Type type = op->getRegion(region).getArgument(arg).getType();
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn || region != 0 || fn.isExternal())
+    return op->emitOpError() << "expects '" << getBufferAttrName()
+                             << "' on the arguments of a function with a body";
+  Type type = fn.getArgumentTypes()[arg];
   if (!buffer || buffer.getType() != type)
     return op->emitOpError()
            << "expects argument #" << arg << "'s '" << getBufferAttrName()

@@ -37,7 +37,14 @@ def Runtime_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getPlanAttrName() {
       return ::llvm::StringLiteral("infir2rt.plan");
     }
-    /// On a planned function: the C symbol its step is exported as.
+    /// The C symbols of the steps a trainer calls (runtime ABI.h).
+    static ::llvm::ArrayRef<::llvm::StringRef> getStepSymbols() {
+      static const ::llvm::StringRef symbols[] = {
+          "infir2_train_step", "infir2_optimizer_step", "infir2_eval_step"};
+      return symbols;
+    }
+    /// On a planned function: the C symbol its step is exported as (one of
+    /// getStepSymbols()).
     static constexpr ::llvm::StringLiteral getSymbolAttrName() {
       return ::llvm::StringLiteral("infir2rt.symbol");
     }
