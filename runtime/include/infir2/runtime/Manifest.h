@@ -8,7 +8,8 @@
 // (infir2_model_manifest) and the trainer reads at start-up: the layout of
 // the state region, the scratch size, the shapes it was compiled for and the
 // optimizer's hyper-parameters. One typed struct, written by the compiler
-// (lowering::buildManifest) and read by the driver, as JSON:
+// (lib/Conversion/Manifest.cpp, in --infir2-lower-to-runtime) and read by
+// the driver, as JSON:
 //
 //   {"format":"infir2-manifest","abi_version":3,"state_bytes":...,
 //    "scratch_bytes":...,"batch":4,"seq":128,"vocab":256,
