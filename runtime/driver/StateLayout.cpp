@@ -90,26 +90,37 @@ Extent StateLayout::extentOf(const ManifestSlot &s, int rank) const {
   return {whole->shape, first * rowElems, mine * rowElems};
 }
 
+Status StateLayout::writeParameter(
+    const ManifestSlot &param, uint8_t *state, int rank,
+    const std::function<float(int64_t)> &value) const {
+  Expected<const ManifestSlot *> master = get("master", param.name);
+  if (!master)
+    return master.failure();
+  Extent e = extentOf(**master, rank);
+  uint8_t *mw = state + (*master)->offset;
+  uint8_t *w = state + param.offset;
+  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
+    float v = value(i);
+    if (e.contains(i))
+      writeElement("f32", mw, i - e.begin, v);
+    writeElement(param.dtype, w, i, v);
+  }
+  return Status::ok();
+}
+
 Status StateLayout::initialize(uint8_t *state, std::mt19937_64 &rng,
                                int rank) const {
   std::normal_distribution<double> normal(0.0, 1.0);
   for (const ManifestSlot &s : m_.slots) {
     if (s.kind != "param")
       continue;
-    Expected<const ManifestSlot *> master = get("master", s.name);
-    if (!master)
-      return master.failure();
-    Extent e = extentOf(**master, rank);
-    uint8_t *mw = state + (*master)->offset;
-    uint8_t *w = state + s.offset;
-    for (int64_t i = 0, n = s.numel(); i < n; ++i) {
-      float v = s.init == "ones"     ? 1.0f
-                : s.init == "normal" ? float(s.std * normal(rng))
-                                     : 0.0f;
-      if (e.contains(i))
-        writeElement("f32", mw, i - e.begin, v);
-      writeElement(s.dtype, w, i, v);
-    }
+    Status written = writeParameter(s, state, rank, [&](int64_t) {
+      return s.init == "ones"     ? 1.0f
+             : s.init == "normal" ? float(s.std * normal(rng))
+                                  : 0.0f;
+    });
+    if (!written)
+      return written;
   }
   return Status::ok();
 }
@@ -139,18 +150,10 @@ StateLayout::loadParameters(const std::map<std::string, StoredTensor> &tensors,
       return fail("%s: tensor '%s' has dtype %s (expected F32, BF16, F16 or "
                   "F64)",
                   path.c_str(), s.name.c_str(), t.dtype.c_str());
-    Expected<const ManifestSlot *> master = get("master", s.name);
-    if (!master)
-      return master.failure();
-    Extent e = extentOf(**master, rank);
-    uint8_t *mw = state + (*master)->offset;
-    uint8_t *w = state + s.offset;
-    for (int64_t i = 0, n = s.numel(); i < n; ++i) {
-      float v = storedFloat(t, i);
-      if (e.contains(i))
-        writeElement("f32", mw, i - e.begin, v);
-      writeElement(s.dtype, w, i, v);
-    }
+    Status written = writeParameter(
+        s, state, rank, [&](int64_t i) { return storedFloat(t, i); });
+    if (!written)
+      return written;
   }
   return Status::ok();
 }

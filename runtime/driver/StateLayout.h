@@ -21,6 +21,7 @@
 #include "infir2/runtime/Checkpoint.h"
 #include "infir2/runtime/Manifest.h"
 
+#include <functional>
 #include <map>
 #include <random>
 
@@ -80,6 +81,11 @@ public:
                         int rank) const;
 
 private:
+  /// Writes value(i) into element i of `param`'s working copy (rounded to
+  /// its type) and, where this rank holds it, of its FP32 master.
+  Status writeParameter(const ManifestSlot &param, uint8_t *state, int rank,
+                        const std::function<float(int64_t)> &value) const;
+
   Manifest m_;
 };
 
