@@ -212,7 +212,11 @@ std::string describe(Operation *op) {
 /// Where --infir2-plan-memory placed `v`.
 FailureOr<rtir::BufferAttr> bufferOf(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    Operation *owner = arg.getOwner()->getParentOp();
+    auto fn = dyn_cast<func::FuncOp>(owner);
+    if (!fn)
+      return owner->emitOpError()
+             << "has a region argument the runtime calls cannot read";
     if (auto b = fn.getArgAttrOfType<rtir::BufferAttr>(
             arg.getArgNumber(), rtir::RuntimeDialect::getBufferAttrName()))
       return b;

@@ -101,3 +101,21 @@ module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_byte
     return {infir2rt.copy_out = []}
   }
 }
+
+// -----
+
+// Tests that a call cannot read an argument of a region other than the
+// step's (here an fp8.fused body's).
+module attributes {infir2rt.plan = #infir2rt.plan<state_bytes = 64, scratch_bytes = 4096, batch = 1, seq = 1, vocab = 1, zero1_world_size = 0, slots = []>} {
+  func.func @train_step() attributes {infir2rt.symbol = "infir2_train_step", infir2rt.scratch_bytes = 4096 : i64} {
+    // expected-error @+1 {{'fp8.fused' op has a region argument the runtime calls cannot read}}
+    %q, %s = fp8.fused -> (tensor<4x128xf8E4M3FN>, tensor<4x1xf32>) {
+    ^bb0(%x: tensor<4x128xf32>):
+      %n = infir2.silu %x {infir2rt.buffers = [#infir2rt.buffer<scratch, 0, tensor<4x128xf32>>]} : tensor<4x128xf32>
+      %a, %b = fp8.quantize %n to e4m3 by #fp8.groups<128, dim = 1> scale pow2 {infir2rt.buffers = [#infir2rt.buffer<scratch, 2048, tensor<4x128xf8E4M3FN>>, #infir2rt.buffer<scratch, 2560, tensor<4x1xf32>>]}
+          : tensor<4x128xf32> -> tensor<4x128xf8E4M3FN>, tensor<4x1xf32>
+      fp8.yield %a, %b : tensor<4x128xf8E4M3FN>, tensor<4x1xf32>
+    } {infir2rt.buffers = [#infir2rt.buffer<scratch, 2048, tensor<4x128xf8E4M3FN>>, #infir2rt.buffer<scratch, 2560, tensor<4x1xf32>>]}
+    return {infir2rt.copy_out = []}
+  }
+}
