@@ -19,6 +19,8 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%torch-python", "/usr/bin/python3"))
 config.substitutions.append(("%test-python", os.path.join(config.test_source_root, "python")))
 config.substitutions.append(("%examples", os.path.join(config.infir2_src_root, "examples")))
+# The build tree (test/package installs from it).
+config.substitutions.append(("%infir2-build", config.infir2_obj_root))
 # Real English text for trainer tests that need some (the README itself).
 config.substitutions.append(("%text", os.path.join(config.infir2_src_root, "README.md")))
 

@@ -31,6 +31,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
@@ -98,14 +99,52 @@ static int fail(const Twine &message) {
   return 1;
 }
 
+/// The link of a trainer: the runtime's archives and the system libraries,
+/// from <bindir>/../lib/infir2/trainer-link.txt beside this executable (so
+/// an installed prefix can move). A line that is not a flag or an absolute
+/// path is relative to that file's directory.
+static FailureOr<SmallVector<std::string>> trainerLink(const char *argv0) {
+  std::string exe =
+      sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&fail));
+  SmallString<256> file(sys::path::parent_path(exe));
+  sys::path::append(file, "..", "lib", "infir2", "trainer-link.txt");
+  sys::path::remove_dots(file, /*remove_dot_dot=*/true);
+  auto buffer = MemoryBuffer::getFile(file);
+  if (!buffer)
+    return fail("cannot read the trainer runtime's link '" + file +
+                "' (infir2-compile looks for it in ../lib/infir2 beside "
+                "itself): " +
+                buffer.getError().message()),
+           failure();
+  SmallVector<std::string> args;
+  SmallVector<StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n', -1, false);
+  for (StringRef line : lines) {
+    line = line.trim();
+    if (line.empty())
+      continue;
+    if (line.starts_with("-") || sys::path::is_absolute(line)) {
+      args.push_back(line.str());
+      continue;
+    }
+    SmallString<256> path(sys::path::parent_path(file));
+    sys::path::append(path, line);
+    sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+    if (!sys::fs::exists(path))
+      return fail("the trainer runtime is incomplete: '" + path +
+                  "' (listed in '" + file + "') is missing"),
+             failure();
+    args.push_back(std::string(path));
+  }
+  return args;
+}
+
 /// Links `object` with the runtime and the driver into `output`.
-static int link(StringRef object, StringRef output) {
+static int link(StringRef object, StringRef output,
+                ArrayRef<std::string> libs) {
   std::string tmp = (output + ".tmp").str();
   SmallVector<std::string> args = {INFIR2_LINKER, object.str()};
-  SmallVector<StringRef> libs;
-  StringRef(INFIR2_TRAINER_LINK).split(libs, '|', -1, false);
-  for (StringRef l : libs)
-    args.push_back(l.str());
+  args.append(libs.begin(), libs.end());
   args.push_back("-o");
   args.push_back(tmp);
   SmallVector<StringRef> argv(args.begin(), args.end());
@@ -169,7 +208,7 @@ static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
-  infir2::hideLLVMOptions({&category});
+  infir2::setUpToolOptions({&category});
   cl::ParseCommandLineOptions(argc, argv,
                               "InfiR2: compiles a model to a trainer\n");
   infir2::TrainerPipelineOptions options;
@@ -223,6 +262,9 @@ int main(int argc, char **argv) {
       return fail(toString(std::move(e)));
     return 0;
   }
+  FailureOr<SmallVector<std::string>> libs = trainerLink(argv[0]);
+  if (failed(libs))
+    return 1;
   SmallString<128> object;
   if (std::error_code ec =
           sys::fs::createTemporaryFile("infir2-model", "o", object))
@@ -231,7 +273,7 @@ int main(int argc, char **argv) {
   if (Error e = infir2::emitLLVM(*module, object, true))
     rc = fail(toString(std::move(e)));
   else
-    rc = link(object, outputPath);
+    rc = link(object, outputPath, *libs);
   sys::fs::remove(object);
   return rc;
 }

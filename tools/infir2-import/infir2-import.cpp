@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
   // --mlir-print-debuginfo shows the module path each op implements (under
   // --help-hidden, with the other generic options).
   registerAsmPrinterCLOptions();
-  infir2::hideLLVMOptions({&category});
+  infir2::setUpToolOptions({&category});
   cl::ParseCommandLineOptions(
       argc, argv, "InfiR2 importer: Hugging Face config.json -> infir2 IR\n");
 

@@ -16,7 +16,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
-  infir2::hideLLVMOptions();
+  infir2::setUpToolOptions();
   mlir::DialectRegistry registry;
   infir2::registerAllDialects(registry);
   infir2::registerAllPasses();

@@ -338,7 +338,7 @@ static int runGradcheck(func::FuncOp forward, func::FuncOp step,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
-  infir2::hideLLVMOptions({&category});
+  infir2::setUpToolOptions({&category});
   cl::ParseCommandLineOptions(
       argc, argv, "InfiR2 reference interpreter (FP64) on random inputs\n");
 

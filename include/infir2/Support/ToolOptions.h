@@ -16,9 +16,13 @@
 #ifndef INFIR2_SUPPORT_TOOLOPTIONS_H
 #define INFIR2_SUPPORT_TOOLOPTIONS_H
 
+#include "infir2/Config.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace infir2 {
 
@@ -35,6 +39,21 @@ hideLLVMOptions(llvm::ArrayRef<const llvm::cl::OptionCategory *> keep = {}) {
     if (option->getOptionHiddenFlag() == llvm::cl::NotHidden)
       option->setHiddenFlag(llvm::cl::Hidden);
   }
+}
+
+/// --version of every InfiR2 tool: InfiR2's version and the MLIR/LLVM it is
+/// built with.
+inline void printVersion(llvm::raw_ostream &os) {
+  os << "InfiR2 " << INFIR2_VERSION_STRING << "\n  built with MLIR and LLVM "
+     << LLVM_VERSION_STRING << "\n";
+}
+
+/// What every tool's main() does first: hide LLVM's options (above) and
+/// answer --version with printVersion.
+inline void
+setUpToolOptions(llvm::ArrayRef<const llvm::cl::OptionCategory *> keep = {}) {
+  hideLLVMOptions(keep);
+  llvm::cl::SetVersionPrinter(printVersion);
 }
 
 } // namespace infir2
