@@ -66,3 +66,11 @@ write_basic_package_version_file(
 install(FILES ${PROJECT_BINARY_DIR}/lib/cmake/InfiR2/InfiR2Config.cmake
         ${PROJECT_BINARY_DIR}/lib/cmake/InfiR2/InfiR2ConfigVersion.cmake
         DESTINATION lib/cmake/InfiR2 COMPONENT infir2-cmake)
+
+# The dialect and pass references, generated from ODS (mlir-tblgen
+# -gen-dialect-doc / -gen-pass-doc) by every build into build/docs, and
+# installed with the package.
+add_custom_target(infir2-doc ALL)
+add_dependencies(infir2-doc mlir-doc)
+install(DIRECTORY ${PROJECT_BINARY_DIR}/docs/ DESTINATION share/doc/infir2
+        COMPONENT infir2-doc FILES_MATCHING PATTERN "*.md")
