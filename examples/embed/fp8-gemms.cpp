@@ -14,7 +14,6 @@
 
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/InitAll.h"
-#include "infir2/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
