@@ -5,6 +5,7 @@ import os
 
 import lit.formats
 from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
 
 config.name = "InfiR2"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
@@ -29,6 +30,15 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["infir2-opt", "infir2-import", "infir2-run", "infir2-compile"],
     [config.infir2_tools_dir, config.llvm_tools_dir])
+
+# The plugin for upstream mlir-opt, and that mlir-opt: the one of the LLVM
+# InfiR2 is built against (Debian's mlir-opt-22 is a link to it).
+config.substitutions.append(
+    ("%infir2_plugin", os.path.join(config.infir2_lib_dir, "libInfiR2Plugin.so")))
+llvm_config.add_tool_substitutions(
+    [ToolSubst("mlir-opt-22", command=os.path.join(config.llvm_tools_dir, "mlir-opt")),
+     "llvm-nm", "llvm-readelf"],
+    [config.llvm_tools_dir])
 
 # Data-parallel trainer tests need MPI (trainers built with it, and mpirun).
 # mpirun runs as root here only when told it may.

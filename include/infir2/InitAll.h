@@ -36,6 +36,11 @@ void registerAllDialects(mlir::DialectRegistry &registry);
 /// print-op-stats) for use on the command line.
 void registerAllPasses();
 
+/// Registers InfiR2's own passes and pipelines only. The plugin for an
+/// upstream mlir-opt calls this: that tool has the upstream passes already,
+/// and registering an option twice in one process aborts it.
+void registerInfiR2PassesAndPipelines();
+
 } // namespace infir2
 
 #endif // INFIR2_INITALL_H

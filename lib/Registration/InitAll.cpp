@@ -34,10 +34,14 @@ void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
   infir2::registerLinalgGemmModels(registry);
 }
 
-void infir2::registerAllPasses() {
+void infir2::registerInfiR2PassesAndPipelines() {
   infir2::registerInfiR2Passes();
   infir2::registerInfiR2ConversionPasses();
   infir2::registerPipelines();
+}
+
+void infir2::registerAllPasses() {
+  infir2::registerInfiR2PassesAndPipelines();
   // The generic transforms a reader of InfiR2's IR uses, not all of
   // upstream's: InfiR2's passes and pipelines lead infir2-opt --help.
   mlir::registerCanonicalizerPass();
