@@ -27,8 +27,7 @@ namespace infir2 {
 
 /// Adds InfiR2's dialects (infir2, fp8, infir2rt), the upstream dialects its
 /// pipelines read or produce (func, arith, tensor, linalg, bufferization,
-/// LLVM) and
-/// the GemmOpInterface models of linalg's and fp8's GEMMs.
+/// LLVM) and the GemmOpInterface models of linalg's and fp8's GEMMs.
 void registerAllDialects(mlir::DialectRegistry &registry);
 
 /// Registers InfiR2's passes and pipelines and the few generic upstream
@@ -37,8 +36,7 @@ void registerAllDialects(mlir::DialectRegistry &registry);
 void registerAllPasses();
 
 /// Registers InfiR2's own passes and pipelines only. The plugin for an
-/// upstream mlir-opt calls this: that tool has the upstream passes already,
-/// and registering an option twice in one process aborts it.
+/// upstream mlir-opt calls this: that tool has the upstream passes already.
 void registerInfiR2PassesAndPipelines();
 
 } // namespace infir2
