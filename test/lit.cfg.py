@@ -25,7 +25,7 @@ config.substitutions.append(("%text", os.path.join(config.infir2_src_root, "READ
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["infir2-opt", "infir2-import", "infir2-run", "infir2-compile"],
+    ["infir2-opt", "infir2-import", "infir2-run", "infir2-compile", "infir2-capi-test"],
     [config.infir2_tools_dir, config.llvm_tools_dir])
 
 # Data-parallel trainer tests need MPI (trainers built with it, and mpirun).
