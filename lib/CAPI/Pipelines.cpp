@@ -32,23 +32,23 @@ namespace {
 template <typename OptionsT>
 LogicalResult parseOptions(ModuleOp module, llvm::StringRef pipeline,
                            llvm::StringRef text, OptionsT &options) {
-  std::string enumError, parserError;
+  std::string valueError, parserError;
   llvm::raw_string_ostream os(parserError);
   LogicalResult parsed = success();
   {
-    infir2::EnumOptionErrorCapture capture(enumError);
+    infir2::OptionErrorCapture capture(valueError);
     parsed = options.parseFromString(text, os);
   }
   if (failed(parsed)) {
     // MLIR's option parser prefixes its own errors ("no such option bogus").
-    llvm::StringRef why = enumError.empty() ? llvm::StringRef(parserError)
-                                            : llvm::StringRef(enumError);
+    llvm::StringRef why = valueError.empty() ? llvm::StringRef(parserError)
+                                             : llvm::StringRef(valueError);
     why.consume_front("<Pass-Options-Parser>: ");
     why = why.trim();
     InFlightDiagnostic diag = emitError(module.getLoc())
                               << "bad " << pipeline << " options '" << text
                               << "'";
-    // A value llvm::cl's own parsers reject (a number that is not one) is
+    // A value only llvm::cl's own parser checks (world-size, an int64_t) is
     // described by llvm::cl on stderr; the diagnostic still names the string.
     if (!why.empty())
       diag << ": " << why;

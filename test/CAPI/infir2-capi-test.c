@@ -125,11 +125,10 @@ int main(int argc, char **argv) {
          (int)rtName.length, rtName.data);
 
   int diagnostics = 0;
-  mlirContextAttachDiagnosticHandler(ctx, handleDiagnostic, &diagnostics,
-                                     NULL);
+  mlirContextAttachDiagnosticHandler(ctx, handleDiagnostic, &diagnostics, NULL);
 
-  MlirModule module =
-      mlirModuleCreateParseFromFile(ctx, mlirStringRefCreateFromCString(argv[1]));
+  MlirModule module = mlirModuleCreateParseFromFile(
+      ctx, mlirStringRefCreateFromCString(argv[1]));
   if (mlirModuleIsNull(module)) {
     fprintf(stderr, "cannot parse '%s'\n", argv[1]);
     mlirContextDestroy(ctx);
@@ -143,8 +142,10 @@ int main(int argc, char **argv) {
                           "granularity=mxfp8", &diagnostics);
   status |= runBadOptions(infir2RunFP8Recipe, "fp8-recipe", module,
                           "format=e4m3 bogus-key=1", &diagnostics);
-  status |= runBadOptions(infir2RunFP8Recipe, "fp8-recipe", module,
-                          "beta1=1.5", &diagnostics);
+  status |= runBadOptions(infir2RunFP8Recipe, "fp8-recipe", module, "beta1=abc",
+                          &diagnostics);
+  status |= runBadOptions(infir2RunFP8Recipe, "fp8-recipe", module, "beta1=1.5",
+                          &diagnostics);
   status |= runBadOptions(infir2RunBF16Recipe, "bf16-recipe", module,
                           "optimizer=adam", &diagnostics);
   status |= runBadOptions(infir2RunTrainerPipeline, "infir2-trainer", module,
@@ -167,8 +168,7 @@ int main(int argc, char **argv) {
   Infir2GemmCounts gemms = infir2CountGemms(moduleOp);
   printf("infir2CountGemms: fp8 %ld, high precision %ld\n", (long)gemms.fp8,
          (long)gemms.highPrecision);
-  printf("module verifies: %s\n",
-         mlirOperationVerify(moduleOp) ? "yes" : "no");
+  printf("module verifies: %s\n", mlirOperationVerify(moduleOp) ? "yes" : "no");
   mlirModuleDestroy(module);
 
   // The baseline: every GEMM in high precision.
@@ -183,8 +183,8 @@ int main(int argc, char **argv) {
   mlirModuleDestroy(module);
 
   // The whole way to the LLVM dialect.
-  module = parseAndRun(ctx, argv[1], infir2RunTrainerPipeline,
-                       "infir2-trainer", "");
+  module =
+      parseAndRun(ctx, argv[1], infir2RunTrainerPipeline, "infir2-trainer", "");
   if (mlirModuleIsNull(module)) {
     mlirContextDestroy(ctx);
     return 1;

@@ -15,8 +15,9 @@
 // used at global scope before any option of type T is declared.
 //
 // A library that parses options for a caller (the C API) cannot let the error
-// go to stderr: EnumOptionErrorCapture sends it to a string instead, for the
-// caller to report as a diagnostic.
+// go to stderr: OptionErrorCapture sends it to a string instead, for the
+// caller to report as a diagnostic. The pipelines' number and flag options
+// (ScalarOption.h) do the same.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,25 +32,25 @@
 
 namespace infir2 {
 
-/// Where enum option errors of this thread go: nullptr (llvm::cl's stream,
-/// stderr) unless an EnumOptionErrorCapture is alive.
-inline std::string *&enumOptionErrorSink() {
+/// Where option errors of this thread go: nullptr (llvm::cl's stream,
+/// stderr) unless an OptionErrorCapture is alive.
+inline std::string *&optionErrorSink() {
   static thread_local std::string *sink = nullptr;
   return sink;
 }
 
-/// While alive, a bad enum value on this thread is written to `error` ("invalid
-/// value 'mxfp8' for granularity (expected blockwise, tensorwise or
+/// While alive, a bad option value on this thread is written to `error`
+/// ("invalid value 'mxfp8' for granularity (expected blockwise, tensorwise or
 /// rowwise)") instead of stderr.
-class EnumOptionErrorCapture {
+class OptionErrorCapture {
 public:
-  explicit EnumOptionErrorCapture(std::string &error)
-      : previous(enumOptionErrorSink()) {
-    enumOptionErrorSink() = &error;
+  explicit OptionErrorCapture(std::string &error)
+      : previous(optionErrorSink()) {
+    optionErrorSink() = &error;
   }
-  ~EnumOptionErrorCapture() { enumOptionErrorSink() = previous; }
-  EnumOptionErrorCapture(const EnumOptionErrorCapture &) = delete;
-  EnumOptionErrorCapture &operator=(const EnumOptionErrorCapture &) = delete;
+  ~OptionErrorCapture() { optionErrorSink() = previous; }
+  OptionErrorCapture(const OptionErrorCapture &) = delete;
+  OptionErrorCapture &operator=(const OptionErrorCapture &) = delete;
 
 private:
   std::string *previous;
@@ -103,7 +104,7 @@ public:
         value = info.V.getValue();
         return false;
       }
-    if (std::string *sink = enumOptionErrorSink()) {
+    if (std::string *sink = optionErrorSink()) {
       *sink = ("invalid value '" + v + "' for " + o.ArgStr + " (expected " +
                validValues() + ")")
                   .str();
