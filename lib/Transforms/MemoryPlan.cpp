@@ -308,13 +308,19 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       liveTotal -= aligned(bytes);
     }
   }
-  // Aliases share their root's buffer.
+  // Aliases share their root's buffer. The root's entry is copied before
+  // the alias's is made: `buffers[r] = buffers[root]` reads through a
+  // reference that inserting `r` can free (the map grows).
+  auto share = [&](Value r, Value rootValue) {
+    Buffer b = fp.buffers[rootValue];
+    fp.buffers[r] = b;
+  };
   for (Operation *op : fp.schedule)
     for (Value r : op->getResults())
       if (root(r) != r)
-        fp.buffers[r] = fp.buffers[root(r)];
+        share(r, root(r));
   for (auto &[r, v] : alias)
-    fp.buffers[r] = fp.buffers[root(v)];
+    share(r, root(v));
   fp.scratchBytes = arena.size();
   plan.scratchBytes = std::max(plan.scratchBytes, fp.scratchBytes);
   plan.functions.push_back(std::move(fp));

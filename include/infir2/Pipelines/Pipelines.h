@@ -18,6 +18,7 @@
 #ifndef INFIR2_PIPELINES_PIPELINES_H
 #define INFIR2_PIPELINES_PIPELINES_H
 
+#include "infir2/Support/ScalarOption.h"
 #include "infir2/Transforms/Options.h"
 
 #include "mlir/Pass/PassOptions.h"
@@ -33,7 +34,11 @@ namespace infir2 {
 template <typename Derived>
 struct OptimizerOptionsBase : public mlir::PassPipelineOptions<Derived> {
   using Base = mlir::PassPipelineOptions<Derived>;
-  template <typename T> using Option = typename Base::template Option<T>;
+  // Numbers and flags take ScalarOptionParser, so that the C API can report
+  // a bad value as a diagnostic as it does a bad enum value.
+  template <typename T>
+  using Option = typename Base::template Option<
+      T, infir2::PipelineOptionParser<Base, T>>;
 
   Option<OptimizerKind> optimizer{*this, "optimizer",
                                   llvm::cl::desc("The update rule"),

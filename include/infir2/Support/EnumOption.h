@@ -14,6 +14,11 @@
 // INFIR2_ENUM_OPTION_PARSER(T) makes it the parser of enum T; it must be
 // used at global scope before any option of type T is declared.
 //
+// A library that parses options for a caller (the C API) cannot let the error
+// go to stderr: OptionErrorCapture sends it to a string instead, for the
+// caller to report as a diagnostic. The pipelines' number and flag options
+// (ScalarOption.h) do the same.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef INFIR2_SUPPORT_ENUMOPTION_H
@@ -26,6 +31,30 @@
 #include <string>
 
 namespace infir2 {
+
+/// Where option errors of this thread go: nullptr (llvm::cl's stream,
+/// stderr) unless an OptionErrorCapture is alive.
+inline std::string *&optionErrorSink() {
+  static thread_local std::string *sink = nullptr;
+  return sink;
+}
+
+/// While alive, a bad option value on this thread is written to `error`
+/// ("invalid value 'mxfp8' for granularity (expected blockwise, tensorwise or
+/// rowwise)") instead of stderr.
+class OptionErrorCapture {
+public:
+  explicit OptionErrorCapture(std::string &error)
+      : previous(optionErrorSink()) {
+    optionErrorSink() = &error;
+  }
+  ~OptionErrorCapture() { optionErrorSink() = previous; }
+  OptionErrorCapture(const OptionErrorCapture &) = delete;
+  OptionErrorCapture &operator=(const OptionErrorCapture &) = delete;
+
+private:
+  std::string *previous;
+};
 
 /// What llvm::cl::parser<T> does for an enum T, with an error that lists the
 /// valid values.
@@ -75,6 +104,12 @@ public:
         value = info.V.getValue();
         return false;
       }
+    if (std::string *sink = optionErrorSink()) {
+      *sink = ("invalid value '" + v + "' for " + o.ArgStr + " (expected " +
+               validValues() + ")")
+                  .str();
+      return true;
+    }
     return o.error("invalid value '" + v + "' (expected " + validValues() +
                    ")");
   }
