@@ -6,7 +6,7 @@
 #   P/lib/cmake/InfiR2     InfiR2Config.cmake, its version file and targets
 # and `find_package(InfiR2 0.1 CONFIG REQUIRED)` the namespaced targets
 # InfiR2::Dialects, ::Transforms, ::Pipelines, ::Compiler, ::Interpreter,
-# ::Import and ::Runtime (each with what it needs of MLIR). Nothing in it
+# ::Import, ::Runtime and ::CAPI (each with what it needs of MLIR). Nothing in it
 # names the build tree, so the prefix can move.
 include(CMakePackageConfigHelpers)
 
@@ -31,6 +31,7 @@ add_infir2_umbrella(Compiler InfiR2UmbrellaPipelines InfiR2Compiler)
 add_infir2_umbrella(Interpreter InfiR2UmbrellaDialects InfiR2Interpreter)
 add_infir2_umbrella(Import InfiR2UmbrellaDialects InfiR2Import)
 add_infir2_umbrella(Runtime infir2rt_numerics infir2rt_manifest)
+add_infir2_umbrella(CAPI InfiR2CAPI)
 
 # Headers: the public ones, each dialect's, and the generated declarations a
 # downstream dialect or pass includes (Passes.h.inc, *Ops.h.inc, ...).
@@ -38,6 +39,8 @@ set(_infir2_header_patterns FILES_MATCHING PATTERN "*.h" PATTERN "*.td"
     PATTERN "*.inc" PATTERN "*.def" PATTERN "CMakeFiles" EXCLUDE)
 install(DIRECTORY include/infir2 ${PROJECT_BINARY_DIR}/include/infir2
         DESTINATION include COMPONENT infir2-headers ${_infir2_header_patterns})
+install(DIRECTORY include/infir2-c DESTINATION include
+        COMPONENT infir2-headers FILES_MATCHING PATTERN "*.h")
 foreach(dialect Infir2 FP8 Runtime)
   install(DIRECTORY dialects/${dialect}/include/infir2
           ${PROJECT_BINARY_DIR}/dialects/${dialect}/include/infir2
