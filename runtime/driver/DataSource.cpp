@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -58,13 +59,33 @@ infir2::rt::decodeTokens(const std::string &path, const std::string &bytes,
 Expected<std::vector<uint32_t>>
 infir2::rt::readTokens(const std::string &path, const std::string &format,
                        int64_t vocab, int64_t minTokens) {
+  // Only a regular file has an end and a size to check: a directory, a
+  // device (/dev/zero, /dev/urandom) or a pipe would fail to read or read
+  // forever.
+  std::error_code ec;
+  std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (ec)
+    return fail("%s: cannot open: %s", path.c_str(), ec.message().c_str());
+  if (!std::filesystem::is_regular_file(status))
+    return fail("%s: not a regular file (training data is read from a file, "
+                "not a directory, device or pipe)",
+                path.c_str());
+  std::string resolved = resolveDataFormat(path, format);
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  int64_t tokenBytes = resolved == "u32" ? 4 : resolved == "u16" ? 2 : 1;
+  // Checked before reading, as after: the same message either way (a
+  // truncated file is reported as such by decodeTokens).
+  if (!ec && int64_t(size) % tokenBytes == 0 &&
+      int64_t(size) / tokenBytes < minTokens)
+    return fail("%s: %ju tokens, fewer than one sequence needs (%lld)",
+                path.c_str(), uintmax_t(int64_t(size) / tokenBytes),
+                (long long)minTokens);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return fail("%s: cannot open: %s", path.c_str(), std::strerror(errno));
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
-  Expected<std::vector<uint32_t>> tokens =
-      decodeTokens(path, bytes, resolveDataFormat(path, format));
+  Expected<std::vector<uint32_t>> tokens = decodeTokens(path, bytes, resolved);
   if (!tokens)
     return tokens;
   for (size_t i = 0; i < tokens->size(); ++i)

@@ -64,6 +64,18 @@ TEST(DataSource, ReadChecksVocabularyAndLength) {
   ASSERT_TRUE(t) << t.message();
   EXPECT_EQ(t->size(), 9u);
 
+  // Not regular files: refused before reading (a directory aborted the
+  // trainer, /dev/zero was read forever).
+  t = readTokens(dir.str(), "auto", 256, 1);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.message(), dir.str() + ": not a regular file (training data is "
+                                      "read from a file, not a directory, "
+                                      "device or pipe)");
+  t = readTokens("/dev/zero", "u16", 256, 1);
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.message().find("/dev/zero: not a regular file"),
+            std::string::npos);
+
   t = readTokens(dir / "missing.txt", "auto", 256, 1);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.message(),
