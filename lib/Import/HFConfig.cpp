@@ -107,7 +107,37 @@ private:
 
 } // namespace
 
+/// llvm::json parses recursively: a document nested deeper than any config
+/// is refused first, by a scan that tracks strings, so that a hostile input
+/// cannot overflow the stack.
+static llvm::Error checkNesting(llvm::StringRef json) {
+  constexpr int kMaxDepth = 64;
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char ch = json[i];
+    if (inString) {
+      if (ch == '\\')
+        ++i;
+      else if (ch == '"')
+        inString = false;
+    } else if (ch == '"') {
+      inString = true;
+    } else if (ch == '{' || ch == '[') {
+      if (++depth > kMaxDepth)
+        return error("invalid JSON: nested deeper than " +
+                     llvm::Twine(kMaxDepth) + " levels at byte " +
+                     llvm::Twine(i));
+    } else if (ch == '}' || ch == ']') {
+      --depth;
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<DecoderConfig> infir2::parseHFConfig(llvm::StringRef json) {
+  if (llvm::Error e = checkNesting(json))
+    return std::move(e);
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(json);
   if (!parsed)
     return error("invalid JSON: " + llvm::toString(parsed.takeError()));
@@ -153,6 +183,13 @@ llvm::Expected<DecoderConfig> infir2::parseHFConfig(llvm::StringRef json) {
     return std::move(e);
   if (llvm::Error e = take(r.positiveInt("num_hidden_layers"), c.numLayers))
     return std::move(e);
+  // Every published decoder has at most a few hundred layers; this bound
+  // keeps a typo (100000) from taking minutes and gigabytes to build.
+  constexpr int64_t kMaxLayers = 1024;
+  if (c.numLayers > kMaxLayers)
+    return error("key 'num_hidden_layers' must be at most " +
+                 llvm::Twine(kMaxLayers) + ", got " +
+                 llvm::Twine(c.numLayers));
   if (llvm::Error e = take(r.positiveInt("num_attention_heads"), c.numHeads))
     return std::move(e);
   // Llama configs before GQA omit num_key_value_heads: one kv head per head.

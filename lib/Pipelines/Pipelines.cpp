@@ -34,7 +34,8 @@ static void addTrainingStep(OpPassManager &pm,
   opt.decay1D = options.decay1D;
   opt.skipIfPresent = true;
   pm.addPass(createOptimizerPass(opt));
-  if (options.dataParallel || options.zero1) {
+  // world-size without zero1 reaches the pass, which refuses it.
+  if (options.dataParallel || options.zero1 || options.worldSize != 0) {
     DataParallelPassOptions dp;
     dp.zero1 = options.zero1;
     dp.worldSize = options.worldSize;

@@ -80,6 +80,13 @@ void DataParallelPass::runOnOperation() {
         << "bucket-mb must be positive, got " << bucketMB;
     return signalPassFailure();
   }
+  if (!zero1 && worldSize != 0) {
+    getOperation().emitError()
+        << "world-size=" << static_cast<int64_t>(worldSize)
+        << " is for zero1=true only: the gradient all-reduce runs at any "
+           "world size";
+    return signalPassFailure();
+  }
   if (zero1 && worldSize < 1) {
     getOperation().emitError()
         << "zero1 needs world-size=N, the number of data-parallel ranks "

@@ -2,6 +2,8 @@
 // RUN: not infir2-opt %s --split-input-file --infir2-data-parallel="zero1=true" 2>&1 | FileCheck %s --check-prefix=WORLD
 
 // WORLD: error: zero1 needs world-size=N, the number of data-parallel ranks (got 0)
+// RUN: not infir2-opt %s --split-input-file --infir2-data-parallel="world-size=4" 2>&1 | FileCheck %s --check-prefix=NOZERO1
+// NOZERO1: error: world-size=4 is for zero1=true only: the gradient all-reduce runs at any world size
 
 // Tests that ZeRO-1 refuses a step that already all-reduces.
 // expected-error @+1 {{already all-reduces its gradients; ZeRO-1 shards a step that is not yet data-parallel}}

@@ -192,6 +192,12 @@ static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
         failed(options.parseFromString(optimizerOptions, os)))
       return badOptions("--optimizer-options", error);
   }
+  if (!options.zero1 && options.worldSize != 0)
+    return fail("bad --recipe-options: world-size=" +
+                Twine(int64_t(options.worldSize)) +
+                " is for zero1=true only: the gradient all-reduce runs at "
+                "any world size"),
+           failure();
   if (std::optional<std::string> bad = infir2::checkOptimizerSettings(
           options.beta1, options.beta2, options.eps, options.weightDecay,
           options.gradClip))

@@ -29,6 +29,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -71,12 +72,21 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-static void printSummary(const infir2::DecoderConfig &c, func::FuncOp forward) {
+/// Prints the summary; false when the parameter count does not fit 64 bits.
+static bool printSummary(const infir2::DecoderConfig &c, func::FuncOp forward) {
+  // Each tensor has fewer than 2^62 elements (the importer's bounds); their
+  // sum is checked, so that a huge config is an error, not a wrapped count.
   uint64_t elements = 0;
   auto params = infir2::getParams(forward);
+  bool overflow = false;
   for (auto [index, param] : params)
-    elements += cast<RankedTensorType>(forward.getArgumentTypes()[index])
-                    .getNumElements();
+    elements = llvm::SaturatingAdd(
+        elements,
+        uint64_t(cast<RankedTensorType>(forward.getArgumentTypes()[index])
+                     .getNumElements()),
+        &overflow);
+  if (overflow)
+    return false;
   llvm::outs() << "architecture  " << c.architecture << "\n"
                << "layers        " << c.numLayers << "\n"
                << "hidden        " << c.hiddenSize << " (" << c.numHeads
@@ -89,6 +99,7 @@ static void printSummary(const infir2::DecoderConfig &c, func::FuncOp forward) {
                << " tokens\n"
                << "parameters    " << infir2::formatWithThousands(elements)
                << " in " << params.size() << " tensors\n";
+  return true;
 }
 
 int main(int argc, char **argv) {
@@ -126,7 +137,8 @@ int main(int argc, char **argv) {
     return fail("the imported module does not verify (a bug in the importer)");
 
   if (summary)
-    printSummary(*config, module->lookupSymbol<func::FuncOp>("forward"));
+    if (!printSummary(*config, module->lookupSymbol<func::FuncOp>("forward")))
+      return fail(configPath + ": the model has more than 2^64 parameters");
   if (summary && outputPath.getNumOccurrences() == 0)
     return 0;
 
