@@ -23,6 +23,7 @@
 #include "testing/FaultInjection.h"
 #endif
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -47,6 +48,10 @@ int gRank = -1;
 } // namespace
 
 int main(int argc, char **argv) {
+  // A file-size limit (RLIMIT_FSIZE) then fails the write with EFBIG, like a
+  // full disk, and the save reports it and cleans up, instead of the process
+  // being killed mid-checkpoint.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::string error;
   std::optional<Manifest> manifest =
       parseManifest(infir2_model_manifest, error);
