@@ -92,5 +92,7 @@ int main(int argc, char **argv) {
   if (Status s = trainer.run(); !s)
     die(s.message());
   comm.finalize();
-  return 0;
+  // Stopped by SIGINT or SIGTERM (after saving): 128 + the signal, as a
+  // shell reports a command the signal ended.
+  return trainer.stoppedBy() ? 128 + trainer.stoppedBy() : 0;
 }

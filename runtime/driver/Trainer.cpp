@@ -6,6 +6,8 @@
 
 #include "Trainer.h"
 
+#include "StopSignal.h"
+
 #include "CheckpointIO.h"
 #include "DataSource.h"
 #include "Metrics.h"
@@ -201,7 +203,14 @@ Status Trainer::trainLoop() {
   int64_t tokensSinceLog = 0, skippedInARow = 0, startStep = step_;
   double lossSinceLog = 0.0;
   int64_t stepsSinceLog = 0;
+  int64_t lastSaved = -1;
+  catchStopSignals();
   while (step_ < o_.steps) {
+    Expected<bool> stop = stopRequested(lastSaved);
+    if (!stop)
+      return stop.failure();
+    if (*stop)
+      return Status::ok();
     ++step_;
     if (hook_)
       hook_->beforeStep(comm_.rank(), step_);
@@ -286,7 +295,29 @@ Status Trainer::trainLoop() {
         ((o_.saveEvery && step_ % o_.saveEvery == 0) || step_ == o_.steps)) {
       INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
       comm_.barrier();
+      lastSaved = step_;
     }
   }
   return Status::ok();
+}
+
+Expected<bool> Trainer::stopRequested(int64_t lastSaved) {
+  // Every rank takes the same decision (mpirun passes a SIGTERM to all
+  // ranks, but not at the same instant).
+  int signal = int(comm_.max(double(stopSignal())));
+  if (!signal)
+    return false;
+  stoppedBy_ = signal;
+  std::string where = "nothing saved (no --save)";
+  if (!o_.save.empty() && step_ > 0 && lastSaved != step_) {
+    INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
+    comm_.barrier();
+    where = "checkpoint saved in " + o_.save;
+  } else if (!o_.save.empty() && step_ > 0) {
+    where = "checkpoint saved in " + o_.save;
+  }
+  if (comm_.rank() <= 0)
+    std::fprintf(stderr, "trainer: stopped by %s after step %lld; %s\n",
+                 stopSignalName(signal), (long long)step_, where.c_str());
+  return true;
 }

@@ -61,6 +61,8 @@ public:
 
   /// After run(): the optimizer steps taken and applied.
   int64_t step() const { return step_; }
+  /// After run(): the signal that stopped it early (SIGINT, SIGTERM), or 0.
+  int stoppedBy() const { return stoppedBy_; }
   int64_t updates() const { return updates_; }
 
 private:
@@ -91,6 +93,9 @@ private:
   Status loadCheckpoint(const std::string &path);
   Status loadWeights(const std::string &path);
   Status saveCheckpoint(int64_t atStep);
+  /// When any rank was asked to stop: saves the last step (with --save) and
+  /// says so; true when the loop must end.
+  Expected<bool> stopRequested(int64_t lastSaved);
   Status dumpStep();
 
   StateLayout layout_;
@@ -106,6 +111,7 @@ private:
   infir2rt_context ctx_{};
   std::vector<uint32_t> train_, held_;
   int64_t dataPosition_ = 0, step_ = 0, updates_ = 0;
+  int stoppedBy_ = 0;
 };
 
 } // namespace infir2::rt
