@@ -89,6 +89,21 @@ Status Trainer::call(int32_t (*fn)(infir2rt_context *), const char *what,
   return Status::ok();
 }
 
+Expected<bool> Trainer::trainStep(int64_t atStep, std::string &refused) {
+  int32_t rc = model_.trainStep(&ctx_);
+  if (rc == INFIR2RT_NONFINITE) {
+    refused = "value (" + callError(ctx_) + ")";
+    return false;
+  }
+  if (rc != INFIR2RT_OK)
+    return fail("step %lld, training step: %s", (long long)atStep,
+                callError(ctx_).c_str());
+  if (!device_.finish(e_))
+    return fail("step %lld, training step, on %s: %s", (long long)atStep,
+                device_.name().c_str(), e_.c_str());
+  return true;
+}
+
 Status Trainer::fillBatch(const std::vector<uint32_t> &tokens,
                           int64_t &position, bool shard) {
   Expected<const ManifestSlot *> ids = layout_.get("input", "input_ids");
@@ -216,9 +231,18 @@ Status Trainer::trainLoop() {
       hook_->beforeStep(comm_.rank(), step_);
     INFIR2_RETURN_IF_ERROR(zeroGradients());
     double loss = 0.0;
+    // A step the runtime refused as non-finite (an infinite or NaN amax in
+    // the FP8 recipe) is skipped like a non-finite loss.
+    std::string refused;
     for (int64_t k = 0; k < o_.gradAccum; ++k) {
       INFIR2_RETURN_IF_ERROR(fillBatch(train_, dataPosition_, /*shard=*/true));
-      INFIR2_RETURN_IF_ERROR(call(model_.trainStep, "training step", step_));
+      Expected<bool> computed = trainStep(step_, refused);
+      if (!computed)
+        return computed.failure();
+      if (!*computed) {
+        loss = std::nan("");
+        continue; // the batch is consumed, as for a non-finite loss
+      }
       Expected<float> l = scalar("output", "loss");
       if (!l)
         return l.failure();
@@ -238,7 +262,9 @@ Status Trainer::trainLoop() {
                      "trainer: step %lld: non-finite %s; step skipped, weights "
                      "untouched\n",
                      (long long)step_,
-                     std::isfinite(loss) ? "gradient" : "loss");
+                     !refused.empty()      ? refused.c_str()
+                     : std::isfinite(loss) ? "gradient"
+                                           : "loss");
       if (++skippedInARow >= o_.maxSkipped)
         return fail("%lld steps in a row had non-finite losses or gradients "
                     "(last: step %lld); stopping",

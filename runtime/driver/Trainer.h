@@ -93,6 +93,10 @@ private:
   Status loadCheckpoint(const std::string &path);
   Status loadWeights(const std::string &path);
   Status saveCheckpoint(int64_t atStep);
+  /// Runs the training step on the current batch: true when it computed,
+  /// false when the runtime refused a non-finite value (why in `refused`),
+  /// an error otherwise.
+  Expected<bool> trainStep(int64_t atStep, std::string &refused);
   /// When any rank was asked to stop: saves the last step (with --save) and
   /// says so; true when the loop must end.
   Expected<bool> stopRequested(int64_t lastSaved);

@@ -83,10 +83,12 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
   }
   std::vector<float> s(scale.numel);
   for (int64_t b = 0; b < scale.numel; ++b) {
-    if (!std::isfinite(amax[b]))
-      return c.fail("non-finite amax (%s) in scale block %lld: refusing to "
-                    "quantize it",
-                    std::isnan(amax[b]) ? "nan" : "inf", (long long)b);
+    if (!std::isfinite(amax[b])) {
+      c.fail("non-finite amax (%s) in scale block %lld: refusing to "
+             "quantize it",
+             std::isnan(amax[b]) ? "nan" : "inf", (long long)b);
+      return INFIR2RT_NONFINITE;
+    }
     s[b] = fp8Scale(amax[b], format, pow2);
     scale.set(b, s[b]);
   }

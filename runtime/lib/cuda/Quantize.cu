@@ -225,14 +225,15 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
       float value;
       std::memcpy(&value, &bits, sizeof value);
       bool rowWise = flag - 1 < (unsigned long long)nb;
-      return setCallError(ctx, where,
-                      "non-finite amax (%s) in scale block %llu%s: refusing "
-                      "to quantize it",
-                      std::isnan(value) ? "nan" : "inf",
-                      rowWise ? flag - 1 : flag - 1 - nb,
-                      !dual     ? ""
-                      : rowWise ? " of the row-wise copy"
-                                : " of the column-wise copy");
+      setCallError(ctx, where,
+                   "non-finite amax (%s) in scale block %llu%s: refusing "
+                   "to quantize it",
+                   std::isnan(value) ? "nan" : "inf",
+                   rowWise ? flag - 1 : flag - 1 - nb,
+                   !dual     ? ""
+                   : rowWise ? " of the row-wise copy"
+                             : " of the column-wise copy");
+      return INFIR2RT_NONFINITE;
     }
     castKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
         x.ptr, x.dtype, x.numel, g, s, inverse, format, pow2, data.ptr, gt, sT,

@@ -33,6 +33,17 @@ enum { INFIR2RT_ABI_VERSION = 3 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
+/// What an entry point (and a compiled step, which returns the first
+/// non-zero status of its calls) returns.
+enum infir2rt_status {
+  INFIR2RT_OK = 0,
+  INFIR2RT_FAILED = 1, ///< an error: the context says which and where
+  /// An input held a value the numerics contract refuses to turn into a
+  /// number (a NaN or infinite amax to quantize): the step's results are
+  /// meaningless, and a trainer skips the step as it skips a non-finite loss.
+  INFIR2RT_NONFINITE = 2,
+};
+
 /// Where an operand lives.
 enum infir2rt_region { INFIR2RT_STATE = 0, INFIR2RT_SCRATCH = 1 };
 
