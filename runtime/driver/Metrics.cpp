@@ -33,6 +33,11 @@ std::string infir2::rt::jsonRecord(const StepMetrics &m) {
   // lr, grad_norm: what a resumed run must reproduce) off each line.
   nlohmann::ordered_json j;
   j["step"] = m.step;
+  if (m.skipped) {
+    j["skipped"] = true;
+    j["reason"] = *m.skipped;
+    return j.dump();
+  }
   j["loss"] = m.loss;
   j["lr"] = m.lr;
   j["grad_norm"] = m.gradNorm;

@@ -28,6 +28,9 @@ struct StepMetrics {
   double loss = 0.0; ///< the mean over the steps since the last log
   double lr = 0.0, gradNorm = 0.0, tokensPerSecond = 0.0, etaSeconds = 0.0;
   std::optional<double> evalLoss;
+  /// Why the step was skipped (no update: a non-finite loss, gradient or
+  /// value); its record then holds the step and this reason only.
+  std::optional<std::string> skipped;
 };
 
 /// "step 3/100  loss 5.4100  lr 0.001  grad-norm 1.200  2800 tok/s  eta 12s"

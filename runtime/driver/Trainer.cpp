@@ -257,18 +257,32 @@ Status Trainer::trainLoop() {
     bool bad = comm_.max(std::isfinite(loss) && *finite ? 0.0 : 1.0) != 0.0;
     tokensSinceLog += tokensPerStep;
     if (bad) {
-      if (lead)
+      std::string reason = "non-finite " + (!refused.empty() ? refused
+                                            : std::isfinite(loss)
+                                                ? std::string("gradient")
+                                                : std::string("loss"));
+      if (lead) {
         std::fprintf(stderr,
-                     "trainer: step %lld: non-finite %s; step skipped, weights "
+                     "trainer: step %lld: %s; step skipped, weights "
                      "untouched\n",
-                     (long long)step_,
-                     !refused.empty()      ? refused.c_str()
-                     : std::isfinite(loss) ? "gradient"
-                                           : "loss");
+                     (long long)step_, reason.c_str());
+        StepMetrics skippedStep;
+        skippedStep.step = step_;
+        skippedStep.skipped = reason;
+        INFIR2_RETURN_IF_ERROR(jsonl.write(skippedStep));
+      }
       if (++skippedInARow >= o_.maxSkipped)
         return fail("%lld steps in a row had non-finite losses or gradients "
                     "(last: step %lld); stopping",
                     (long long)skippedInARow, (long long)step_);
+      // A skipped step is still a step: the checkpoint due at it (the last
+      // step's, say) is written, holding the untouched weights.
+      if (!o_.save.empty() &&
+          ((o_.saveEvery && step_ % o_.saveEvery == 0) || step_ == o_.steps)) {
+        INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
+        comm_.barrier();
+        lastSaved = step_;
+      }
       continue;
     }
     skippedInARow = 0;

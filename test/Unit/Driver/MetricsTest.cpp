@@ -56,6 +56,15 @@ TEST(Metrics, JsonRecordInFieldOrder) {
   EXPECT_EQ(line.find('\n'), std::string::npos);
 }
 
+TEST(Metrics, SkippedStepRecordsItsReasonOnly) {
+  StepMetrics m;
+  m.step = 7;
+  m.loss = 1.5; // not written: the step made no update
+  m.skipped = "non-finite loss";
+  EXPECT_EQ(jsonRecord(m),
+            R"({"step":7,"skipped":true,"reason":"non-finite loss"})");
+}
+
 TEST(Metrics, JsonlLogTruncatesOrAppends) {
   TempDir dir;
   std::string path = dir / "log.jsonl";
