@@ -13,7 +13,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <new>
+#include <unistd.h>
 
 using namespace infir2::rt;
 
@@ -34,6 +37,35 @@ Device::~Device() {
 #endif
 }
 
+/// Allocates `bytes` (+ slack) of zeroed host memory into `region`, after
+/// `others` bytes already taken; false with `error` when the machine has
+/// less physical memory than the two need, or the allocation fails.
+static bool allocateHost(std::vector<uint8_t> &region, int64_t bytes,
+                         int64_t others, std::string &error) {
+  auto gib = [](double b) { return b / (1024.0 * 1024.0 * 1024.0); };
+  double physical = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  char text[256];
+  if (physical > 0 && double(bytes + others) > physical) {
+    std::snprintf(text, sizeof text,
+                  "the model needs %.1f GiB of host memory as planned (state "
+                  "and scratch), and this machine has %.1f GiB",
+                  gib(double(bytes + others)), gib(physical));
+    error = text;
+    return false;
+  }
+  try {
+    region.assign(size_t(bytes + 64), 0);
+  } catch (const std::bad_alloc &) {
+    std::snprintf(text, sizeof text,
+                  "cannot allocate %.1f GiB of host memory for the model "
+                  "(%.1f GiB already allocated)",
+                  gib(double(bytes)), gib(double(others)));
+    error = text;
+    return false;
+  }
+  return true;
+}
+
 bool Device::open(const std::string &choice, int local, int64_t stateBytes,
                   int64_t scratchBytes, std::string &notice,
                   std::string &error) {
@@ -42,11 +74,12 @@ bool Device::open(const std::string &choice, int local, int64_t stateBytes,
     return false;
   }
   // The host copy of the state; 64 bytes of slack as the compiled step's
-  // alignment allows.
-  state_.assign(size_t(stateBytes + 64), 0);
+  // alignment allows. A model larger than the machine is an error naming
+  // the planned and the available memory, not an abort.
+  if (!allocateHost(state_, stateBytes, 0, error))
+    return false;
   auto useCpu = [&] {
-    scratch_.assign(size_t(scratchBytes + 64), 0);
-    return true;
+    return allocateHost(scratch_, scratchBytes, stateBytes, error);
   };
   if (choice == "cpu")
     return useCpu();
