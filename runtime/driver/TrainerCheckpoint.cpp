@@ -14,9 +14,11 @@
 #include "CheckpointIO.h"
 #include "Trainer.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <sstream>
 
 using namespace infir2::rt;
@@ -79,6 +81,17 @@ Status Trainer::loadCheckpoint(const std::string &path) {
   std::string optPath = *dir + "/optimizer.safetensors";
   if (!readSafetensors(optPath, opt, error))
     return Failure{error};
+  // Exactly the model's optimizer tensors: an extra one means a checkpoint
+  // of another model (or optimizer).
+  std::set<std::string> expected;
+  for (const ManifestSlot &s : m_.slots)
+    if (const char *prefix = optimizerPrefix(s))
+      expected.insert(prefix + s.name);
+  for (const auto &[name, t] : opt)
+    if (!expected.count(name))
+      return fail("%s: tensor '%s' is not optimizer state of the compiled "
+                  "model",
+                  optPath.c_str(), name.c_str());
   for (const ManifestSlot &s : m_.slots) {
     const char *prefix = optimizerPrefix(s);
     if (!prefix)
@@ -91,6 +104,14 @@ Status Trainer::loadCheckpoint(const std::string &path) {
     if (it->second.dtype != "F32" || it->second.shape != e.shape)
       return fail("%s: tensor '%s%s' is not F32 of the model's shape",
                   optPath.c_str(), prefix, s.name.c_str());
+    // Optimizer state is finite: a NaN or inf would poison every update.
+    const float *values = reinterpret_cast<const float *>(it->second.bytes.data());
+    for (size_t i = 0, n = it->second.bytes.size() / 4; i < n; ++i)
+      if (!std::isfinite(values[i]))
+        return fail("%s: tensor '%s%s' holds a non-finite value (%g) at "
+                    "element %zu",
+                    optPath.c_str(), prefix, s.name.c_str(), double(values[i]),
+                    i);
     // This rank's rows under ZeRO-1 (the padding stays zero), else all.
     std::memset(bytesAt(s), 0, s.numel() * 4);
     std::memcpy(bytesAt(s), it->second.bytes.data() + e.begin * 4, e.count * 4);

@@ -19,11 +19,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 using namespace infir2::rt;
 using json = nlohmann::ordered_json;
@@ -49,6 +52,7 @@ bool readHeader(const std::string &path, const json &header,
                 std::map<std::string, StoredTensor> &tensors,
                 std::string &error) {
   uint64_t dataSize = blob.size() - dataStart;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;
   for (const auto &[name, info] : header.items()) {
     if (name == "__metadata__")
       continue;
@@ -67,25 +71,49 @@ bool readHeader(const std::string &path, const json &header,
       return malformed();
     StoredTensor t;
     t.dtype = dtype->get<std::string>();
-    int64_t count = 1;
+    uint64_t count = 1;
     for (const json &d : *shape) {
-      if (!d.is_number_unsigned())
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > dataSize + 1)
         return malformed();
       t.shape.push_back(d.get<int64_t>());
-      count *= t.shape.back();
+      if (__builtin_mul_overflow(count, d.get<uint64_t>(), &count))
+        return malformed();
     }
     uint64_t begin = (*offsets)[0].get<uint64_t>(),
              end = (*offsets)[1].get<uint64_t>();
     int64_t size = safetensorsDtypeSize(t.dtype);
+    uint64_t bytes = 0;
     if (size == 0 || end < begin || end > dataSize ||
-        end - begin != uint64_t(count * size)) {
+        __builtin_mul_overflow(count, uint64_t(size), &bytes) ||
+        end - begin != bytes) {
       error = path + ": tensor '" + name + "' (" + t.dtype +
               ") has data offsets that do not match its shape or the file";
       return false;
     }
     t.bytes.assign(blob.begin() + int64_t(dataStart + begin),
                    blob.begin() + int64_t(dataStart + end));
+    ranges.push_back({begin, end, name});
     tensors[name] = std::move(t);
+  }
+  // The format's rule: the tensors' byte ranges tile the data exactly, in
+  // any order: no overlap, no hole, nothing after the last.
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t covered = 0;
+  for (const auto &[begin, end, name] : ranges) {
+    if (begin != covered) {
+      error = path + ": tensor '" + name + "' starts at byte " +
+              std::to_string(begin) + " of the data, expected " +
+              std::to_string(covered) +
+              (begin < covered ? " (it overlaps another tensor)"
+                               : " (a hole before it)");
+      return false;
+    }
+    covered = end;
+  }
+  if (covered != dataSize) {
+    error = path + ": " + std::to_string(dataSize - covered) +
+            " bytes after the last tensor's data";
+    return false;
   }
   return true;
 }

@@ -136,6 +136,46 @@ TEST(Safetensors, CorruptedHeaderIsRejected) {
   EXPECT_EQ(error, shortFile + ": truncated (no header length)");
 }
 
+// The format's rule, which the loader accepted broken: the tensors' byte
+// ranges tile the data exactly.
+TEST(Safetensors, ByteRangesMustTileTheData) {
+  TempDir dir;
+  std::map<std::string, StoredTensor> t;
+  std::string error;
+  std::string path = withHeader(
+      dir,
+      R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
+      R"( "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+      "abcdefgh");
+  EXPECT_FALSE(readSafetensors(path, t, error));
+  EXPECT_EQ(error, path + ": tensor 'b' starts at byte 4 of the data, "
+                          "expected 8 (it overlaps another tensor)");
+
+  path = withHeader(
+      dir,
+      R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+      "abcdefgh");
+  EXPECT_FALSE(readSafetensors(path, t, error));
+  EXPECT_EQ(error, path + ": tensor 'a' starts at byte 4 of the data, "
+                          "expected 0 (a hole before it)");
+
+  path = withHeader(
+      dir,
+      R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+      "abcdefgh");
+  EXPECT_FALSE(readSafetensors(path, t, error));
+  EXPECT_EQ(error, path + ": 4 bytes after the last tensor's data");
+
+  // A shape whose element count overflows 64 bits.
+  path = withHeader(
+      dir,
+      R"({"a": {"dtype": "F32", "shape": [4, 4611686018427387905],)"
+      R"( "data_offsets": [0, 4]}})",
+      "abcd");
+  EXPECT_FALSE(readSafetensors(path, t, error));
+  EXPECT_EQ(error, path + ": tensor 'a' has a malformed header entry");
+}
+
 TEST(Safetensors, MetadataIsSkipped) {
   TempDir dir;
   std::string path = withHeader(dir,
