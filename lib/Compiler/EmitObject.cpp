@@ -23,7 +23,7 @@
 
 using namespace mlir;
 
-static llvm::Error emitError(const llvm::Twine &message) {
+static llvm::Error emitFileError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
@@ -36,13 +36,13 @@ llvm::Error infir2::emitLLVM(ModuleOp llvmModule, StringRef path,
   std::unique_ptr<llvm::Module> m =
       translateModuleToLLVMIR(llvmModule, llvmContext, "infir2_model");
   if (!m) // translateModuleToLLVMIR has emitted why on the op at fault
-    return emitError("translation to LLVM IR failed");
+    return emitFileError("translation to LLVM IR failed");
 
   std::error_code ec;
   auto file =
       std::make_unique<llvm::ToolOutputFile>(path, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return emitError("cannot write '" + path + "': " + ec.message());
+    return emitFileError("cannot write '" + path + "': " + ec.message());
   if (!emitObject) {
     m->print(file->os(), nullptr);
     file->keep();
@@ -55,7 +55,7 @@ llvm::Error infir2::emitLLVM(ModuleOp llvmModule, StringRef path,
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return emitError("no LLVM target for " + triple.str() + ": " + error);
+    return emitFileError("no LLVM target for " + triple.str() + ": " + error);
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, "generic", "", options, llvm::Reloc::PIC_, std::nullopt,
@@ -65,7 +65,7 @@ llvm::Error infir2::emitLLVM(ModuleOp llvmModule, StringRef path,
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, file->os(), nullptr,
                               llvm::CodeGenFileType::ObjectFile))
-    return emitError("the LLVM target for " + triple.str() +
+    return emitFileError("the LLVM target for " + triple.str() +
                    " cannot emit object files");
   pm.run(*m);
   file->keep();

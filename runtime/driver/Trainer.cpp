@@ -219,6 +219,17 @@ Status Trainer::trainLoop() {
   double lossSinceLog = 0.0;
   int64_t stepsSinceLog = 0;
   int64_t lastSaved = -1;
+  // The checkpoint due at this step (every --save-every, and the last),
+  // whether the step updated the weights or was skipped.
+  auto saveIfDue = [&]() -> Status {
+    if (o_.save.empty() ||
+        !((o_.saveEvery && step_ % o_.saveEvery == 0) || step_ == o_.steps))
+      return Status::ok();
+    INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
+    comm_.barrier();
+    lastSaved = step_;
+    return Status::ok();
+  };
   catchStopSignals();
   while (step_ < o_.steps) {
     Expected<bool> stop = stopRequested(lastSaved);
@@ -277,12 +288,7 @@ Status Trainer::trainLoop() {
                     (long long)skippedInARow, (long long)step_);
       // A skipped step is still a step: the checkpoint due at it (the last
       // step's, say) is written, holding the untouched weights.
-      if (!o_.save.empty() &&
-          ((o_.saveEvery && step_ % o_.saveEvery == 0) || step_ == o_.steps)) {
-        INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
-        comm_.barrier();
-        lastSaved = step_;
-      }
+      INFIR2_RETURN_IF_ERROR(saveIfDue());
       continue;
     }
     skippedInARow = 0;
@@ -331,12 +337,7 @@ Status Trainer::trainLoop() {
       lossSinceLog = 0.0;
       stepsSinceLog = 0;
     }
-    if (!o_.save.empty() &&
-        ((o_.saveEvery && step_ % o_.saveEvery == 0) || step_ == o_.steps)) {
-      INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
-      comm_.barrier();
-      lastSaved = step_;
-    }
+    INFIR2_RETURN_IF_ERROR(saveIfDue());
   }
   return Status::ok();
 }
@@ -348,13 +349,12 @@ Expected<bool> Trainer::stopRequested(int64_t lastSaved) {
   if (!signal)
     return false;
   stoppedBy_ = signal;
-  std::string where = "nothing saved (no --save)";
+  std::string where = o_.save.empty() ? "nothing saved (no --save)"
+                      : step_ == 0      ? "nothing saved (no step finished)"
+                                        : "checkpoint saved in " + o_.save;
   if (!o_.save.empty() && step_ > 0 && lastSaved != step_) {
     INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
     comm_.barrier();
-    where = "checkpoint saved in " + o_.save;
-  } else if (!o_.save.empty() && step_ > 0) {
-    where = "checkpoint saved in " + o_.save;
   }
   if (comm_.rank() <= 0)
     std::fprintf(stderr, "trainer: stopped by %s after step %lld; %s\n",

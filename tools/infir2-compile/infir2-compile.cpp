@@ -224,6 +224,9 @@ int main(int argc, char **argv) {
     outputPath = emit == Emit::exe   ? "trainer"
                  : emit == Emit::obj ? "model.o"
                                      : "-";
+  if (outputPath == "-" && (emit == Emit::exe || emit == Emit::obj))
+    return fail("an executable or object file cannot go to standard output: "
+                "give -o a path");
   // An output that cannot be written is an error before any work.
   StringRef dir = sys::path::parent_path(outputPath);
   if (!reportMemory && outputPath != "-" && !dir.empty() &&
