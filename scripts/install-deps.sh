@@ -21,6 +21,8 @@ packages=(
   # The trainer driver: its command line (CLI11) and every JSON it reads or
   # writes (nlohmann-json), both header-only.
   libcli11-dev nlohmann-json3-dev
+  # Checkpoint files' CRC-32.
+  zlib1g-dev
   # Loss-curve plots of the demo and the benchmarks.
   python3-matplotlib
 )

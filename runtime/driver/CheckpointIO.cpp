@@ -10,9 +10,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <unistd.h>
 
 using namespace infir2::rt;
 namespace fs = std::filesystem;
@@ -23,7 +25,29 @@ std::string infir2::rt::toJson(const TrainerState &s) {
   j["updates"] = s.updates;
   j["data_position"] = s.dataPosition;
   j["rng"] = s.rng;
+  nlohmann::ordered_json files = nlohmann::ordered_json::object();
+  for (const auto &[name, d] : s.files) {
+    char crc[9];
+    std::snprintf(crc, sizeof crc, "%08x", unsigned(d.crc32));
+    files[name] = {{"bytes", d.bytes}, {"crc32", crc}};
+  }
+  j["files"] = files;
   return j.dump(2);
+}
+
+/// A file name a checkpoint may list: plain, in the directory itself.
+static bool isPlainFileName(const std::string &name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find('/') == std::string::npos && name != kTrainerStateFile;
+}
+
+/// `text` as eight hex digits, or false.
+static bool parseCrc(const std::string &text, uint32_t &crc) {
+  if (text.size() != 8 ||
+      text.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return false;
+  crc = uint32_t(std::stoul(text, nullptr, 16));
+  return true;
 }
 
 Expected<TrainerState> infir2::rt::parseTrainerState(const std::string &text,
@@ -45,6 +69,27 @@ Expected<TrainerState> infir2::rt::parseTrainerState(const std::string &text,
   if (rng == j.end() || !rng->is_string())
     return fail("%s: 'rng' is missing or not a string", path.c_str());
   s.rng = rng->get<std::string>();
+  auto files = j.find("files");
+  if (files == j.end() || !files->is_object())
+    return fail("%s: 'files' (the checkpoint's file digests) is missing or "
+                "not an object",
+                path.c_str());
+  for (const auto &[name, d] : files->items()) {
+    if (!isPlainFileName(name))
+      return fail("%s: 'files' names '%s', not a file of the checkpoint",
+                  path.c_str(), name.c_str());
+    FileDigest digest;
+    auto bytes = d.find("bytes");
+    auto crc = d.find("crc32");
+    if (!d.is_object() || bytes == d.end() || !bytes->is_number_unsigned() ||
+        crc == d.end() || !crc->is_string() ||
+        !parseCrc(crc->get<std::string>(), digest.crc32))
+      return fail("%s: 'files' entry '%s' needs 'bytes' (a non-negative "
+                  "integer) and 'crc32' (8 lowercase hex digits)",
+                  path.c_str(), name.c_str());
+    digest.bytes = bytes->get<uint64_t>();
+    s.files[name] = digest;
+  }
   return s;
 }
 
@@ -67,6 +112,50 @@ Expected<TrainerState> infir2::rt::readTrainerState(const std::string &dir) {
   std::string text((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
   return parseTrainerState(text, path);
+}
+
+/// Whether the digest of `path` is `expected`; the difference otherwise.
+static Status checkDigest(const fs::path &path, const FileDigest &expected,
+                          const char *recordedBy) {
+  FileDigest actual;
+  std::string error;
+  if (!digestFile(path.string(), actual, error))
+    return Failure{error};
+  if (actual.bytes != expected.bytes)
+    return fail("%s: %llu bytes, but %s recorded %llu (truncated or "
+                "damaged)",
+                path.c_str(), (unsigned long long)actual.bytes, recordedBy,
+                (unsigned long long)expected.bytes);
+  if (actual.crc32 != expected.crc32)
+    return fail("%s: CRC-32 %08x, but %s recorded %08x (the file is "
+                "damaged)",
+                path.c_str(), unsigned(actual.crc32), recordedBy,
+                unsigned(expected.crc32));
+  return Status::ok();
+}
+
+Status infir2::rt::verifyCheckpointFiles(const std::string &dir,
+                                         const TrainerState &state) {
+  for (const auto &[name, digest] : state.files)
+    INFIR2_RETURN_IF_ERROR(
+        checkDigest(fs::path(dir) / name, digest, kTrainerStateFile));
+  return Status::ok();
+}
+
+/// Flushes `path` (a file or a directory) to the disk.
+static Status syncToDisk(const fs::path &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail("%s: cannot open to sync: %s", path.c_str(),
+                std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  // Some file systems cannot sync a directory; the files themselves are.
+  if (rc != 0 && !(fs::is_directory(path) && err == EINVAL))
+    return fail("%s: cannot sync to disk: %s", path.c_str(),
+                std::strerror(err));
+  return Status::ok();
 }
 
 Expected<std::string> infir2::rt::findCheckpointDir(const std::string &path) {
@@ -106,11 +195,32 @@ Status infir2::rt::prepareSaveDir(const std::string &dir) {
   return Status::ok();
 }
 
-Status infir2::rt::publishCheckpoint(
-    const std::string &saveDir, int64_t step,
-    const std::function<Status(const std::string &)> &writeFiles,
-    std::string &warning) {
-  fs::path final = fs::path(saveDir) / checkpointName(step);
+/// Reads back what `writeFiles` wrote, checks it against the digests it
+/// reported, records them in the state file, and syncs it all.
+static Status completeCheckpoint(const fs::path &tmp, TrainerState &state,
+                                 const CheckpointWriter &writeFiles) {
+  Expected<FileDigests> written = writeFiles(tmp.string());
+  if (!written)
+    return written.failure();
+  for (const auto &[name, digest] : *written) {
+    if (!isPlainFileName(name))
+      return fail("checkpoint file '%s' is not a plain file name",
+                  name.c_str());
+    INFIR2_RETURN_IF_ERROR(
+        checkDigest(tmp / name, digest, "the checkpoint writer"));
+    INFIR2_RETURN_IF_ERROR(syncToDisk(tmp / name));
+  }
+  state.files = std::move(*written);
+  INFIR2_RETURN_IF_ERROR(writeTrainerState(tmp.string(), state));
+  INFIR2_RETURN_IF_ERROR(syncToDisk(tmp / kTrainerStateFile));
+  return syncToDisk(tmp);
+}
+
+Status infir2::rt::publishCheckpoint(const std::string &saveDir,
+                                     TrainerState state,
+                                     const CheckpointWriter &writeFiles,
+                                     std::string &warning) {
+  fs::path final = fs::path(saveDir) / checkpointName(state.step);
   fs::path tmp = final.string() + ".tmp", old = final.string() + ".old";
   std::error_code ec;
   fs::remove_all(tmp, ec); // the remains of an interrupted save
@@ -119,7 +229,7 @@ Status infir2::rt::publishCheckpoint(
                 (ec ? ec : std::make_error_code(std::errc::file_exists))
                     .message()
                     .c_str());
-  if (Status s = writeFiles(tmp.string()); !s) {
+  if (Status s = completeCheckpoint(tmp, state, writeFiles); !s) {
     fs::remove_all(tmp, ec);
     return s;
   }
@@ -137,5 +247,6 @@ Status infir2::rt::publishCheckpoint(
                 ec.message().c_str());
   if (hadOld && (fs::remove_all(old, ec), ec))
     warning = "could not remove " + old.string();
-  return Status::ok();
+  // The rename itself is durable once the parent directory is.
+  return syncToDisk(saveDir);
 }

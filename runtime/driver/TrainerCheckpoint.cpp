@@ -73,6 +73,15 @@ Status Trainer::loadCheckpoint(const std::string &path) {
   Expected<std::string> dir = findCheckpointDir(path);
   if (!dir)
     return dir.failure();
+  // The state file first: it says what the other files must hold.
+  Expected<TrainerState> state = readTrainerState(*dir);
+  if (!state)
+    return state.failure();
+  for (const char *file : {"model.safetensors", "optimizer.safetensors"})
+    if (!state->files.count(file))
+      return fail("%s/%s records no digest of %s", dir->c_str(),
+                  kTrainerStateFile, file);
+  INFIR2_RETURN_IF_ERROR(verifyCheckpointFiles(*dir, *state));
   INFIR2_RETURN_IF_ERROR(loadWeights(*dir + "/model.safetensors"));
   // Exact resume: FP32 masters and moments replace the ones derived from
   // the rounded weights.
@@ -116,9 +125,6 @@ Status Trainer::loadCheckpoint(const std::string &path) {
     std::memset(bytesAt(s), 0, s.numel() * 4);
     std::memcpy(bytesAt(s), it->second.bytes.data() + e.begin * 4, e.count * 4);
   }
-  Expected<TrainerState> state = readTrainerState(*dir);
-  if (!state)
-    return state.failure();
   step_ = state->step;
   updates_ = state->updates;
   dataPosition_ = state->dataPosition;
@@ -143,7 +149,7 @@ Status Trainer::saveCheckpoint(int64_t atStep) {
     }
   if (comm_.rank() != 0)
     return Status::ok();
-  auto writeFiles = [&](const std::string &tmp) -> Status {
+  auto writeFiles = [&](const std::string &tmp) -> Expected<FileDigests> {
     std::vector<std::unique_ptr<StoredTensor>> store;
     std::vector<std::pair<std::string, const StoredTensor *>> model, opt;
     for (const ManifestSlot &s : m_.slots) {
@@ -165,22 +171,22 @@ Status Trainer::saveCheckpoint(int64_t atStep) {
       store.push_back(std::move(t));
     }
     std::string error;
-    if (!writeSafetensors(tmp + "/model.safetensors", model, error) ||
-        !writeSafetensors(tmp + "/optimizer.safetensors", opt, error))
-      return fail("checkpoint at step %lld: %s", (long long)atStep,
-                  error.c_str());
-    std::ostringstream rng;
-    rng << rng_;
-    if (Status s = writeTrainerState(
-            tmp, TrainerState{atStep, updates_, dataPosition_, rng.str()});
-        !s)
-      return fail("checkpoint at step %lld: %s", (long long)atStep,
-                  s.message().c_str());
-    return Status::ok();
+    FileDigests digests;
+    for (auto [name, tensors] : {std::pair{"model.safetensors", &model},
+                                 std::pair{"optimizer.safetensors", &opt}})
+      if (!writeSafetensors(tmp + "/" + name, *tensors, error, &digests[name]))
+        return Failure{error};
+    return digests;
   };
+  std::ostringstream rng;
+  rng << rng_;
   std::string warning;
-  INFIR2_RETURN_IF_ERROR(
-      publishCheckpoint(o_.save, atStep, writeFiles, warning));
+  if (Status s = publishCheckpoint(
+          o_.save, TrainerState{atStep, updates_, dataPosition_, rng.str(), {}},
+          writeFiles, warning);
+      !s)
+    return fail("checkpoint at step %lld: %s", (long long)atStep,
+                s.message().c_str());
   if (!warning.empty())
     std::fprintf(stderr, "trainer: warning: %s\n", warning.c_str());
   return Status::ok();

@@ -18,6 +18,7 @@
 #include "infir2/runtime/Float.h"
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -152,10 +153,35 @@ bool infir2::rt::readSafetensors(const std::string &path,
   return readHeader(path, header, blob, 8 + n, tensors, error);
 }
 
+void infir2::rt::extendDigest(FileDigest &digest, const void *data,
+                              uint64_t n) {
+  digest.crc32 = uint32_t(
+      crc32_z(digest.crc32, static_cast<const Bytef *>(data), z_size_t(n)));
+  digest.bytes += n;
+}
+
+bool infir2::rt::digestFile(const std::string &path, FileDigest &digest,
+                            std::string &error) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  digest = FileDigest{};
+  std::vector<unsigned char> buffer(size_t(1) << 22);
+  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), f))
+    extendDigest(digest, buffer.data(), n);
+  bool ok = !std::ferror(f);
+  if (!ok)
+    error = path + ": read failed: " + std::strerror(errno);
+  std::fclose(f);
+  return ok;
+}
+
 bool infir2::rt::writeSafetensors(
     const std::string &path,
     const std::vector<std::pair<std::string, const StoredTensor *>> &tensors,
-    std::string &error) {
+    std::string &error, FileDigest *written) {
   json header = json::object();
   uint64_t offset = 0;
   for (const auto &[name, t] : tensors) {
@@ -177,12 +203,17 @@ bool infir2::rt::writeSafetensors(
   unsigned char len[8];
   for (int b = 0; b < 8; ++b)
     len[b] = static_cast<unsigned char>(n >> (8 * b));
-  bool ok =
-      std::fwrite(len, 1, 8, f) == 8 && std::fwrite(text.data(), 1, n, f) == n;
+  FileDigest digest;
+  auto put = [&](const void *data, size_t size) {
+    extendDigest(digest, data, size);
+    return std::fwrite(data, 1, size, f) == size;
+  };
+  bool ok = put(len, 8) && put(text.data(), n);
   for (const auto &[name, t] : tensors)
-    ok = ok &&
-         std::fwrite(t->bytes.data(), 1, t->bytes.size(), f) == t->bytes.size();
+    ok = ok && put(t->bytes.data(), t->bytes.size());
   ok = (std::fclose(f) == 0) && ok;
+  if (written)
+    *written = digest;
   if (!ok)
     error = path + ": write failed: " + std::strerror(errno);
   return ok;

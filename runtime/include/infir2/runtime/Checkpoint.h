@@ -27,11 +27,31 @@ bool readSafetensors(const std::string &path,
                      std::map<std::string, StoredTensor> &tensors,
                      std::string &error);
 
-/// Writes tensors (in the given order) as a safetensors file.
+/// A file's length and CRC-32 (zlib's, the one Python's zlib.crc32 and
+/// `gzip` compute), as checkpoints record and verify them.
+struct FileDigest {
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+  bool operator==(const FileDigest &o) const {
+    return bytes == o.bytes && crc32 == o.crc32;
+  }
+  bool operator!=(const FileDigest &o) const { return !(*this == o); }
+};
+
+/// Extends `digest` by `n` more bytes of the file.
+void extendDigest(FileDigest &digest, const void *data, uint64_t n);
+
+/// Reads `path` through and digests it. On failure returns false and sets
+/// `error` to a message naming the file.
+bool digestFile(const std::string &path, FileDigest &digest,
+                std::string &error);
+
+/// Writes tensors (in the given order) as a safetensors file; `written`,
+/// when given, receives the digest of the bytes handed to the file.
 bool writeSafetensors(
     const std::string &path,
     const std::vector<std::pair<std::string, const StoredTensor *>> &tensors,
-    std::string &error);
+    std::string &error, FileDigest *written = nullptr);
 
 /// Bytes per element of a safetensors dtype ("F32", "BF16", ...), or 0 for
 /// one this reader does not know.
