@@ -94,6 +94,10 @@ Status infir2::rt::validate(RunConfig &o) {
                 o.device.c_str());
   if (o.gradAccum == 0)
     return fail("--grad-accum must be at least 1");
+  if (o.maxSkipped == 0)
+    return fail("--max-skipped-steps must be at least 1");
+  if (!(o.collectiveTimeout > 0))
+    return fail("--collective-timeout must be a positive number of seconds");
   if (o.logEvery == 0)
     o.logEvery = 1;
   return Status::ok();
@@ -147,6 +151,11 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
   text("--device", o.device, "D",
        "auto (default: the GPU when one is usable, else the CPU, saying so), "
        "cuda or cpu");
+  integer("--max-skipped-steps",
+          "stop after N non-finite steps in a row (default 10)");
+  real("--collective-timeout",
+       "seconds a rank waits for the others in a collective before the job "
+       "ends, naming the ranks that never arrived (default 600)");
   text("--dump-step", o.dumpStep, "FILE",
        "write the first step's weights, batch, loss and gradients (as F32) to "
        "a safetensors file, then exit");
@@ -179,9 +188,12 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
       {"--save-every", &o.saveEvery},
       {"--eval-every", &o.evalEvery},
       {"--eval-batches", &o.evalBatches},
-      {"--log-every", &o.logEvery}};
+      {"--log-every", &o.logEvery},
+      {"--max-skipped-steps", &o.maxSkipped}};
   std::map<std::string, double *> realFields = {
-      {"--lr", &o.lr}, {"--min-lr-ratio", &o.minLrRatio}};
+      {"--lr", &o.lr},
+      {"--min-lr-ratio", &o.minLrRatio},
+      {"--collective-timeout", &o.collectiveTimeout}};
   // In the order given on the command line, so that the first bad value is
   // the one reported.
   for (const CLI::Option *opt : app.parse_order()) {

@@ -30,6 +30,8 @@ struct RunConfig {
           seed = 0, saveEvery = 0, evalEvery = 0, evalBatches = 8,
           logEvery = 10, maxSkipped = 10;
   double lr = 1e-3, minLrRatio = 0.1;
+  /// Seconds a rank waits in a collective for the others (10 minutes).
+  double collectiveTimeout = 600;
 };
 
 /// What the command line asked for: a run, or the help text.

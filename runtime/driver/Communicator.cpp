@@ -16,7 +16,13 @@
 #include <thread>
 
 #ifdef INFIR2_HAVE_MPI
+#include "CollectiveWatch.h"
+
 #include <mpi.h>
+#else
+namespace infir2::rt {
+class CollectiveWatch {};
+} // namespace infir2::rt
 #endif
 #ifdef INFIR2_HAVE_NCCL
 #include <cuda_runtime.h>
@@ -57,35 +63,49 @@ int32_t mpiCount(int64_t n, const char *what, char *error, int64_t errorSize) {
   return 1;
 }
 
-int32_t mpiAllReduce(void *, float *data, int64_t n, char *error,
+/// Waits for a started collective under the group's deadline. `rc` is the
+/// start's code: a collective that did not start is not waited for.
+int waitFor(void *impl, int rc, MPI_Request &request, const char *call) {
+  if (rc != MPI_SUCCESS)
+    return rc;
+  return static_cast<Communicator *>(impl)->watch()->wait(request, call);
+}
+
+int32_t mpiAllReduce(void *impl, float *data, int64_t n, char *error,
                      int64_t errorSize) {
   // Large buckets go in pieces.
   const int64_t chunk = int64_t(1) << 30;
   for (int64_t at = 0; at < n; at += chunk) {
     int count = int(std::min(chunk, n - at));
-    if (mpiFailed(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT,
-                                MPI_SUM, MPI_COMM_WORLD),
+    MPI_Request request;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD, &request);
+    if (mpiFailed(waitFor(impl, rc, request, "an all-reduce"),
                   "MPI_Allreduce", error, errorSize))
       return 1;
   }
   return 0;
 }
 
-int32_t mpiReduceScatter(void *, const float *send, float *recv, int64_t n,
-                         char *error, int64_t errorSize) {
+int32_t mpiReduceScatter(void *impl, const float *send, float *recv,
+                         int64_t n, char *error, int64_t errorSize) {
   if (mpiCount(n, "a reduce-scatter block", error, errorSize))
     return 1;
-  return mpiFailed(MPI_Reduce_scatter_block(send, recv, int(n), MPI_FLOAT,
-                                            MPI_SUM, MPI_COMM_WORLD),
+  MPI_Request request;
+  int rc = MPI_Ireduce_scatter_block(send, recv, int(n), MPI_FLOAT, MPI_SUM,
+                                     MPI_COMM_WORLD, &request);
+  return mpiFailed(waitFor(impl, rc, request, "a reduce-scatter"),
                    "MPI_Reduce_scatter_block", error, errorSize);
 }
 
-int32_t mpiAllGather(void *, const void *send, void *recv, int64_t bytes,
+int32_t mpiAllGather(void *impl, const void *send, void *recv, int64_t bytes,
                      char *error, int64_t errorSize) {
   if (mpiCount(bytes, "an all-gather block", error, errorSize))
     return 1;
-  return mpiFailed(MPI_Allgather(send, int(bytes), MPI_BYTE, recv, int(bytes),
-                                 MPI_BYTE, MPI_COMM_WORLD),
+  MPI_Request request;
+  int rc = MPI_Iallgather(send, int(bytes), MPI_BYTE, recv, int(bytes),
+                          MPI_BYTE, MPI_COMM_WORLD, &request);
+  return mpiFailed(waitFor(impl, rc, request, "an all-gather"),
                    "MPI_Allgather", error, errorSize);
 }
 #endif
@@ -145,6 +165,18 @@ int32_t ncclAllGatherBytes(void *impl, const void *send, void *recv,
 #endif
 
 } // namespace
+
+Communicator::Communicator() = default;
+Communicator::~Communicator() = default;
+
+void Communicator::setTimeout(double seconds) {
+#ifdef INFIR2_HAVE_MPI
+  if (watch_)
+    watch_->setTimeout(seconds);
+#else
+  (void)seconds;
+#endif
+}
 
 void Communicator::useDeviceCollectives(std::string &notice) {
   if (size_ == 1)
@@ -237,6 +269,8 @@ bool Communicator::init(int *argc, char ***argv, std::string &error) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   mpi_ = true;
+  watch_ = std::make_unique<CollectiveWatch>();
+  watch_->start(rank_, size_);
   if (size_ != announced) {
     error = "the launcher announced " + std::to_string(announced) +
             " ranks, MPI has " + std::to_string(size_);
@@ -263,6 +297,8 @@ void Communicator::finalize() {
   nccl_ = nullptr;
 #endif
 #ifdef INFIR2_HAVE_MPI
+  if (watch_)
+    watch_->stop();
   if (mpi_)
     MPI_Finalize();
 #endif
@@ -299,10 +335,29 @@ bool Communicator::allGather(const void *send, void *recv, int64_t bytes,
   return true;
 }
 
+#ifdef INFIR2_HAVE_MPI
+/// `v` reduced by `op` over the ranks (an error, which MPI_ERRORS_RETURN
+/// would otherwise drop, ends the job: the ranks could no longer agree).
+static double reduced(Communicator &comm, double v, MPI_Op op,
+                      const char *what) {
+  MPI_Request request;
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, op, MPI_COMM_WORLD,
+                          &request);
+  char error[MPI_MAX_ERROR_STRING + 64] = {0};
+  if (mpiFailed(waitFor(&comm, rc, request, what), "MPI_Allreduce", error,
+                sizeof error)) {
+    std::fprintf(stderr, "trainer (rank %d): error: %s\n", comm.rank(),
+                 error);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return v;
+}
+#endif
+
 double Communicator::sum(double v) {
 #ifdef INFIR2_HAVE_MPI
   if (size_ > 1)
-    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return reduced(*this, v, MPI_SUM, "the sum of a step's losses");
 #endif
   return v;
 }
@@ -310,7 +365,7 @@ double Communicator::sum(double v) {
 double Communicator::max(double v) {
 #ifdef INFIR2_HAVE_MPI
   if (size_ > 1)
-    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return reduced(*this, v, MPI_MAX, "the ranks' agreement on a step");
 #endif
   return v;
 }
@@ -318,6 +373,6 @@ double Communicator::max(double v) {
 void Communicator::barrier() {
 #ifdef INFIR2_HAVE_MPI
   if (size_ > 1)
-    MPI_Barrier(MPI_COMM_WORLD);
+    reduced(*this, 0.0, MPI_MAX, "a barrier");
 #endif
 }

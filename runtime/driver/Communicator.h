@@ -16,16 +16,27 @@
 
 #include "infir2/runtime/ABI.h"
 
+#include <memory>
 #include <string>
 
 namespace infir2::rt {
 
+class CollectiveWatch;
+
 class Communicator {
 public:
+  Communicator();
+  ~Communicator();
+
   /// Joins the launcher's group if there is one. Fails, with a message, when
   /// launched by mpirun but built without MPI, or when MPI cannot start.
   bool init(int *argc, char ***argv, std::string &error);
   void finalize();
+
+  /// Seconds a collective may wait for the other ranks; past it, the job
+  /// ends naming the ranks that never arrived (see CollectiveWatch.h).
+  void setTimeout(double seconds);
+  CollectiveWatch *watch() { return watch_.get(); }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -54,6 +65,7 @@ private:
   bool mpi_ = false;
   infir2rt_communicator interface_{};
   void *nccl_ = nullptr; ///< the ncclComm_t, when device collectives run
+  std::unique_ptr<CollectiveWatch> watch_; ///< with MPI
 };
 
 } // namespace infir2::rt

@@ -29,6 +29,7 @@ Trainer::Trainer(Manifest manifest, RunConfig config, ModelEntryPoints model,
       comm_(comm), hook_(hook), rng_(o_.seed) {}
 
 Status Trainer::open(std::string &notice) {
+  comm_.setTimeout(o_.collectiveTimeout);
   std::string error;
   if (!device_.open(o_.device, localRank(), m_.stateBytes, m_.scratchBytes,
                     notice, error))
