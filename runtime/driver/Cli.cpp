@@ -156,6 +156,10 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
   real("--collective-timeout",
        "seconds a rank waits for the others in a collective before the job "
        "ends, naming the ranks that never arrived (default 600)");
+  text("--trace-optimizer", o.traceOptimizer, "DIR",
+       "write every optimizer step's gradients, learning rate, and the FP32 "
+       "weights and moments it produced to DIR/step-NNNNNN.safetensors (one "
+       "process; for checks against another optimizer)");
   text("--dump-step", o.dumpStep, "FILE",
        "write the first step's weights, batch, loss and gradients (as F32) to "
        "a safetensors file, then exit");

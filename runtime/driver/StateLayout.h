@@ -63,7 +63,15 @@ public:
   /// Whether the masters and moments are row shards (ZeRO-1).
   bool sharded() const { return m_.zero1WorldSize > 0; }
   static bool isOptimizerState(const ManifestSlot &s) {
-    return s.kind == "master" || s.kind == "moment1" || s.kind == "moment2";
+    return optimizerStatePrefix(s) != nullptr;
+  }
+  /// The prefix of an optimizer-state slot's tensors in checkpoints
+  /// ("master.", "exp_avg.", "exp_avg_sq."), or null for another slot.
+  static const char *optimizerStatePrefix(const ManifestSlot &s) {
+    return s.kind == "master"    ? "master."
+           : s.kind == "moment1" ? "exp_avg."
+           : s.kind == "moment2" ? "exp_avg_sq."
+                                 : nullptr;
   }
   /// The whole tensor of slot `s` and the part of it `rank` holds.
   Extent extentOf(const ManifestSlot &s, int rank) const;

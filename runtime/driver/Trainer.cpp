@@ -196,6 +196,8 @@ Status Trainer::run() {
     INFIR2_RETURN_IF_ERROR(call(model_.trainStep, "training step", 1));
     return dumpStep();
   }
+  if (!o_.traceOptimizer.empty())
+    INFIR2_RETURN_IF_ERROR(openOptimizerTrace());
   return trainLoop();
 }
 
@@ -298,9 +300,13 @@ Status Trainer::trainLoop() {
     ++updates_;
     if (layout_.find("input", "step")) // AdamW's bias correction; SGD has none
       INFIR2_RETURN_IF_ERROR(setScalar("step", float(updates_)));
-    INFIR2_RETURN_IF_ERROR(setScalar(
-        "grad_scale", float(1.0 / double(o_.gradAccum * comm_.size()))));
+    double gradScale = 1.0 / double(o_.gradAccum * comm_.size());
+    INFIR2_RETURN_IF_ERROR(setScalar("grad_scale", float(gradScale)));
+    if (!o_.traceOptimizer.empty())
+      INFIR2_RETURN_IF_ERROR(traceGradients(lr, gradScale));
     INFIR2_RETURN_IF_ERROR(call(model_.optimizerStep, "optimizer step", step_));
+    if (!o_.traceOptimizer.empty())
+      INFIR2_RETURN_IF_ERROR(writeOptimizerTrace(step_));
     Expected<float> gradNorm = scalar("output", "grad_norm");
     if (!gradNorm)
       return gradNorm.failure();

@@ -22,6 +22,7 @@
 #include "Expected.h"
 #include "Schedule.h"
 #include "StateLayout.h"
+#include "TensorDump.h"
 
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Error.h"
@@ -100,7 +101,13 @@ private:
   /// When any rank was asked to stop: saves the last step (with --save) and
   /// says so; true when the loop must end.
   Expected<bool> stopRequested(int64_t lastSaved);
+  // Dumps for external checks (TrainerTrace.cpp).
+  /// The host copy of slot `s`, as FP32.
+  std::vector<float> hostValues(const ManifestSlot &s);
   Status dumpStep();
+  Status openOptimizerTrace();
+  Status traceGradients(double lr, double gradScale);
+  Status writeOptimizerTrace(int64_t atStep);
 
   StateLayout layout_;
   const Manifest &m_;
@@ -116,6 +123,7 @@ private:
   std::vector<uint32_t> train_, held_;
   int64_t dataPosition_ = 0, step_ = 0, updates_ = 0;
   int stoppedBy_ = 0;
+  TensorDump trace_; ///< --trace-optimizer's step in the making
 };
 
 } // namespace infir2::rt

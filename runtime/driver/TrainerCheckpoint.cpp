@@ -1,11 +1,11 @@
-//===- TrainerCheckpoint.cpp - The loop's checkpoints and dumps -----------===//
+//===- TrainerCheckpoint.cpp - The loop's checkpoints ---------------------===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 //
 // Saving and resuming (exact: FP32 masters and moments, step, data position
-// and RNG state), loading Hugging Face weights, and --dump-step. The formats
+// and RNG state) and loading Hugging Face weights. The formats
 // are CheckpointIO's and safetensors'; this file moves the state between
 // them and the device, gathering ZeRO-1 shards.
 //
@@ -24,15 +24,7 @@
 using namespace infir2::rt;
 
 namespace {
-
-/// The checkpoint name prefix of an optimizer-state slot, or null.
-const char *optimizerPrefix(const ManifestSlot &s) {
-  return s.kind == "master"    ? "master."
-         : s.kind == "moment1" ? "exp_avg."
-         : s.kind == "moment2" ? "exp_avg_sq."
-                               : nullptr;
-}
-
+const auto optimizerPrefix = StateLayout::optimizerStatePrefix;
 } // namespace
 
 Expected<std::vector<float>> Trainer::wholeState(const ManifestSlot &s) {
@@ -189,48 +181,5 @@ Status Trainer::saveCheckpoint(int64_t atStep) {
                 s.message().c_str());
   if (!warning.empty())
     std::fprintf(stderr, "trainer: warning: %s\n", warning.c_str());
-  return Status::ok();
-}
-
-/// The first step, for checks against the reference interpreter and
-/// PyTorch: every parameter (its working value, as F32) under its name,
-/// zero gradient accumulators as grad.<name> (the step's inputs), the batch
-/// as input.<role>, the loss as output.loss, and each computed gradient as
-/// gradient.<name>.
-Status Trainer::dumpStep() {
-  INFIR2_RETURN_IF_ERROR(check(device_.download(0, m_.stateBytes, e_)));
-  std::vector<std::unique_ptr<StoredTensor>> store;
-  std::vector<std::pair<std::string, const StoredTensor *>> out;
-  auto add = [&](const std::string &name, const ManifestSlot &s, bool zero) {
-    auto t = std::make_unique<StoredTensor>();
-    t->dtype = "F32";
-    t->shape = s.shape;
-    t->bytes.assign(s.numel() * 4, 0);
-    for (int64_t i = 0, n = s.numel(); i < n && !zero; ++i)
-      writeElement("f32", t->bytes.data(), i,
-                   readElement(s.dtype, bytesAt(s), i));
-    out.push_back({name, t.get()});
-    store.push_back(std::move(t));
-  };
-  for (const ManifestSlot &s : m_.slots) {
-    if (s.kind == "param")
-      add(s.name, s, false);
-    else if (s.kind == "grad") {
-      add("grad." + s.name, s, true);
-      add("gradient." + s.name, s, false);
-    } else if (s.kind == "input" && s.name != "learning_rate" &&
-               s.name != "step" && s.name != "grad_scale")
-      add("input." + s.name, s, false);
-    else if (s.kind == "output" && s.name == "loss")
-      add("output.loss", s, false);
-  }
-  std::string error;
-  if (!writeSafetensors(o_.dumpStep, out, error))
-    return Failure{error};
-  Expected<float> loss = scalar("output", "loss");
-  if (!loss)
-    return loss.failure();
-  std::printf("dumped the first step to %s (loss %.6f)\n", o_.dumpStep.c_str(),
-              double(*loss));
   return Status::ok();
 }
