@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
+#include <sstream>
 #include <unistd.h>
 
 using namespace infir2::rt;
@@ -90,6 +92,14 @@ Expected<TrainerState> infir2::rt::parseTrainerState(const std::string &text,
     digest.bytes = bytes->get<uint64_t>();
     s.files[name] = digest;
   }
+  // The generator's stream form, whole: a damaged one would otherwise leave
+  // the generator as it was, and the resumed run would draw other numbers.
+  std::mt19937_64 probe;
+  std::istringstream in(s.rng);
+  in >> probe;
+  if (in.fail() || !(in >> std::ws).eof())
+    return fail("%s: 'rng' is not the state of a std::mt19937_64",
+                path.c_str());
   return s;
 }
 

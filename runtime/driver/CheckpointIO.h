@@ -17,7 +17,7 @@
 #ifndef INFIR2_RUNTIME_DRIVER_CHECKPOINTIO_H
 #define INFIR2_RUNTIME_DRIVER_CHECKPOINTIO_H
 
-#include "Expected.h"
+#include "infir2/runtime/Expected.h"
 
 #include "infir2/runtime/Checkpoint.h"
 

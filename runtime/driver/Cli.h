@@ -13,7 +13,7 @@
 #ifndef INFIR2_RUNTIME_DRIVER_CLI_H
 #define INFIR2_RUNTIME_DRIVER_CLI_H
 
-#include "Expected.h"
+#include "infir2/runtime/Expected.h"
 
 #include "infir2/runtime/Manifest.h"
 

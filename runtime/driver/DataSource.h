@@ -1,29 +1,68 @@
-//===- DataSource.h - Training data as token streams ------------*- C++ -*-===//
+//===- DataSource.h - Training data as sequences -----------------*- C++ -*-===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 //
-// The formats a trainer reads: a text file as bytes (byte-level tokens, ids
-// 0-255), or raw little-endian uint16 / uint32 token ids; and how a stream
-// of tokens becomes micro-batches of (input, next-token target) sequences,
-// sharded over the ranks of a data-parallel group.
+// Where the trainer's sequences come from. --data (and --eval-data) names
+// one of:
+//   - a Megatron-LM indexed dataset by its prefix P (P.bin + P.idx, or
+//     either file's name), with P.mask.bin/.idx beside it for SFT loss
+//     masks (DocumentStream.h);
+//   - a blend "W1 P1 W2 P2 ...", mixed as Megatron-LM's --data-path mixes
+//     them (Blend.h);
+//   - a file of raw token ids (.u16, .u32, or --data-format u16|u32) or of
+//     UTF-8 text, one token per byte.
+// Anything else (an index under another name, a .bin without its .idx,
+// binary data taken for text) is refused by name. Every source yields
+// numbered samples of seq+1 tokens with a loss weight per target; the
+// trainer's data position is the number of samples its group consumed.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef INFIR2_RUNTIME_DRIVER_DATASOURCE_H
 #define INFIR2_RUNTIME_DRIVER_DATASOURCE_H
 
-#include "Expected.h"
+#include "infir2/runtime/Expected.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace infir2::rt {
 
-/// The format `auto` means for `path`: u16 for .u16/.bin, u32 for .u32,
-/// else text. Other formats are returned as given.
+/// Numbered training samples.
+class TokenSource {
+public:
+  virtual ~TokenSource();
+  /// Sample `index`: `tokens` gets seq+1 ids (the inputs, then shifted by
+  /// one the targets) and `weights` seq loss weights, one per target.
+  virtual Status sample(int64_t index, int32_t *tokens, float *weights) = 0;
+  /// Samples in one pass over the data.
+  virtual int64_t samplesPerEpoch() const = 0;
+  /// What it is, for the start-up line ("Megatron dataset P: 1200
+  /// documents, 1.5M tokens, uint16").
+  virtual std::string describe() const = 0;
+  /// Whether some targets may weigh other than 1 (SFT loss masks).
+  virtual bool masked() const { return false; }
+};
+
+/// How a source is read: the model's sequence length and vocabulary, the
+/// seed of the per-epoch document shuffle (none for held-out data).
+struct SourceOptions {
+  int64_t seq = 0, vocab = 0;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  std::string format = "auto"; ///< --data-format, for raw files
+};
+
+/// Opens --data's value `spec` (see the file comment).
+Expected<std::unique_ptr<TokenSource>> openTokenSource(const std::string &spec,
+                                                       const SourceOptions &o);
+
+/// The format `auto` means for a raw file `path`: u16 for .u16, u32 for
+/// .u32, else text. Other formats are returned as given.
 std::string resolveDataFormat(const std::string &path,
                               const std::string &format);
 
@@ -33,21 +72,20 @@ Expected<std::vector<uint32_t>> decodeTokens(const std::string &path,
                                              const std::string &bytes,
                                              const std::string &format);
 
-/// Reads a whole token file and checks it: every id below `vocab`, and at
-/// least `minTokens` of them.
+/// Reads a whole raw token file and checks it: every id below `vocab`, and
+/// at least `minTokens` of them.
 Expected<std::vector<uint32_t>> readTokens(const std::string &path,
                                            const std::string &format,
                                            int64_t vocab, int64_t minTokens);
 
-/// Fills `ids` and `targets` (batch x seq each) with the next micro-batch
-/// from `tokens` at `position` (the global data position, advanced; it
-/// wraps to 0 where a sequence would run past the end). A group of `ranks`
-/// reads ranks·batch consecutive sequences and rank `rank` takes its
-/// `batch`, so that R ranks of micro-batch B see exactly what one process of
-/// micro-batch R·B would.
-void fillSequences(const std::vector<uint32_t> &tokens, int64_t &position,
-                   int64_t batch, int64_t seq, int ranks, int rank,
-                   int32_t *ids, int32_t *targets);
+/// Fills `ids`, `targets` and `weights` (batch x seq each) with the next
+/// micro-batch from `source` at `position` (the samples the group has
+/// consumed, advanced). A group of `ranks` reads ranks·batch consecutive
+/// samples and rank `rank` takes its `batch`, so that R ranks of micro-batch
+/// B see exactly what one process of micro-batch R·B would.
+Status fillSequences(TokenSource &source, int64_t &position, int64_t batch,
+                     int64_t seq, int ranks, int rank, int32_t *ids,
+                     int32_t *targets, float *weights);
 
 } // namespace infir2::rt
 

@@ -14,7 +14,7 @@
 #ifndef INFIR2_RUNTIME_DRIVER_METRICS_H
 #define INFIR2_RUNTIME_DRIVER_METRICS_H
 
-#include "Expected.h"
+#include "infir2/runtime/Expected.h"
 
 #include <cstdint>
 #include <cstdio>

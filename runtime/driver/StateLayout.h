@@ -16,7 +16,7 @@
 #ifndef INFIR2_RUNTIME_DRIVER_STATELAYOUT_H
 #define INFIR2_RUNTIME_DRIVER_STATELAYOUT_H
 
-#include "Expected.h"
+#include "infir2/runtime/Expected.h"
 
 #include "infir2/runtime/Checkpoint.h"
 #include "infir2/runtime/Manifest.h"

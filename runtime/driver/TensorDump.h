@@ -13,7 +13,7 @@
 #ifndef INFIR2_RUNTIME_DRIVER_TENSORDUMP_H
 #define INFIR2_RUNTIME_DRIVER_TENSORDUMP_H
 
-#include "Expected.h"
+#include "infir2/runtime/Expected.h"
 
 #include "infir2/runtime/Checkpoint.h"
 

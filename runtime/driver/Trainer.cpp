@@ -105,19 +105,22 @@ Expected<bool> Trainer::trainStep(int64_t atStep, std::string &refused) {
   return true;
 }
 
-Status Trainer::fillBatch(const std::vector<uint32_t> &tokens,
-                          int64_t &position, bool shard) {
+Status Trainer::fillBatch(TokenSource &source, int64_t &position,
+                          bool shard) {
   Expected<const ManifestSlot *> ids = layout_.get("input", "input_ids");
   if (!ids)
     return ids.failure();
   Expected<const ManifestSlot *> targets = layout_.get("input", "targets");
   if (!targets)
     return targets.failure();
-  fillSequences(tokens, position, m_.batch, m_.seq, shard ? comm_.size() : 1,
-                shard ? comm_.rank() : 0, at<int32_t>(**ids),
-                at<int32_t>(**targets));
-  if (const ManifestSlot *mask = layout_.find("input", "loss_mask"))
-    std::fill(at<float>(*mask), at<float>(*mask) + mask->numel(), 1.0f);
+  // Models without a loss mask train on every target: the weights go to a
+  // buffer of their own then, and a masked source is refused at start.
+  const ManifestSlot *mask = layout_.find("input", "loss_mask");
+  weights_.resize(size_t(m_.batch * m_.seq));
+  INFIR2_RETURN_IF_ERROR(fillSequences(
+      source, position, m_.batch, m_.seq, shard ? comm_.size() : 1,
+      shard ? comm_.rank() : 0, at<int32_t>(**ids), at<int32_t>(**targets),
+      mask ? at<float>(*mask) : weights_.data()));
   if (const ManifestSlot *pos = layout_.find("input", "positions"))
     for (int64_t i = 0, n = pos->numel(); i < n; ++i)
       at<int32_t>(*pos)[i] = int32_t(i % m_.seq);
@@ -131,10 +134,10 @@ Expected<double> Trainer::evaluate() {
   int64_t position = 0;
   int64_t batches = std::max<int64_t>(
       1, std::min<int64_t>(o_.evalBatches,
-                           int64_t(held_.size() - 1) / (m_.batch * m_.seq)));
+                           held_->samplesPerEpoch() / m_.batch));
   double total = 0.0;
   for (int64_t i = 0; i < batches; ++i) {
-    INFIR2_RETURN_IF_ERROR(fillBatch(held_, position, /*shard=*/false));
+    INFIR2_RETURN_IF_ERROR(fillBatch(*held_, position, /*shard=*/false));
     INFIR2_RETURN_IF_ERROR(call(model_.evalStep, "evaluation", step_));
     Expected<float> loss = scalar("output", "eval_loss");
     if (!loss)
@@ -168,15 +171,24 @@ Status Trainer::run() {
                 "%d; run it with mpirun -np %lld, or recompile for %d",
                 (long long)m_.zero1WorldSize, (long long)m_.zero1WorldSize,
                 comm_.size(), (long long)m_.zero1WorldSize, comm_.size());
-  int64_t need = m_.seq + 1;
-  for (auto [path, tokens] :
-       {std::pair{&o_.data, &train_}, std::pair{&o_.evalData, &held_}})
-    if (!path->empty()) {
-      Expected<std::vector<uint32_t>> t =
-          readTokens(*path, o_.dataFormat, m_.vocab, need);
-      if (!t)
-        return t.failure();
-      *tokens = std::move(*t);
+  SourceOptions data;
+  data.seq = m_.seq;
+  data.vocab = m_.vocab;
+  data.seed = uint64_t(o_.seed);
+  data.format = o_.dataFormat;
+  for (auto [spec, source, shuffle] :
+       {std::tuple{&o_.data, &train_, true},
+        std::tuple{&o_.evalData, &held_, false}})
+    if (!spec->empty()) {
+      data.shuffle = shuffle; // held-out data is read in its own order
+      Expected<std::unique_ptr<TokenSource>> s = openTokenSource(*spec, data);
+      if (!s)
+        return s.failure();
+      if ((*s)->masked() && !layout_.find("input", "loss_mask"))
+        return fail("%s has loss masks, but the compiled model takes no "
+                    "loss_mask input (import it with infir2-import)",
+                    spec->c_str());
+      *source = std::move(*s);
     }
   if (!o_.save.empty() && comm_.rank() == 0)
     INFIR2_RETURN_IF_ERROR(prepareSaveDir(o_.save));
@@ -190,9 +202,9 @@ Status Trainer::run() {
     if (comm_.size() > 1)
       return fail("--dump-step runs one process, not %d ranks", comm_.size());
     INFIR2_RETURN_IF_ERROR(zeroGradients());
-    if (train_.empty())
+    if (!train_)
       return fail("--dump-step needs --data");
-    INFIR2_RETURN_IF_ERROR(fillBatch(train_, dataPosition_, /*shard=*/false));
+    INFIR2_RETURN_IF_ERROR(fillBatch(*train_, dataPosition_, /*shard=*/false));
     INFIR2_RETURN_IF_ERROR(call(model_.trainStep, "training step", 1));
     return dumpStep();
   }
@@ -216,6 +228,8 @@ Status Trainer::trainLoop() {
                 comm_.size(), comm_.size() > 1 ? "s" : "",
                 m_.stateBytes / 1048576.0, m_.scratchBytes / 1048576.0,
                 device_.name().c_str());
+  if (lead)
+    std::printf("data: %s\n", train_->describe().c_str());
   auto start = std::chrono::steady_clock::now();
   auto lastLog = start;
   int64_t tokensSinceLog = 0, skippedInARow = 0, startStep = step_;
@@ -249,7 +263,7 @@ Status Trainer::trainLoop() {
     // the FP8 recipe) is skipped like a non-finite loss.
     std::string refused;
     for (int64_t k = 0; k < o_.gradAccum; ++k) {
-      INFIR2_RETURN_IF_ERROR(fillBatch(train_, dataPosition_, /*shard=*/true));
+      INFIR2_RETURN_IF_ERROR(fillBatch(*train_, dataPosition_, /*shard=*/true));
       Expected<bool> computed = trainStep(step_, refused);
       if (!computed)
         return computed.failure();
@@ -314,7 +328,7 @@ Status Trainer::trainLoop() {
     ++stepsSinceLog;
 
     bool evalNow =
-        !held_.empty() &&
+        held_ &&
         ((o_.evalEvery && step_ % o_.evalEvery == 0) || step_ == o_.steps);
     bool logNow = step_ % o_.logEvery == 0 || step_ == o_.steps || evalNow;
     StepMetrics metrics;

@@ -18,8 +18,9 @@
 
 #include "Cli.h"
 #include "Communicator.h"
+#include "DataSource.h"
 #include "Device.h"
-#include "Expected.h"
+#include "infir2/runtime/Expected.h"
 #include "Schedule.h"
 #include "StateLayout.h"
 #include "TensorDump.h"
@@ -81,8 +82,7 @@ private:
   Status call(int32_t (*fn)(infir2rt_context *), const char *what,
               int64_t atStep);
 
-  Status fillBatch(const std::vector<uint32_t> &tokens, int64_t &position,
-                   bool shard);
+  Status fillBatch(TokenSource &source, int64_t &position, bool shard);
   Expected<double> evaluate();
   Expected<bool> gradientsFinite();
   Status trainLoop();
@@ -120,10 +120,11 @@ private:
   Device device_;
   std::string e_; ///< the last device error
   infir2rt_context ctx_{};
-  std::vector<uint32_t> train_, held_;
+  std::unique_ptr<TokenSource> train_, held_;
   int64_t dataPosition_ = 0, step_ = 0, updates_ = 0;
   int stoppedBy_ = 0;
   TensorDump trace_; ///< --trace-optimizer's step in the making
+  std::vector<float> weights_; ///< loss weights, for a model without a mask
 };
 
 } // namespace infir2::rt

@@ -19,6 +19,13 @@ using namespace infir2::rt;
 using infir2::rt::test::TempDir;
 namespace fs = std::filesystem;
 
+/// A generator's state as the trainer saves it.
+static std::string rngState() {
+  std::ostringstream os;
+  os << std::mt19937_64(7);
+  return os.str();
+}
+
 TEST(CheckpointIO, TrainerStateRoundTripsThroughJson) {
   TempDir dir;
   std::mt19937_64 rng(42);
@@ -83,6 +90,26 @@ TEST(CheckpointIO, BadTrainerStateIsNamed) {
     EXPECT_EQ(s.message(), std::string("st.json: 'files' names '") + name +
                                "', not a file of the checkpoint");
   }
+}
+
+TEST(CheckpointIO, DamagedGeneratorStateIsRefused) {
+  std::string state = rngState();
+  for (const std::string &rng :
+       {std::string("1 2 3"), state + " 9", state.substr(0, state.size() / 2),
+        std::string("")}) {
+    Expected<TrainerState> s = parseTrainerState(
+        R"({"step": 1, "updates": 1, "data_position": 0, "files": {},
+            "rng": ")" + rng + "\"}",
+        "st.json");
+    ASSERT_FALSE(s) << rng;
+    EXPECT_EQ(s.message(),
+              "st.json: 'rng' is not the state of a std::mt19937_64");
+  }
+  Expected<TrainerState> s = parseTrainerState(
+      R"({"step": 1, "updates": 1, "data_position": 0, "files": {},
+          "rng": ")" + state + "\"}",
+      "st.json");
+  EXPECT_TRUE(s) << s.message();
 }
 
 TEST(CheckpointIO, DigestIsZlibCrc32) {
@@ -153,7 +180,7 @@ TEST(CheckpointIO, PublishesAtomically) {
   std::string warning;
   std::string seenTmp;
   Status s = publishCheckpoint(
-      dir.str(), TrainerState{5, 5, 0, "", {}},
+      dir.str(), TrainerState{5, 5, 0, rngState(), {}},
       [&](const std::string &tmp) -> Expected<FileDigests> {
         seenTmp = tmp;
         FileDigests written{{"a.txt", writeText(tmp + "/a.txt", "first")}};
@@ -176,7 +203,7 @@ TEST(CheckpointIO, PublishesAtomically) {
 
   // A second save of the same step replaces the first whole.
   s = publishCheckpoint(
-      dir.str(), TrainerState{5, 5, 0, "", {}},
+      dir.str(), TrainerState{5, 5, 0, rngState(), {}},
       [&](const std::string &tmp) -> Expected<FileDigests> {
         return FileDigests{{"b.txt", writeText(tmp + "/b.txt", "second")}};
       },
@@ -190,7 +217,7 @@ TEST(CheckpointIO, PublishesAtomically) {
 
   // A failed write leaves neither a temporary directory nor a checkpoint.
   s = publishCheckpoint(
-      dir.str(), TrainerState{6, 6, 0, "", {}},
+      dir.str(), TrainerState{6, 6, 0, rngState(), {}},
       [&](const std::string &) -> Expected<FileDigests> { return fail("no"); },
       warning);
   ASSERT_FALSE(s);
@@ -201,7 +228,7 @@ TEST(CheckpointIO, PublishesAtomically) {
   // So does a file that does not read back as it was written (a short or
   // damaged write the writer did not see), and the old checkpoint stays.
   s = publishCheckpoint(
-      dir.str(), TrainerState{5, 5, 0, "", {}},
+      dir.str(), TrainerState{5, 5, 0, rngState(), {}},
       [&](const std::string &tmp) -> Expected<FileDigests> {
         FileDigest d = writeText(tmp + "/c.txt", "third");
         writeText(tmp + "/c.txt", "thi");

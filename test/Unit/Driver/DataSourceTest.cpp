@@ -15,7 +15,6 @@ using infir2::rt::test::TempDir;
 
 TEST(DataSource, FormatFromTheExtension) {
   EXPECT_EQ(resolveDataFormat("a.u16", "auto"), "u16");
-  EXPECT_EQ(resolveDataFormat("a.bin", "auto"), "u16");
   EXPECT_EQ(resolveDataFormat("a.u32", "auto"), "u32");
   EXPECT_EQ(resolveDataFormat("a.txt", "auto"), "text");
   EXPECT_EQ(resolveDataFormat("a.u16", "text"), "text");
@@ -82,38 +81,65 @@ TEST(DataSource, ReadChecksVocabularyAndLength) {
             dir / "missing.txt" + ": cannot open: No such file or directory");
 }
 
+/// A raw source of the u32 ids `tokens`, for sequences of `seq`.
+static std::unique_ptr<TokenSource> rawSource(const TempDir &dir,
+                                              const std::vector<uint32_t> &t,
+                                              int64_t seq) {
+  std::string path = dir.write(
+      "t.u32", std::string(reinterpret_cast<const char *>(t.data()),
+                           t.size() * 4));
+  SourceOptions o;
+  o.seq = seq;
+  o.vocab = 1000;
+  Expected<std::unique_ptr<TokenSource>> s = openTokenSource(path, o);
+  EXPECT_TRUE(s) << s.message();
+  return s ? std::move(*s) : nullptr;
+}
+
 TEST(DataSource, SequencesAreShiftedByOneAndWrap) {
-  std::vector<uint32_t> tokens = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  TempDir dir;
+  auto source = rawSource(dir, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 3);
+  ASSERT_TRUE(source);
+  EXPECT_EQ(source->samplesPerEpoch(), 3);
   int64_t position = 0;
   int32_t ids[2 * 3], targets[2 * 3];
-  fillSequences(tokens, position, 2, 3, 1, 0, ids, targets);
+  float weights[2 * 3];
+  ASSERT_TRUE(
+      fillSequences(*source, position, 2, 3, 1, 0, ids, targets, weights));
   EXPECT_EQ(std::vector<int32_t>(ids, ids + 6),
             (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(std::vector<int32_t>(targets, targets + 6),
             (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(position, 6);
-  // Tokens 6..9 hold one more sequence (and its last target); then
-  // 9 + 3 + 1 > 10 and the stream starts over.
-  fillSequences(tokens, position, 2, 3, 1, 0, ids, targets);
+  EXPECT_EQ(std::vector<float>(weights, weights + 6),
+            std::vector<float>(6, 1.0f));
+  EXPECT_EQ(position, 2);
+  // Tokens 6..9 hold one more sequence (and its last target); then the
+  // stream starts over.
+  ASSERT_TRUE(
+      fillSequences(*source, position, 2, 3, 1, 0, ids, targets, weights));
   EXPECT_EQ(std::vector<int32_t>(ids, ids + 6),
             (std::vector<int32_t>{6, 7, 8, 0, 1, 2}));
   EXPECT_EQ(std::vector<int32_t>(targets, targets + 6),
             (std::vector<int32_t>{7, 8, 9, 1, 2, 3}));
-  EXPECT_EQ(position, 3);
+  EXPECT_EQ(position, 4);
 }
 
 TEST(DataSource, RanksSplitWhatOneProcessWouldRead) {
+  TempDir dir;
   std::vector<uint32_t> tokens(100);
   for (size_t i = 0; i < tokens.size(); ++i)
     tokens[i] = uint32_t(i);
+  auto source = rawSource(dir, tokens, 5);
+  ASSERT_TRUE(source);
   // One process of micro-batch 4 against two ranks of micro-batch 2.
   int64_t p1 = 0, p2a = 0, p2b = 0;
   int32_t ids1[4 * 5], tg1[4 * 5], idsA[2 * 5], tgA[2 * 5], idsB[2 * 5],
       tgB[2 * 5];
+  float w[4 * 5];
   for (int round = 0; round < 3; ++round) {
-    fillSequences(tokens, p1, 4, 5, 1, 0, ids1, tg1);
-    fillSequences(tokens, p2a, 2, 5, 2, 0, idsA, tgA);
-    fillSequences(tokens, p2b, 2, 5, 2, 1, idsB, tgB);
+    ASSERT_TRUE(fillSequences(*source, p1, 4, 5, 1, 0, ids1, tg1, w));
+    ASSERT_TRUE(fillSequences(*source, p2a, 2, 5, 2, 0, idsA, tgA, w));
+    ASSERT_TRUE(fillSequences(*source, p2b, 2, 5, 2, 1, idsB, tgB, w));
     EXPECT_EQ(std::vector<int32_t>(ids1, ids1 + 10),
               std::vector<int32_t>(idsA, idsA + 10));
     EXPECT_EQ(std::vector<int32_t>(ids1 + 10, ids1 + 20),
@@ -123,4 +149,49 @@ TEST(DataSource, RanksSplitWhatOneProcessWouldRead) {
     EXPECT_EQ(p1, p2a);
     EXPECT_EQ(p1, p2b);
   }
+}
+
+TEST(DataSource, WhatIsNoneOfTheFormatsIsRefusedByName) {
+  TempDir dir;
+  SourceOptions o;
+  o.seq = 3;
+  o.vocab = 256;
+  // A .bin without its index (read as uint16 before, whatever it held).
+  std::string bin = dir.write("lone.bin", std::string(64, 'x'));
+  Expected<std::unique_ptr<TokenSource>> s = openTokenSource(bin, o);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), bin + ": a .bin without its .idx beside it (a "
+                               "Megatron dataset needs both; for raw uint16 "
+                               "token ids use --data-format u16 or the .u16 "
+                               "extension)");
+  // Binary data taken for text.
+  std::string blob = dir.write("model.dat", std::string("ab\0\xff cdef", 9));
+  s = openTokenSource(blob, o);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), blob + ": not UTF-8 text (byte 2), not a Megatron "
+                                "dataset (no .idx beside it) and not named "
+                                ".u16/.u32; --data-format text|u16|u32 says "
+                                "which it is");
+  // Unless it is said to be text.
+  o.format = "text";
+  EXPECT_TRUE(openTokenSource(blob, o));
+  // UTF-8 that is not well formed: an overlong '/', a surrogate.
+  o.format = "auto";
+  for (const char *bad : {"abc\xc0\xaf", "abc\xed\xa0\x80"}) {
+    std::string path = dir.write("bad.txt", bad);
+    s = openTokenSource(path, o);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.message().find("not UTF-8 text (byte 3)"), std::string::npos)
+        << s.message();
+  }
+  // A blend needs weight and prefix pairs with positive weights.
+  for (const char *spec : {"0.5 a b", "x a", "-1 a", "0 a"}) {
+    s = openTokenSource(spec, o);
+    ASSERT_FALSE(s) << spec;
+  }
+  EXPECT_EQ(openTokenSource("0.5 a b", o).message(),
+            "'0.5 a b': a blend is 'WEIGHT PREFIX WEIGHT PREFIX ...' (3 words "
+            "given)");
+  EXPECT_EQ(openTokenSource("nan a", o).message(),
+            "'nan a': blend weight 'nan' is not a positive number");
 }

@@ -1,17 +1,17 @@
-//===- Expected.h - Errors as values in the trainer driver ------*- C++ -*-===//
+//===- Expected.h - Errors as values in the runtime libraries ---*- C++ -*-===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 //
-// The driver's units return errors instead of exiting: a Status (ok, or a
-// one-line message) or an Expected<T> (a value, or that message). Only the
-// trainer's main() decides to print the message and exit.
+// The driver's and the data library's units return errors instead of
+// exiting: a Status (ok, or a one-line message) or an Expected<T> (a value,
+// or that message). Only a tool's main() decides to print it and exit.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_EXPECTED_H
-#define INFIR2_RUNTIME_DRIVER_EXPECTED_H
+#ifndef INFIR2_RUNTIME_EXPECTED_H
+#define INFIR2_RUNTIME_EXPECTED_H
 
 #include <cassert>
 #include <cstdarg>
@@ -87,4 +87,4 @@ private:
       return ::infir2::rt::Failure{status_.message()};                         \
   } while (0)
 
-#endif // INFIR2_RUNTIME_DRIVER_EXPECTED_H
+#endif // INFIR2_RUNTIME_EXPECTED_H
