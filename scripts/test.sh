@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test
 # (lit + GoogleTest) under ctest, which ends with its pass/fail summary.
+#
+#   test.sh             the normal build (build/ or $INFIR2_BUILD_DIR)
+#   test.sh --sanitize  the same suite, plus a short run of every fuzzer,
+#                       under ASan+UBSan (build-sanitize/ or
+#                       $INFIR2_SANITIZE_BUILD_DIR); see docs/Reliability.md
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${INFIR2_BUILD_DIR:-$root/build}
 
-bash "$root/scripts/build.sh"
+if [ "${1:-}" = "--sanitize" ]; then
+  build=${INFIR2_SANITIZE_BUILD_DIR:-$root/build-sanitize}
+  source "$root/scripts/sanitizer-env.sh"
+  INFIR2_BUILD_DIR=$build bash "$root/scripts/build.sh" --sanitize
+else
+  bash "$root/scripts/build.sh"
+fi
 # ctest lists skipped tests (the GPU tests, without a GPU) after its summary;
 # repeat the summary so that it is the last line.
 set +e

@@ -35,10 +35,31 @@ llvm_config.add_tool_substitutions(
 # InfiR2 is built against (Debian's mlir-opt-22 is a link to it).
 config.substitutions.append(
     ("%infir2_plugin", os.path.join(config.infir2_lib_dir, "libInfiR2Plugin.so")))
+# In the sanitizer build the plugin is instrumented and Debian's mlir-opt is
+# not: the sanitizers' runtime must be loaded first, so it is preloaded.
+_mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+if config.infir2_sanitize:
+    _mlir_opt = "env LD_PRELOAD=%s %s" % (config.infir2_asan_runtime, _mlir_opt)
+# A downstream project built against the installed package (test/package)
+# links its instrumented libraries: with the same compiler and sanitizers.
+_embed_toolchain = ""
+if config.infir2_sanitize:
+    _embed_toolchain = '-DCMAKE_CXX_COMPILER=%s "-DCMAKE_CXX_FLAGS=%s"' % (
+        config.infir2_cxx_compiler, config.infir2_sanitizer_flags)
+config.substitutions.append(("%embed-toolchain", _embed_toolchain))
 llvm_config.add_tool_substitutions(
-    [ToolSubst("mlir-opt-22", command=os.path.join(config.llvm_tools_dir, "mlir-opt")),
+    [ToolSubst("mlir-opt-22", command=_mlir_opt),
      "llvm-nm", "llvm-readelf"],
     [config.llvm_tools_dir])
+
+# The sanitizer build: how the sanitizers report (scripts/sanitizer-env.sh)
+# reaches every tool and trainer the tests run.
+for _var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+             "OMPI_MCA_mca_base_component_disable_dlclose",
+             "PMIX_MCA_mca_base_component_disable_dlclose",
+             "OMPI_MCA_mca_base_env_list"):
+    if _var in os.environ:
+        config.environment[_var] = os.environ[_var]
 
 # Data-parallel trainer tests need MPI (trainers built with it, and mpirun).
 # mpirun runs as root here only when told it may.
