@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -37,8 +38,10 @@ private:
 
 Expected<int64_t> parseInt(const std::string &flag, const std::string &v) {
   char *end = nullptr;
+  errno = 0;
   long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end || x < 0)
+  // ERANGE: past 2^63, which strtoll would clamp to its largest value.
+  if (v.empty() || *end || x < 0 || errno == ERANGE)
     return fail("%s expects a non-negative integer, got '%s'", flag.c_str(),
                 v.c_str());
   return int64_t(x);

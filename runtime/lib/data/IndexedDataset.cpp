@@ -27,8 +27,12 @@ template <typename T> T load(const uint8_t *p) {
   return v;
 }
 
+} // namespace
+
 /// Maps `path` read-only (an empty file maps to null).
-Status mapFile(const std::string &path, const uint8_t *&data, size_t &bytes) {
+Status IndexedDataset::map(const std::string &path, Mapping &m) {
+  const uint8_t *&data = m.data;
+  size_t &bytes = m.bytes;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return fail("%s: cannot open: %s", path.c_str(), std::strerror(errno));
@@ -51,13 +55,6 @@ Status mapFile(const std::string &path, const uint8_t *&data, size_t &bytes) {
   ::close(fd);
   return Status::ok();
 }
-
-void unmap(const uint8_t *data, size_t bytes) {
-  if (data)
-    ::munmap(const_cast<uint8_t *>(data), bytes);
-}
-
-} // namespace
 
 int64_t infir2::rt::indexedDTypeSize(uint8_t code) {
   switch (IndexedDType(code)) {
@@ -88,38 +85,19 @@ IndexedDType infir2::rt::tokenDTypeFor(int64_t vocab) {
   return vocab < 65500 ? IndexedDType::UInt16 : IndexedDType::Int32;
 }
 
-IndexedDataset::IndexedDataset(IndexedDataset &&o) noexcept { *this = std::move(o); }
-
-IndexedDataset &IndexedDataset::operator=(IndexedDataset &&o) noexcept {
-  std::swap(prefix_, o.prefix_);
-  std::swap(dtype_, o.dtype_);
-  std::swap(elementSize_, o.elementSize_);
-  std::swap(numSequences_, o.numSequences_);
-  std::swap(numDocIndices_, o.numDocIndices_);
-  std::swap(numElements_, o.numElements_);
-  std::swap(bin_, o.bin_);
-  std::swap(idx_, o.idx_);
-  std::swap(binBytes_, o.binBytes_);
-  std::swap(idxBytes_, o.idxBytes_);
-  std::swap(lengthsAt_, o.lengthsAt_);
-  std::swap(pointersAt_, o.pointersAt_);
-  std::swap(docsAt_, o.docsAt_);
-  return *this;
-}
-
-IndexedDataset::~IndexedDataset() {
-  unmap(bin_, binBytes_);
-  unmap(idx_, idxBytes_);
+IndexedDataset::Mapping::~Mapping() {
+  if (data)
+    ::munmap(const_cast<uint8_t *>(data), bytes);
 }
 
 int64_t IndexedDataset::docIndex(int64_t i) const {
-  return load<int64_t>(idx_ + docsAt_ + 8 * size_t(i));
+  return load<int64_t>(idx_.data + docsAt_ + 8 * size_t(i));
 }
 int64_t IndexedDataset::pointer(int64_t s) const {
-  return load<int64_t>(idx_ + pointersAt_ + 8 * size_t(s));
+  return load<int64_t>(idx_.data + pointersAt_ + 8 * size_t(s));
 }
 int64_t IndexedDataset::sequenceLength(int64_t s) const {
-  return load<int32_t>(idx_ + lengthsAt_ + 4 * size_t(s));
+  return load<int32_t>(idx_.data + lengthsAt_ + 4 * size_t(s));
 }
 
 int64_t IndexedDataset::documentLength(int64_t d) const {
@@ -134,7 +112,7 @@ void IndexedDataset::readDocument(int64_t d, int64_t from, int64_t n,
                                   int64_t *out) const {
   if (n <= 0)
     return;
-  const uint8_t *p = bin_ + pointer(firstSequence(d)) + from * elementSize_;
+  const uint8_t *p = bin_.data + pointer(firstSequence(d)) + from * elementSize_;
   switch (dtype_) {
   case IndexedDType::UInt8:
     for (int64_t i = 0; i < n; ++i)
@@ -169,26 +147,26 @@ Expected<IndexedDataset> IndexedDataset::open(const std::string &prefix) {
   IndexedDataset ds;
   ds.prefix_ = prefix;
   std::string idxPath = prefix + ".idx", binPath = prefix + ".bin";
-  INFIR2_RETURN_IF_ERROR(mapFile(idxPath, ds.idx_, ds.idxBytes_));
+  INFIR2_RETURN_IF_ERROR(map(idxPath, ds.idx_));
   const char *idx = idxPath.c_str();
-  if (ds.idxBytes_ < kHeaderBytes || std::memcmp(ds.idx_, kMagic, 9) != 0)
+  if (ds.idx_.bytes < kHeaderBytes || std::memcmp(ds.idx_.data, kMagic, 9) != 0)
     return fail("%s: not a Megatron-LM index (no MMIDIDX header)", idx);
-  if (uint64_t version = load<uint64_t>(ds.idx_ + 9); version != 1)
+  if (uint64_t version = load<uint64_t>(ds.idx_.data + 9); version != 1)
     return fail("%s: index version %llu, only version 1 is known", idx,
                 (unsigned long long)version);
-  uint8_t code = ds.idx_[17];
+  uint8_t code = ds.idx_.data[17];
   ds.elementSize_ = indexedDTypeSize(code);
   if (!ds.elementSize_ || IndexedDType(code) == IndexedDType::Float32 ||
       IndexedDType(code) == IndexedDType::Float64)
     return fail("%s: element type code %u (%s) is not an integer type", idx,
                 unsigned(code), indexedDTypeName(code));
   ds.dtype_ = IndexedDType(code);
-  uint64_t sequences = load<uint64_t>(ds.idx_ + 18),
-           docIndices = load<uint64_t>(ds.idx_ + 26);
+  uint64_t sequences = load<uint64_t>(ds.idx_.data + 18),
+           docIndices = load<uint64_t>(ds.idx_.data + 26);
   // Both counts are bounded by the file before any product is formed.
-  uint64_t room = ds.idxBytes_ - kHeaderBytes;
+  uint64_t room = ds.idx_.bytes - kHeaderBytes;
   if (sequences > room / 12 || docIndices > room / 8 ||
-      kHeaderBytes + 12 * sequences + 8 * docIndices != ds.idxBytes_)
+      kHeaderBytes + 12 * sequences + 8 * docIndices != ds.idx_.bytes)
     return fail("%s: %llu sequences and %llu document indices need %s bytes, "
                 "the file has %zu (truncated, or a multimodal index, which is "
                 "not supported)",
@@ -199,7 +177,7 @@ Expected<IndexedDataset> IndexedDataset::open(const std::string &prefix) {
                     : std::to_string(kHeaderBytes + 12 * sequences +
                                      8 * docIndices)
                           .c_str(),
-                ds.idxBytes_);
+                ds.idx_.bytes);
   ds.numSequences_ = int64_t(sequences);
   ds.numDocIndices_ = int64_t(docIndices);
   ds.lengthsAt_ = kHeaderBytes;
@@ -215,7 +193,7 @@ Expected<IndexedDataset> IndexedDataset::open(const std::string &prefix) {
       return fail("%s: document index %lld (%lld) is below the one before it",
                   idx, (long long)i, (long long)ds.docIndex(i));
 
-  INFIR2_RETURN_IF_ERROR(mapFile(binPath, ds.bin_, ds.binBytes_));
+  INFIR2_RETURN_IF_ERROR(map(binPath, ds.bin_));
   // The sequences tile P.bin in order, as Megatron-LM writes them.
   int64_t at = 0;
   for (int64_t s = 0; s < ds.numSequences_; ++s) {
@@ -230,12 +208,12 @@ Expected<IndexedDataset> IndexedDataset::open(const std::string &prefix) {
                   (long long)at);
     at += length * ds.elementSize_;
     ds.numElements_ += length;
-    if (uint64_t(at) > ds.binBytes_)
+    if (uint64_t(at) > ds.bin_.bytes)
       break; // reported below, before any sum can overflow
   }
-  if (uint64_t(at) != ds.binBytes_)
+  if (uint64_t(at) != ds.bin_.bytes)
     return fail("%s: %zu bytes, but %s describes %lld", binPath.c_str(),
-                ds.binBytes_, idx, (long long)at);
+                ds.bin_.bytes, idx, (long long)at);
   return ds;
 }
 

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace infir2::rt {
@@ -58,9 +59,6 @@ public:
   /// is wrong with it.
   static Expected<IndexedDataset> open(const std::string &prefix);
 
-  IndexedDataset(IndexedDataset &&) noexcept;
-  IndexedDataset &operator=(IndexedDataset &&) noexcept;
-  ~IndexedDataset();
 
   const std::string &prefix() const { return prefix_; }
   IndexedDType dtype() const { return dtype_; }
@@ -88,9 +86,22 @@ private:
   IndexedDType dtype_ = IndexedDType::UInt16;
   int64_t elementSize_ = 2;
   int64_t numSequences_ = 0, numDocIndices_ = 1, numElements_ = 0;
-  // The mapped files (null and 0 when empty).
-  const uint8_t *bin_ = nullptr, *idx_ = nullptr;
-  size_t binBytes_ = 0, idxBytes_ = 0;
+  /// A file mapped read-only (null when empty), unmapped with its owner.
+  struct Mapping {
+    const uint8_t *data = nullptr;
+    size_t bytes = 0;
+    Mapping() = default;
+    Mapping(Mapping &&o) noexcept
+        : data(std::exchange(o.data, nullptr)), bytes(o.bytes) {}
+    Mapping &operator=(Mapping &&o) noexcept {
+      std::swap(data, o.data);
+      std::swap(bytes, o.bytes);
+      return *this;
+    }
+    ~Mapping();
+  };
+  static Status map(const std::string &path, Mapping &m);
+  Mapping bin_, idx_;
   /// Where the lengths, pointers and document indices start in P.idx.
   size_t lengthsAt_ = 0, pointersAt_ = 0, docsAt_ = 0;
 };
