@@ -23,6 +23,9 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   # Checkpoint files' CRC-32.
   zlib1g-dev
+  # The tokenizer: its pre-tokenizer regexes (PCRE2, JIT) and Unicode
+  # normalization (utf8proc).
+  libpcre2-dev libutf8proc-dev
   # Loss-curve plots of the demo and the benchmarks.
   python3-matplotlib
 )
