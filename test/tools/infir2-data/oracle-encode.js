@@ -1,0 +1,34 @@
+// The independent oracle of the tokenizer tests: @lenml/tokenizers (a
+// transformers.js fork, JavaScript, no code shared with InfiR2) encodes the
+// same JSONL documents `infir2-data encode` reads and prints one JSON array of
+// ids per line, as infir2-data does.
+//
+//   node oracle-encode.js TOKENIZER_DIR DOCS.jsonl
+//
+// Each line's bytes are decoded with TextDecoder, which replaces each invalid
+// UTF-8 sequence with U+FFFD (the WHATWG rule InfiR2's tokenizer follows).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { TokenizerLoader } = require('@lenml/tokenizers');
+
+const [dir, docs] = process.argv.slice(2);
+const tokenizer = TokenizerLoader.fromPreTrained({
+  tokenizerJSON: JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')),
+  tokenizerConfig: JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer_config.json'), 'utf8')),
+});
+const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+const bytes = fs.readFileSync(docs);
+const out = [];
+let start = 0;
+while (start < bytes.length) {
+  let end = bytes.indexOf(0x0a, start);
+  if (end < 0) end = bytes.length;
+  const line = decoder.decode(bytes.subarray(start, end));
+  start = end + 1;
+  if (line.trim() === '') continue;
+  // The tokenizer's own post-processor decides what is added (nothing, for
+  // the ByteLevel post-processors of Qwen2 and this Llama 3).
+  out.push(JSON.stringify(tokenizer.encode(JSON.parse(line).text)));
+}
+process.stdout.write(out.join('\n') + (out.length ? '\n' : ''));
