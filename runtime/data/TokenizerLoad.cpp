@@ -50,6 +50,19 @@ std::string stringMember(const json &obj, const std::string &path,
   return v.get<std::string>();
 }
 
+/// A member that must be an array, and the path of its element `i`.
+const json &arrayMember(const json &obj, const std::string &path,
+                        const char *key) {
+  const json &v = member(obj, path, key);
+  if (!v.is_array())
+    refuse(path + "." + key, "must be an array");
+  return v;
+}
+
+std::string elementPath(const std::string &path, const char *key, size_t i) {
+  return path + "." + key + "[" + std::to_string(i) + "]";
+}
+
 /// An optional boolean; null counts as absent.
 bool flag(const json &obj, const std::string &path, const char *key,
           bool absent) {
@@ -82,12 +95,9 @@ void readNormalizer(const json &n, const std::string &path,
     return;
   std::string type = stringMember(n, path, "type");
   if (type == "Sequence") {
-    const json &list = member(n, path, "normalizers");
-    if (!list.is_array())
-      refuse(path + ".normalizers", "must be an array");
+    const json &list = arrayMember(n, path, "normalizers");
     for (size_t i = 0; i < list.size(); ++i)
-      readNormalizer(list[i], path + ".normalizers[" + std::to_string(i) + "]",
-                     out);
+      readNormalizer(list[i], elementPath(path, "normalizers", i), out);
   } else if (type == "NFC") {
     out.push_back(NormalForm::NFC);
   } else if (type == "NFD") {
@@ -122,12 +132,9 @@ void readPreTokenizer(const json &p, const std::string &path,
                  "is supported");
   std::string type = stringMember(p, path, "type");
   if (type == "Sequence") {
-    const json &list = member(p, path, "pretokenizers");
-    if (!list.is_array())
-      refuse(path + ".pretokenizers", "must be an array");
+    const json &list = arrayMember(p, path, "pretokenizers");
     for (size_t i = 0; i < list.size(); ++i)
-      readPreTokenizer(list[i],
-                       path + ".pretokenizers[" + std::to_string(i) + "]", out,
+      readPreTokenizer(list[i], elementPath(path, "pretokenizers", i), out,
                        byteLevel);
     return;
   }
@@ -212,11 +219,9 @@ void readModel(const json &m, Bpe &bpe) {
     bpe.byteIds[b] = it->second;
   }
 
-  const json &merges = member(m, path, "merges");
-  if (!merges.is_array())
-    refuse(path + ".merges", "must be an array");
+  const json &merges = arrayMember(m, path, "merges");
   for (size_t i = 0; i < merges.size(); ++i) {
-    std::string at = path + ".merges[" + std::to_string(i) + "]";
+    std::string at = elementPath(path, "merges", i);
     const json &merge = merges[i];
     std::string left, right;
     if (merge.is_string()) {
@@ -287,13 +292,11 @@ void readAddedTokens(const json &root, Tokenizer::Impl &impl) {
 /// TemplateProcessing's `single` template; `pair` is for sentence pairs,
 /// which encode() does not take.
 std::vector<TemplateItem> readTemplate(const json &p, const std::string &path) {
-  const json &single = member(p, path, "single");
+  const json &single = arrayMember(p, path, "single");
   const json &special = member(p, path, "special_tokens");
-  if (!single.is_array())
-    refuse(path + ".single", "must be an array");
   std::vector<TemplateItem> items;
   for (size_t i = 0; i < single.size(); ++i) {
-    std::string at = path + ".single[" + std::to_string(i) + "]";
+    std::string at = elementPath(path, "single", i);
     const json &item = single[i];
     if (item.is_object() && item.contains("Sequence")) {
       std::string which =
@@ -309,13 +312,10 @@ std::vector<TemplateItem> readTemplate(const json &p, const std::string &path) {
         stringMember(item["SpecialToken"], at + ".SpecialToken", "id");
     const json &entry = member(special, path + ".special_tokens", name.c_str());
     std::string entryPath = path + ".special_tokens." + name;
-    const json &ids = member(entry, entryPath, "ids");
-    if (!ids.is_array())
-      refuse(entryPath + ".ids", "must be an array");
+    const json &ids = arrayMember(entry, entryPath, "ids");
     TemplateItem tokens{false, {}};
     for (size_t k = 0; k < ids.size(); ++k)
-      tokens.ids.push_back(
-          tokenIdOf(ids[k], entryPath + ".ids[" + std::to_string(k) + "]"));
+      tokens.ids.push_back(tokenIdOf(ids[k], elementPath(entryPath, "ids", k)));
     items.push_back(std::move(tokens));
   }
   return items;
@@ -329,12 +329,9 @@ void readPostProcessor(const json &p, const std::string &path,
   if (type == "ByteLevel") // adjusts offsets only
     return;
   if (type == "Sequence") {
-    const json &list = member(p, path, "processors");
-    if (!list.is_array())
-      refuse(path + ".processors", "must be an array");
+    const json &list = arrayMember(p, path, "processors");
     for (size_t i = 0; i < list.size(); ++i)
-      readPostProcessor(list[i],
-                        path + ".processors[" + std::to_string(i) + "]", impl);
+      readPostProcessor(list[i], elementPath(path, "processors", i), impl);
     return;
   }
   if (type != "TemplateProcessing")

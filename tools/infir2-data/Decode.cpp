@@ -33,12 +33,10 @@ struct DecodeOptions {
 };
 
 Expected<std::vector<uint32_t>> parseIds(std::string_view line) {
-  json ids;
-  try {
-    ids = json::parse(line.begin(), line.end());
-  } catch (const json::exception &e) {
-    return rt::fail("not valid JSON: %s", e.what());
-  }
+  Expected<json> parsed = parseJsonLine(line);
+  if (!parsed)
+    return parsed.failure();
+  const json &ids = *parsed;
   if (!ids.is_array())
     return rt::fail("expected a JSON array of token ids");
   std::vector<uint32_t> out;

@@ -46,12 +46,10 @@ double secondsSince(Clock::time_point start) {
 Expected<std::string> documentText(std::string_view line) {
   std::string repaired;
   std::string_view valid = rt::repairUtf8(line, repaired);
-  json doc;
-  try {
-    doc = json::parse(valid.begin(), valid.end());
-  } catch (const json::exception &e) {
-    return rt::fail("not valid JSON: %s", e.what());
-  }
+  Expected<json> parsed = parseJsonLine(valid);
+  if (!parsed)
+    return parsed.failure();
+  const json &doc = *parsed;
   if (!doc.is_object())
     return rt::fail("expected an object {\"text\": ...}");
   auto it = doc.find("text");

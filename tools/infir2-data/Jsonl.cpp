@@ -6,6 +6,7 @@
 
 #include "Jsonl.h"
 
+#include <fstream>
 #include <iostream>
 
 using namespace infir2;
@@ -13,6 +14,14 @@ using namespace infir2::data;
 
 std::string data::inputName(const std::string &path) {
   return path.empty() || path == "-" ? "<stdin>" : path;
+}
+
+rt::Expected<nlohmann::json> data::parseJsonLine(std::string_view line) {
+  try {
+    return nlohmann::json::parse(line.begin(), line.end());
+  } catch (const nlohmann::json::exception &e) {
+    return rt::fail("not valid JSON: %s", e.what());
+  }
 }
 
 rt::Status

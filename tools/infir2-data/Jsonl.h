@@ -9,8 +9,8 @@
 
 #include "Expected.h"
 
-#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -21,6 +21,9 @@ namespace infir2::data {
 rt::Status
 forEachLine(const std::string &path,
             const std::function<rt::Status(std::string_view)> &onLine);
+
+/// One line's JSON value, or "not valid JSON: <why>".
+rt::Expected<nlohmann::json> parseJsonLine(std::string_view line);
 
 /// The display name of an input path.
 std::string inputName(const std::string &path);

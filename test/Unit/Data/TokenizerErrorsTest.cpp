@@ -25,6 +25,15 @@ struct Refusal {
 };
 
 const json kWordPiece = {{"type", "WordPiece"}};
+const json kByteLevel = {{"type", "ByteLevel"}};
+
+json splitStep(const json &pattern, const char *behavior) {
+  return {{"type", "Split"}, {"pattern", pattern}, {"behavior", behavior}};
+}
+
+json preTokenizers(const json &first, const json &second) {
+  return {{"type", "Sequence"}, {"pretokenizers", {first, second}}};
+}
 
 const Refusal kRefusals[] = {
     {"RootNotObject", [](json &j) { j = json::array(); },
@@ -113,50 +122,34 @@ const Refusal kRefusals[] = {
      "tiny.json: pre_tokenizer.add_prefix_space: true is not supported"},
     {"NoByteLevel",
      [](json &j) {
-       j["pre_tokenizer"] = {{"type", "Split"},
-                             {"pattern", {{"String", " "}}},
-                             {"behavior", "Isolated"}};
+       j["pre_tokenizer"] = splitStep({{"String", " "}}, "Isolated");
      },
      "tiny.json: pre_tokenizer: has no ByteLevel step: only byte-level BPE is "
      "supported"},
     {"SplitAfterByteLevel",
      [](json &j) {
-       j["pre_tokenizer"] = {{"type", "Sequence"},
-                             {"pretokenizers",
-                              {{{"type", "ByteLevel"}},
-                               {{"type", "Split"},
-                                {"pattern", {{"String", " "}}},
-                                {"behavior", "Isolated"}}}}};
+       j["pre_tokenizer"] =
+           preTokenizers(kByteLevel, splitStep({{"String", " "}}, "Isolated"));
      },
      "tiny.json: pre_tokenizer.pretokenizers[1]: a Split pre-tokenizer after "
      "ByteLevel is not supported (ByteLevel must come last)"},
     {"SplitBehavior",
      [](json &j) {
-       j["pre_tokenizer"] = {{"type", "Sequence"},
-                             {"pretokenizers",
-                              {{{"type", "Split"},
-                                {"pattern", {{"Regex", "\\s+"}}},
-                                {"behavior", "Sideways"}},
-                               {{"type", "ByteLevel"}}}}};
+       j["pre_tokenizer"] = preTokenizers(
+           splitStep({{"Regex", "\\s+"}}, "Sideways"), kByteLevel);
      },
      "tiny.json: pre_tokenizer.pretokenizers[0].behavior: unknown split "
      "behavior \"Sideways\""},
     {"SplitBadRegex",
      [](json &j) {
-       j["pre_tokenizer"] = {{"type", "Sequence"},
-                             {"pretokenizers",
-                              {{{"type", "Split"},
-                                {"pattern", {{"Regex", "(\\s+"}}},
-                                {"behavior", "Isolated"}},
-                               {{"type", "ByteLevel"}}}}};
+       j["pre_tokenizer"] = preTokenizers(
+           splitStep({{"Regex", "(\\s+"}}, "Isolated"), kByteLevel);
      },
      "tiny.json: pre_tokenizer.pretokenizers[0].pattern: cannot compile the "
      "regex at offset 4: missing closing parenthesis"},
     {"SplitPatternKind",
      [](json &j) {
-       j["pre_tokenizer"] = {{"type", "Split"},
-                             {"pattern", {{"Glob", "*"}}},
-                             {"behavior", "Isolated"}};
+       j["pre_tokenizer"] = splitStep({{"Glob", "*"}}, "Isolated");
      },
      "tiny.json: pre_tokenizer.pattern: must be {\"Regex\": ...} or "
      "{\"String\": ...}"},
