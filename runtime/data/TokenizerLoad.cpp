@@ -83,9 +83,16 @@ void requireDefault(const json &obj, const std::string &path, const char *key,
     refuse(path + "." + key, quoted(*it) + " is not supported (" + why + ")");
 }
 
+bool isTokenId(const json &v) {
+  return v.is_number_unsigned() && v.get<uint64_t>() < (uint64_t(1) << 31);
+}
+
+constexpr const char *kNotTokenId =
+    "must be a token id (an integer from 0 to 2^31-1)";
+
 uint32_t tokenIdOf(const json &v, const std::string &path) {
-  if (!v.is_number_unsigned() || v.get<uint64_t>() >= (uint64_t(1) << 31))
-    refuse(path, "must be a token id (an integer from 0 to 2^31-1)");
+  if (!isTokenId(v))
+    refuse(path, kNotTokenId);
   return v.get<uint32_t>();
 }
 
@@ -177,12 +184,12 @@ void readPreTokenizer(const json &p, const std::string &path,
   refuse(path + ".behavior", "unknown split behavior \"" + behavior + "\"");
 }
 
-/// Finds a token's id in the vocabulary, for merges.
-uint32_t vocabId(const Bpe &bpe, const std::string &token,
-                 const std::string &path) {
+/// Finds a token's id in the vocabulary, for merges; `at` gives the path.
+template <typename Path>
+uint32_t vocabId(const Bpe &bpe, const std::string &token, Path &&at) {
   auto it = bpe.vocab.find(token);
   if (it == bpe.vocab.end())
-    refuse(path, quoted(json(token)) + " is not in model.vocab");
+    refuse(at(), quoted(json(token)) + " is not in model.vocab");
   return it->second;
 }
 
@@ -204,8 +211,13 @@ void readModel(const json &m, Bpe &bpe) {
   const json &vocab = member(m, path, "vocab");
   if (!vocab.is_object())
     refuse(path + ".vocab", "must be an object of token: id");
-  for (const auto &[token, id] : vocab.items())
-    bpe.vocab.emplace(token, tokenIdOf(id, path + ".vocab." + token));
+  bpe.vocab.reserve(vocab.size());
+  for (const auto &[token, id] : vocab.items()) {
+    // (The path is built only for the message: the vocabulary is large.)
+    if (!isTokenId(id))
+      refuse(path + ".vocab." + token, kNotTokenId);
+    bpe.vocab.emplace(token, id.get<uint32_t>());
+  }
   const auto &chars = byteLevelChars();
   for (int b = 0; b < 256; ++b) {
     auto it = bpe.vocab.find(chars[b]);
@@ -220,8 +232,9 @@ void readModel(const json &m, Bpe &bpe) {
   }
 
   const json &merges = arrayMember(m, path, "merges");
+  bpe.merges.reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
-    std::string at = elementPath(path, "merges", i);
+    auto at = [&] { return elementPath(path, "merges", i); };
     const json &merge = merges[i];
     std::string left, right;
     if (merge.is_string()) {
@@ -229,7 +242,7 @@ void readModel(const json &m, Bpe &bpe) {
       std::string s = merge.get<std::string>();
       size_t space = s.find(' ');
       if (space == std::string::npos || s.find(' ', space + 1) != s.npos)
-        refuse(at, "must be two tokens separated by one space");
+        refuse(at(), "must be two tokens separated by one space");
       left = s.substr(0, space);
       right = s.substr(space + 1);
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
@@ -237,7 +250,7 @@ void readModel(const json &m, Bpe &bpe) {
       left = merge[0].get<std::string>();
       right = merge[1].get<std::string>();
     } else {
-      refuse(at, "must be \"a b\" or [\"a\", \"b\"]");
+      refuse(at(), "must be \"a b\" or [\"a\", \"b\"]");
     }
     uint32_t a = vocabId(bpe, left, at);
     uint32_t b = vocabId(bpe, right, at);
@@ -354,10 +367,15 @@ void readDecoder(const json &d, const std::string &path) {
 /// token with a character outside the byte map stays as it is, as in
 /// `tokenizers`' ByteLevel decoder); an added token's content as it is.
 void buildDecodeTable(Tokenizer::Impl &impl) {
-  std::unordered_map<std::string, uint8_t> toByte;
+  // Byte-level characters are one or two UTF-8 bytes (below U+0144): a table
+  // indexed by those bytes (lead << 8 | continuation for two) gives the byte.
+  std::vector<int16_t> toByte(1 << 16, -1);
+  auto key = [](const std::string &s, size_t i, size_t n) {
+    return n == 1 ? uint8_t(s[i]) : uint8_t(s[i]) << 8 | uint8_t(s[i + 1]);
+  };
   const auto &chars = byteLevelChars();
   for (int b = 0; b < 256; ++b)
-    toByte[chars[b]] = uint8_t(b);
+    toByte[key(chars[b], 0, chars[b].size())] = int16_t(b);
   uint32_t size = 0;
   for (const auto &[token, id] : impl.bpe.vocab)
     size = std::max(size, id + 1);
@@ -371,10 +389,9 @@ void buildDecodeTable(Tokenizer::Impl &impl) {
     for (size_t i = 0; i < token.size() && mapped;) {
       auto lead = uint8_t(token[i]);
       size_t n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-      auto it = toByte.find(token.substr(i, n));
-      mapped = it != toByte.end();
+      mapped = n <= 2 && i + n <= token.size() && toByte[key(token, i, n)] >= 0;
       if (mapped)
-        bytes += char(it->second);
+        bytes += char(toByte[key(token, i, n)]);
       i += n;
     }
     impl.idBytes[id] = mapped ? bytes : token;
