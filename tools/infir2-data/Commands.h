@@ -32,6 +32,10 @@ struct Command {
 Command addEncodeCommand(CLI::App &app);
 /// decode: JSON arrays of ids -> {"text": ...} lines.
 Command addDecodeCommand(CLI::App &app);
+/// pretokenize: documents -> a Megatron-LM indexed dataset.
+Command addPretokenizeCommand(CLI::App &app);
+/// inspect: what an indexed dataset holds.
+Command addInspectCommand(CLI::App &app);
 
 } // namespace infir2::data
 

@@ -13,7 +13,6 @@
 #include "Commands.h"
 #include "Jsonl.h"
 #include "Tokenizer.h"
-#include "Unicode.h"
 
 #include <CLI/CLI.hpp>
 #include <charconv>
@@ -40,24 +39,6 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// The text of one JSONL line.
-Expected<std::string> documentText(std::string_view line) {
-  std::string repaired;
-  std::string_view valid = rt::repairUtf8(line, repaired);
-  Expected<json> parsed = parseJsonLine(valid);
-  if (!parsed)
-    return parsed.failure();
-  const json &doc = *parsed;
-  if (!doc.is_object())
-    return rt::fail("expected an object {\"text\": ...}");
-  auto it = doc.find("text");
-  if (it == doc.end())
-    return rt::fail("\"text\" is missing");
-  if (!it->is_string())
-    return rt::fail("\"text\" must be a string");
-  return it->get<std::string>();
 }
 
 rt::Status runEncode(const EncodeOptions &options) {

@@ -6,6 +6,8 @@
 
 #include "Jsonl.h"
 
+#include "Unicode.h"
+
 #include <fstream>
 #include <iostream>
 
@@ -22,6 +24,23 @@ rt::Expected<nlohmann::json> data::parseJsonLine(std::string_view line) {
   } catch (const nlohmann::json::exception &e) {
     return rt::fail("not valid JSON: %s", e.what());
   }
+}
+
+rt::Expected<std::string> data::documentText(std::string_view line) {
+  std::string repaired;
+  std::string_view valid = rt::repairUtf8(line, repaired);
+  rt::Expected<nlohmann::json> parsed = parseJsonLine(valid);
+  if (!parsed)
+    return parsed.failure();
+  const nlohmann::json &doc = *parsed;
+  if (!doc.is_object())
+    return rt::fail("expected an object {\"text\": ...}");
+  auto it = doc.find("text");
+  if (it == doc.end())
+    return rt::fail("\"text\" is missing");
+  if (!it->is_string())
+    return rt::fail("\"text\" must be a string");
+  return it->get<std::string>();
 }
 
 rt::Status

@@ -25,6 +25,10 @@ forEachLine(const std::string &path,
 /// One line's JSON value, or "not valid JSON: <why>".
 rt::Expected<nlohmann::json> parseJsonLine(std::string_view line);
 
+/// The text of one JSONL document line {"text": ...}; bytes that are not
+/// valid UTF-8 are replaced by U+FFFD first (the tokenizer's own rule).
+rt::Expected<std::string> documentText(std::string_view line);
+
 /// The display name of an input path.
 std::string inputName(const std::string &path);
 

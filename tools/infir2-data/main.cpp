@@ -22,8 +22,9 @@ int main(int argc, char **argv) {
   CLI::App app("infir2-data: prepares training data for InfiR2 trainers",
                "infir2-data");
   app.require_subcommand(1);
-  std::vector<data::Command> commands = {data::addEncodeCommand(app),
-                                         data::addDecodeCommand(app)};
+  std::vector<data::Command> commands = {
+      data::addEncodeCommand(app), data::addDecodeCommand(app),
+      data::addPretokenizeCommand(app), data::addInspectCommand(app)};
   CLI11_PARSE(app, argc, argv);
   for (const data::Command &command : commands) {
     if (!command.parser->parsed())
