@@ -34,6 +34,8 @@ Command addEncodeCommand(CLI::App &app);
 Command addDecodeCommand(CLI::App &app);
 /// pretokenize: documents -> a Megatron-LM indexed dataset.
 Command addPretokenizeCommand(CLI::App &app);
+/// sft: chat JSONL -> token and loss-mask datasets.
+Command addSftCommand(CLI::App &app);
 /// inspect: what an indexed dataset holds.
 Command addInspectCommand(CLI::App &app);
 

@@ -24,7 +24,8 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   std::vector<data::Command> commands = {
       data::addEncodeCommand(app), data::addDecodeCommand(app),
-      data::addPretokenizeCommand(app), data::addInspectCommand(app)};
+      data::addPretokenizeCommand(app), data::addSftCommand(app),
+      data::addInspectCommand(app)};
   CLI11_PARSE(app, argc, argv);
   for (const data::Command &command : commands) {
     if (!command.parser->parsed())
