@@ -82,7 +82,7 @@ Expected<std::vector<Message>> parseConversation(std::string_view line) {
     out.push_back({r, content->get<std::string>()});
   }
   if (!answered)
-    return rt::fail("no assistant message: nothing to train on");
+    out.clear(); // nothing to train on: skipped, and counted
   return out;
 }
 
@@ -173,12 +173,16 @@ rt::Status runSft(const SftOptions &o) {
   if (!masks)
     return masks.failure();
   std::vector<int64_t> ids, mask;
-  int64_t trained = 0;
+  int64_t trained = 0, skipped = 0;
   INFIR2_RETURN_IF_ERROR(
       forEachLine(o.input, [&](std::string_view line) -> rt::Status {
         Expected<std::vector<Message>> messages = parseConversation(line);
         if (!messages)
           return messages.failure();
+        if (messages->empty()) {
+          ++skipped;
+          return rt::Status::ok();
+        }
         chat->render(*messages, ids, mask);
         for (int64_t m : mask)
           trained += m;
@@ -189,10 +193,12 @@ rt::Status runSft(const SftOptions &o) {
   INFIR2_RETURN_IF_ERROR(tokens->finish());
   INFIR2_RETURN_IF_ERROR(masks->finish());
   std::printf("sft: wrote %s and %s.mask: %lld conversations, %lld tokens, "
-              "%lld of them trained on\n",
+              "%lld of them trained on; %lld conversations without an "
+              "assistant message skipped\n",
               o.outputPrefix.c_str(), o.outputPrefix.c_str(),
               (long long)tokens->numDocuments(),
-              (long long)tokens->numElements(), (long long)trained);
+              (long long)tokens->numElements(), (long long)trained,
+              (long long)skipped);
   return rt::Status::ok();
 }
 
