@@ -294,6 +294,8 @@ Status IndexedDatasetWriter::addDocument(const int64_t *elements, int64_t n) {
 
 Status IndexedDatasetWriter::finish() {
   std::string binTmp = prefix_ + ".bin.tmp", idxTmp = prefix_ + ".idx.tmp";
+  if (!bin_)
+    return fail("%s: the dataset is already finished", prefix_.c_str());
   int closed = std::fclose(bin_);
   bin_ = nullptr;
   if (closed != 0)

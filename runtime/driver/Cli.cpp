@@ -127,11 +127,13 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
   auto real = [&](const char *flag, const char *help) {
     app.add_option(flag, reals[flag], help)->type_name("X");
   };
-  text("--data", o.data, "FILE",
-       "training data: text (byte-level tokens), or raw uint16/uint32 token "
-       "ids");
+  text("--data", o.data, "DATA",
+       "training data: a Megatron-LM dataset prefix P (P.bin + P.idx; P.mask "
+       "beside it is the loss mask), a blend \"W1 P1 W2 P2 ...\", raw token "
+       "ids (.u16, .u32) or UTF-8 text (byte-level tokens); docs/Data.md");
   text("--data-format", o.dataFormat, "F",
-       "auto (by extension: .u16/.bin, .u32, else text), text, u16 or u32");
+       "for raw files: auto (by extension: .u16, .u32, else text), text, u16 "
+       "or u32");
   integer("--steps", "optimizer steps (default 100)");
   real("--lr", "peak learning rate (default 1e-3)");
   text("--schedule", o.schedule, "S", "wsd, cosine (default) or constant");
@@ -146,7 +148,7 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
   text("--load", o.load, "PATH",
        "resume from a checkpoint directory, or load weights from a Hugging "
        "Face .safetensors file");
-  text("--eval-data", o.evalData, "FILE", "held-out data (same formats)");
+  text("--eval-data", o.evalData, "DATA", "held-out data (same formats)");
   integer("--eval-every", "evaluate every N steps (and at the end)");
   integer("--eval-batches", "held-out batches per evaluation (default 8)");
   integer("--log-every", "progress line every N steps (default 10)");

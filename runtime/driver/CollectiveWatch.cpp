@@ -29,8 +29,13 @@ void CollectiveWatch::start(int rank, int size) {
 }
 
 void CollectiveWatch::stop() {
-  // Announcements are a few bytes and go out eagerly; whatever has not
-  // been matched yet is let go.
+  // Every rank announced every collective to every other: receive what is
+  // still on its way (within the timeout), so that nothing is left pending
+  // when the communicator goes. Sends still in flight are let go.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(std::min(timeout_, 10.0));
+  while (!missing(seq_).empty() && std::chrono::steady_clock::now() < deadline)
+    receiveAnnouncements();
   for (auto &[request, value] : sends_)
     MPI_Request_free(&request);
   sends_.clear();
@@ -90,9 +95,10 @@ int CollectiveWatch::wait(MPI_Request &request, const char *what) {
   for (int polls = 0;; ++polls) {
     int done = 0;
     int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    // Received on every wait, so that no rank's queue grows with them.
+    receiveAnnouncements();
     if (rc != MPI_SUCCESS || done)
       return rc;
-    receiveAnnouncements();
     if (std::chrono::steady_clock::now() > deadline)
       timedOut(what);
     // Spin briefly (collectives of a step follow each other closely), then

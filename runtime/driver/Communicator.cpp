@@ -370,9 +370,16 @@ double Communicator::max(double v) {
   return v;
 }
 
-void Communicator::barrier() {
+void Communicator::barrier(bool unbounded) {
 #ifdef INFIR2_HAVE_MPI
-  if (size_ > 1)
+  if (size_ > 1) {
+    double timeout = watch_->timeout();
+    if (unbounded)
+      watch_->setTimeout(1e30);
     reduced(*this, 0.0, MPI_MAX, "a barrier");
+    watch_->setTimeout(timeout);
+  }
+#else
+  (void)unbounded;
 #endif
 }

@@ -58,7 +58,10 @@ public:
   /// Sums / takes the maximum of a double across the ranks.
   double sum(double v);
   double max(double v);
-  void barrier();
+  /// Waits for every rank, within the collective timeout; `unbounded`
+  /// waits as long as it takes (after a checkpoint, which rank 0 alone
+  /// writes, and which may take longer than any timeout for a large model).
+  void barrier(bool unbounded = false);
 
 private:
   int rank_ = 0, size_ = 1;

@@ -141,6 +141,10 @@ Expected<std::unique_ptr<TokenSource>> openFile(const std::string &path,
 
 Expected<std::unique_ptr<TokenSource>>
 infir2::rt::openTokenSource(const std::string &spec, const SourceOptions &o) {
+  // A path with spaces in it is a path, not a blend.
+  std::error_code ec;
+  if (fs::exists(spec, ec) || !datasetPrefix(spec).empty())
+    return openFile(spec, o);
   std::istringstream words(spec);
   std::vector<std::string> parts;
   for (std::string w; words >> w;)

@@ -243,7 +243,7 @@ Status Trainer::trainLoop() {
         !((o_.saveEvery && step_ % o_.saveEvery == 0) || step_ == o_.steps))
       return Status::ok();
     INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
-    comm_.barrier();
+    comm_.barrier(/*unbounded=*/true); // rank 0 wrote the checkpoint alone
     lastSaved = step_;
     return Status::ok();
   };
@@ -375,7 +375,7 @@ Expected<bool> Trainer::stopRequested(int64_t lastSaved) {
                                         : "checkpoint saved in " + o_.save;
   if (!o_.save.empty() && step_ > 0 && lastSaved != step_) {
     INFIR2_RETURN_IF_ERROR(saveCheckpoint(step_));
-    comm_.barrier();
+    comm_.barrier(/*unbounded=*/true); // rank 0 wrote the checkpoint alone
   }
   if (comm_.rank() <= 0)
     std::fprintf(stderr, "trainer: stopped by %s after step %lld; %s\n",

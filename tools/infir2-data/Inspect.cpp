@@ -145,6 +145,13 @@ rt::Status runInspect(const InspectOptions &o) {
       return rt::fail("%s.mask: %lld documents, but %s has %lld",
                       o.prefix.c_str(), (long long)m->numDocuments(),
                       o.prefix.c_str(), (long long)ds->numDocuments());
+    for (int64_t d = 0; d < ds->numDocuments(); ++d)
+      if (m->documentLength(d) != ds->documentLength(d))
+        return rt::fail("%s.mask: document %lld has %lld mask values for "
+                        "%lld tokens",
+                        o.prefix.c_str(), (long long)d,
+                        (long long)m->documentLength(d),
+                        (long long)ds->documentLength(d));
     mask = std::move(*m);
   }
   printSummary(*ds, mask);

@@ -190,8 +190,10 @@ rt::Status runSft(const SftOptions &o) {
             tokens->addDocument(ids.data(), int64_t(ids.size())));
         return masks->addDocument(mask.data(), int64_t(mask.size()));
       }));
-  INFIR2_RETURN_IF_ERROR(tokens->finish());
+  // The mask first: a mask without its tokens is never read, tokens without
+  // their mask would train on every token.
   INFIR2_RETURN_IF_ERROR(masks->finish());
+  INFIR2_RETURN_IF_ERROR(tokens->finish());
   std::printf("sft: wrote %s and %s.mask: %lld conversations, %lld tokens, "
               "%lld of them trained on; %lld conversations without an "
               "assistant message skipped\n",
