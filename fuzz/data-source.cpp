@@ -58,18 +58,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.seq = kSeq;
   options.vocab = 1 << 16;
   options.shuffle = kind == 6;
+  options.packing = kind == 5 ? "stream" : "auto"; // 6: packed documents
   Expected<std::unique_ptr<TokenSource>> source =
       openTokenSource(path, options);
   if (!source)
     return 0;
   std::vector<int32_t> ids(kBatch * kSeq), targets(kBatch * kSeq);
   std::vector<float> weights(kBatch * kSeq);
+  std::vector<int32_t> positions(kBatch * kSeq), segments(kBatch * kSeq);
+  Batch batch{ids.data(), targets.data(), weights.data(), positions.data(),
+              segments.data()};
   int64_t position = 0;
   for (int step = 0; step < 8; ++step)
     for (int rank = 0; rank < 2; ++rank) {
       int64_t at = position;
-      if (!fillSequences(**source, at, kBatch, kSeq, /*ranks=*/2, rank,
-                         ids.data(), targets.data(), weights.data()))
+      if (!fillSequences(**source, at, kBatch, kSeq, /*ranks=*/2, rank, batch))
         return 0;
       if (rank == 1)
         position = at;

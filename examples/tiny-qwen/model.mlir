@@ -3,7 +3,7 @@
 //
 //   vocab 256 (bytes)    hidden 256    layers 2    MLP 768 (SwiGLU)
 //   attention: 4 query heads, 2 key/value heads (GQA), head_dim 64,
-//              q/k/v bias, RoPE theta 1e6, causal
+//              q/k/v bias, RoPE theta 1e6, causal within each segment
 //   RMSNorm eps 1e-6     tied embeddings (the LM head reads embed_tokens)
 //   micro-batch 4 x 128 tokens; 1,640,704 parameters in 26 tensors
 //
@@ -40,11 +40,14 @@ func.func @forward(
     %l1_wu: tensor<768x256xbf16> {infir2.param = #infir2.param<"model.layers.1.mlp.up_proj.weight", normal(std = 0.02)>},
     %l1_wd: tensor<256x768xbf16> {infir2.param = #infir2.param<"model.layers.1.mlp.down_proj.weight", normal(std = 0.02)>},
     %final_norm: tensor<256xbf16> {infir2.param = #infir2.param<"model.norm.weight", ones>},
-    // The micro-batch: input ids, next-token targets, loss mask, positions.
+    // The micro-batch: input ids, next-token targets, loss mask, and each
+    // token's position and segment (samples packed into one sequence restart
+    // their positions and attend only within their segment).
     %ids: tensor<4x128xi32>,
     %targets: tensor<4x128xi32>,
     %loss_mask: tensor<4x128xf32>,
-    %positions: tensor<128xi32>) -> tensor<f32> {
+    %positions: tensor<4x128xi32>,
+    %segments: tensor<4x128xi32>) -> tensor<f32> {
   %h0 = infir2.embedding %embed[%ids] : tensor<256x256xbf16>[tensor<4x128xi32>] -> tensor<4x128x256xbf16>
 
   // Decoder layer 0: attention block.
@@ -55,10 +58,10 @@ func.func @forward(
   %l0_k1 = infir2.add %l0_k0, %l0_bk : tensor<4x128x128xbf16>, tensor<128xbf16>
   %l0_v0 = infir2.matmul %l0_x, %l0_wv {transpose_rhs} : tensor<4x128x256xbf16>, tensor<128x256xbf16> -> tensor<4x128x128xbf16>
   %l0_v = infir2.add %l0_v0, %l0_bv : tensor<4x128x128xbf16>, tensor<128xbf16>
-  %l0_q = infir2.rope %l0_q1, %positions {head_dim = 64 : i64, theta = 1.0e+06 : f64} : tensor<4x128x256xbf16>, tensor<128xi32>
-  %l0_k = infir2.rope %l0_k1, %positions {head_dim = 64 : i64, theta = 1.0e+06 : f64} : tensor<4x128x128xbf16>, tensor<128xi32>
-  %l0_attn = infir2.attention %l0_q, %l0_k, %l0_v {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64}
-      : tensor<4x128x256xbf16>, tensor<4x128x128xbf16>, tensor<4x128x128xbf16> -> tensor<4x128x256xbf16>
+  %l0_q = infir2.rope %l0_q1, %positions {head_dim = 64 : i64, theta = 1.0e+06 : f64} : tensor<4x128x256xbf16>, tensor<4x128xi32>
+  %l0_k = infir2.rope %l0_k1, %positions {head_dim = 64 : i64, theta = 1.0e+06 : f64} : tensor<4x128x128xbf16>, tensor<4x128xi32>
+  %l0_attn = infir2.attention %l0_q, %l0_k, %l0_v segments %segments {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64}
+      : tensor<4x128x256xbf16>, tensor<4x128x128xbf16>, tensor<4x128x128xbf16>, tensor<4x128xi32> -> tensor<4x128x256xbf16>
   %l0_o = infir2.matmul %l0_attn, %l0_wo {transpose_rhs} : tensor<4x128x256xbf16>, tensor<256x256xbf16> -> tensor<4x128x256xbf16>
   %l0_r = infir2.add %h0, %l0_o : tensor<4x128x256xbf16>, tensor<4x128x256xbf16>
   // Decoder layer 0: SwiGLU MLP block.
@@ -77,10 +80,10 @@ func.func @forward(
   %l1_k1 = infir2.add %l1_k0, %l1_bk : tensor<4x128x128xbf16>, tensor<128xbf16>
   %l1_v0 = infir2.matmul %l1_x, %l1_wv {transpose_rhs} : tensor<4x128x256xbf16>, tensor<128x256xbf16> -> tensor<4x128x128xbf16>
   %l1_v = infir2.add %l1_v0, %l1_bv : tensor<4x128x128xbf16>, tensor<128xbf16>
-  %l1_q = infir2.rope %l1_q1, %positions {head_dim = 64 : i64, theta = 1.0e+06 : f64} : tensor<4x128x256xbf16>, tensor<128xi32>
-  %l1_k = infir2.rope %l1_k1, %positions {head_dim = 64 : i64, theta = 1.0e+06 : f64} : tensor<4x128x128xbf16>, tensor<128xi32>
-  %l1_attn = infir2.attention %l1_q, %l1_k, %l1_v {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64}
-      : tensor<4x128x256xbf16>, tensor<4x128x128xbf16>, tensor<4x128x128xbf16> -> tensor<4x128x256xbf16>
+  %l1_q = infir2.rope %l1_q1, %positions {head_dim = 64 : i64, theta = 1.0e+06 : f64} : tensor<4x128x256xbf16>, tensor<4x128xi32>
+  %l1_k = infir2.rope %l1_k1, %positions {head_dim = 64 : i64, theta = 1.0e+06 : f64} : tensor<4x128x128xbf16>, tensor<4x128xi32>
+  %l1_attn = infir2.attention %l1_q, %l1_k, %l1_v segments %segments {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64}
+      : tensor<4x128x256xbf16>, tensor<4x128x128xbf16>, tensor<4x128x128xbf16>, tensor<4x128xi32> -> tensor<4x128x256xbf16>
   %l1_o = infir2.matmul %l1_attn, %l1_wo {transpose_rhs} : tensor<4x128x256xbf16>, tensor<256x256xbf16> -> tensor<4x128x256xbf16>
   %l1_r = infir2.add %h1, %l1_o : tensor<4x128x256xbf16>, tensor<4x128x256xbf16>
   // Decoder layer 1: SwiGLU MLP block.

@@ -65,12 +65,18 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
     return success();
   };
   auto attention = [&](auto a) {
+    // The optional segments go after the results, so the other operands
+    // keep their places.
+    if (Value segments = a.getSegments()) {
+      c.operands.erase(llvm::find(c.operands, segments));
+      c.operands.push_back(segments);
+    }
     return named(a->getName().getStringRef().ends_with("_grad")
                      ? "attention_grad"
                      : "attention",
                  {double(a.getNumHeads()), double(a.getNumKvHeads()),
                   double(a.getHeadDim()), a.getEffectiveScale(),
-                  a.getCausal() ? 1.0 : 0.0});
+                  a.getCausal() ? 1.0 : 0.0, a.getSegments() ? 1.0 : 0.0});
   };
   LogicalResult r =
       llvm::TypeSwitch<Operation *, LogicalResult>(op)

@@ -379,8 +379,9 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
   argTypes.push_back(RankedTensorType::get({B, S}, i32)); // ids
   argTypes.push_back(RankedTensorType::get({B, S}, i32)); // targets
   argTypes.push_back(RankedTensorType::get({B, S}, f32)); // loss_mask
-  argTypes.push_back(RankedTensorType::get({S}, i32));    // positions
-  for (int i = 0; i < 4; ++i)
+  argTypes.push_back(RankedTensorType::get({B, S}, i32)); // positions
+  argTypes.push_back(RankedTensorType::get({B, S}, i32)); // segments
+  for (int i = 0; i < 5; ++i)
     argAttrs.push_back(b.getDictionaryAttr({}));
   auto lossType = RankedTensorType::get({}, f32);
 
@@ -416,7 +417,9 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
 
   Value h = EmbeddingOp::create(ob, at("model.embed_tokens"), act(D),
                                 arg(embed), arg(ids));
-  Value positions = arg(ids + 3);
+  // Packed samples: positions restart and attention stays within each
+  // sample's segment.
+  Value positions = arg(ids + 3), segments = arg(ids + 4);
   for (auto [l, lp] : llvm::enumerate(layers)) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     Value x = rmsNorm(p + "input_layernorm", h, lp.ln1);
@@ -431,7 +434,7 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
     q = rope(q);
     k = rope(k);
     Value o = AttentionOp::create(ob, at(p + "self_attn"), act(Q), q, k, v,
-                                  c.numHeads, c.numKvHeads, c.headDim,
+                                  segments, c.numHeads, c.numKvHeads, c.headDim,
                                   /*scale=*/FloatAttr(), /*causal=*/true);
     o = linear(p + "self_attn.o_proj", o, lp.wo, lp.bo, D);
     h = AddOp::create(ob, at(p + "residual"), h, o);

@@ -54,7 +54,8 @@ LogicalResult Interpreter::rmsNormGrad(RMSNormGradOp op) {
 LogicalResult Interpreter::attentionGrad(AttentionGradOp op) {
   const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
                &v = get(op.getValue()), &dout = get(op.getResultGrad());
-  AttentionRows a = AttentionRows::of(op, q, k);
+  AttentionRows a = AttentionRows::of(
+      op, q, k, op.getSegments() ? &get(op.getSegments()) : nullptr);
   Tensor dq(q.shape), dk(k.shape), dv(v.shape);
   std::vector<double> p(a.skv), dp(a.skv);
   for (int64_t b = 0; b < a.batch; ++b)

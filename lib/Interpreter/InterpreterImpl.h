@@ -61,15 +61,23 @@ struct AttentionRows {
   int64_t batch, sq, skv, heads, group, hd, qw, kw;
   double scale;
   bool causal;
+  const Tensor *segments; ///< [batch, sq] or null
 
   template <typename OpTy>
-  static AttentionRows of(OpTy op, const Tensor &q, const Tensor &k) {
+  static AttentionRows of(OpTy op, const Tensor &q, const Tensor &k,
+                          const Tensor *segments) {
     int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(),
             hd = op.getHeadDim();
     return {q.shape[0],    q.shape[1],      k.shape[1],
             heads,         heads / kvHeads, hd,
             heads * hd,    kvHeads * hd,    op.getEffectiveScale(),
-            op.getCausal()};
+            op.getCausal(), segments};
+  }
+
+  /// Whether query s of sequence b may see key t.
+  bool sees(int64_t b, int64_t s, int64_t t) const {
+    return !segments ||
+           segments->data[b * sq + s] == segments->data[b * sq + t];
   }
 
   const double *row(const Tensor &t, int64_t b, int64_t pos, int64_t head,
@@ -86,6 +94,10 @@ struct AttentionRows {
     int64_t visible = causal ? s + 1 : skv;
     double mx = -std::numeric_limits<double>::infinity();
     for (int64_t t = 0; t < visible; ++t) {
+      if (!sees(b, s, t)) {
+        p[t] = -std::numeric_limits<double>::infinity(); // exp gives 0
+        continue;
+      }
       const double *kv = row(k, b, t, h / group, false);
       double dot = 0.0;
       for (int64_t i = 0; i < hd; ++i)

@@ -121,7 +121,8 @@ LogicalResult Interpreter::rope(RopeOp op) {
 LogicalResult Interpreter::attention(AttentionOp op) {
   const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
                &v = get(op.getValue());
-  AttentionRows a = AttentionRows::of(op, q, k);
+  AttentionRows a = AttentionRows::of(
+      op, q, k, op.getSegments() ? &get(op.getSegments()) : nullptr);
   Tensor out(q.shape);
   std::vector<double> p(a.skv);
   for (int64_t b = 0; b < a.batch; ++b)

@@ -163,7 +163,7 @@ FailureOr<int64_t> Planner::argumentSlot(func::FuncOp fn, BlockArgument arg) {
   return fn.emitError() << "argument #" << i << " of @" << fn.getSymName()
                         << " has no role the trainer can fill (not a "
                            "parameter, state tensor, token ids, targets, "
-                           "loss mask or positions)";
+                           "loss mask, positions or segments)";
 }
 
 FailureOr<int64_t> Planner::resultSlot(func::FuncOp fn, unsigned i) {

@@ -42,9 +42,10 @@ std::pair<size_t, int64_t> Blend::locate(int64_t index) {
   }
 }
 
-Status Blend::sample(int64_t index, int32_t *tokens, float *weights) {
+Status Blend::sample(int64_t index, int32_t *tokens, float *weights,
+                     int32_t *segments) {
   auto [source, local] = locate(index);
-  return sources_[source]->sample(local, tokens, weights);
+  return sources_[source]->sample(local, tokens, weights, segments);
 }
 
 int64_t Blend::samplesPerEpoch() const {
@@ -57,6 +58,13 @@ int64_t Blend::samplesPerEpoch() const {
 bool Blend::masked() const {
   for (const auto &s : sources_)
     if (s->masked())
+      return true;
+  return false;
+}
+
+bool Blend::packed() const {
+  for (const auto &s : sources_)
+    if (s->packed())
       return true;
   return false;
 }

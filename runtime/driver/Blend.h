@@ -26,10 +26,12 @@ public:
   Blend(std::vector<double> weights,
         std::vector<std::unique_ptr<TokenSource>> sources);
 
-  Status sample(int64_t index, int32_t *tokens, float *weights) override;
+  Status sample(int64_t index, int32_t *tokens, float *weights,
+                int32_t *segments) override;
   int64_t samplesPerEpoch() const override;
   std::string describe() const override;
   bool masked() const override;
+  bool packed() const override;
 
   /// The source and its own sample index that global sample `index` maps
   /// to.

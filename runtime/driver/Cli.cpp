@@ -92,6 +92,10 @@ Status infir2::rt::validate(RunConfig &o) {
       o.dataFormat != "u16" && o.dataFormat != "u32")
     return fail("--data-format must be auto, text, u16 or u32, got '%s'",
                 o.dataFormat.c_str());
+  if (o.packing != "auto" && o.packing != "documents" &&
+      o.packing != "stream")
+    return fail("--packing must be auto, documents or stream, got '%s'",
+                o.packing.c_str());
   if (o.device != "auto" && o.device != "cuda" && o.device != "cpu")
     return fail("--device must be auto, cuda or cpu, got '%s'",
                 o.device.c_str());
@@ -134,6 +138,13 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
   text("--data-format", o.dataFormat, "F",
        "for raw files: auto (by extension: .u16, .u32, else text), text, u16 "
        "or u32");
+  text("--loss-mask", o.lossMask, "P",
+       "the loss-mask dataset of --data (default: P.mask beside it, if any)");
+  text("--packing", o.packing, "MODE",
+       "how a dataset becomes samples: documents (whole documents packed, "
+       "each attending only to itself, positions restarting; SFT), stream "
+       "(one token stream cut every seq tokens; pre-training) or auto "
+       "(default: documents when there is a loss mask, else stream)");
   integer("--steps", "optimizer steps (default 100)");
   real("--lr", "peak learning rate (default 1e-3)");
   text("--schedule", o.schedule, "S", "wsd, cosine (default) or constant");

@@ -26,7 +26,7 @@ namespace infir2::rt {
 struct RunConfig {
   std::string data, dataFormat = "auto", evalData, save, load, logJsonl,
                     schedule = "cosine", dumpStep, traceOptimizer,
-                    device = "auto";
+                    device = "auto", lossMask, packing = "auto";
   int64_t steps = 100, warmup = 0, decay = 0, microBatch = 0, gradAccum = 1,
           seed = 0, saveEvery = 0, evalEvery = 0, evalBatches = 8,
           logEvery = 10, maxSkipped = 10;

@@ -8,6 +8,7 @@
 
 #include "Blend.h"
 #include "DocumentStream.h"
+#include "PackedDocuments.h"
 
 #include <cerrno>
 #include <cmath>
@@ -37,11 +38,13 @@ public:
             int64_t seq)
       : path_(std::move(path)), format_(std::move(format)),
         tokens_(std::move(t)), seq_(seq) {}
-  Status sample(int64_t index, int32_t *tokens, float *weights) override {
+  Status sample(int64_t index, int32_t *tokens, float *weights,
+                int32_t *segments) override {
     int64_t at = (index % samplesPerEpoch()) * seq_;
     for (int64_t t = 0; t <= seq_; ++t)
       tokens[t] = int32_t(tokens_[size_t(at + t)]);
     std::fill(weights, weights + seq_, 1.0f);
+    std::fill(segments, segments + seq_, 0);
     return Status::ok();
   }
   int64_t samplesPerEpoch() const override {
@@ -106,11 +109,26 @@ Expected<std::unique_ptr<TokenSource>> openDataset(const std::string &prefix,
     return tokens.failure();
   std::optional<IndexedDataset> mask;
   std::error_code ec;
-  if (fs::is_regular_file(prefix + ".mask.idx", ec)) {
-    Expected<IndexedDataset> m = IndexedDataset::open(prefix + ".mask");
+  std::string maskPrefix = o.lossMask;
+  if (maskPrefix.empty() && fs::is_regular_file(prefix + ".mask.idx", ec))
+    maskPrefix = prefix + ".mask";
+  if (!maskPrefix.empty()) {
+    std::string stem = datasetPrefix(maskPrefix);
+    if (stem.empty())
+      return fail("--loss-mask %s: no Megatron dataset there (%s.idx is "
+                  "missing)",
+                  maskPrefix.c_str(), maskPrefix.c_str());
+    Expected<IndexedDataset> m = IndexedDataset::open(stem);
     if (!m)
       return m.failure();
     mask = std::move(*m);
+  }
+  if (o.packing == "documents" || (o.packing == "auto" && mask)) {
+    Expected<std::unique_ptr<PackedDocuments>> packed =
+        PackedDocuments::create(std::move(*tokens), std::move(mask), o);
+    if (!packed)
+      return packed.failure();
+    return std::unique_ptr<TokenSource>(std::move(*packed));
   }
   Expected<std::unique_ptr<DocumentStream>> stream =
       DocumentStream::create(std::move(*tokens), std::move(mask), o);
@@ -127,6 +145,14 @@ Expected<std::unique_ptr<TokenSource>> openFile(const std::string &path,
     return fail("%s: a .bin without its .idx beside it (a Megatron dataset "
                 "needs both; for raw uint16 token ids use --data-format u16 "
                 "or the .u16 extension)",
+                path.c_str());
+  if (o.packing == "documents")
+    return fail("%s: --packing documents needs a Megatron dataset (raw token "
+                "files have no document boundaries)",
+                path.c_str());
+  if (!o.lossMask.empty())
+    return fail("%s: --loss-mask needs a Megatron dataset as --data (raw "
+                "token files have no documents to mask)",
                 path.c_str());
   std::string format = resolveDataFormat(path, o.format);
   Expected<std::vector<uint32_t>> tokens =
@@ -152,6 +178,10 @@ infir2::rt::openTokenSource(const std::string &spec, const SourceOptions &o) {
   if (parts.size() <= 1)
     return openFile(parts.empty() ? spec : parts[0], o);
   // A blend: weight, prefix, weight, prefix, ...
+  if (!o.lossMask.empty())
+    return fail("'%s': --loss-mask goes with one dataset; in a blend each "
+                "dataset's mask is found beside it (P.mask)",
+                spec.c_str());
   if (parts.size() % 2)
     return fail("'%s': a blend is 'WEIGHT PREFIX WEIGHT PREFIX ...' (%zu "
                 "words given)",
@@ -266,14 +296,20 @@ infir2::rt::readTokens(const std::string &path, const std::string &format,
 
 Status infir2::rt::fillSequences(TokenSource &source, int64_t &position,
                                  int64_t batch, int64_t seq, int ranks,
-                                 int rank, int32_t *ids, int32_t *targets,
-                                 float *weights) {
+                                 int rank, const Batch &out) {
   std::vector<int32_t> tokens(size_t(seq) + 1);
   for (int64_t b = 0; b < batch; ++b) {
+    int32_t *segments = out.segments + b * seq;
     INFIR2_RETURN_IF_ERROR(source.sample(position + rank * batch + b,
-                                         tokens.data(), weights + b * seq));
-    std::copy(tokens.begin(), tokens.end() - 1, ids + b * seq);
-    std::copy(tokens.begin() + 1, tokens.end(), targets + b * seq);
+                                         tokens.data(), out.weights + b * seq,
+                                         segments));
+    std::copy(tokens.begin(), tokens.end() - 1, out.ids + b * seq);
+    std::copy(tokens.begin() + 1, tokens.end(), out.targets + b * seq);
+    for (int64_t t = 0, start = 0; t < seq; ++t) {
+      if (t && segments[t] != segments[t - 1])
+        start = t;
+      out.positions[b * seq + t] = int32_t(t - start);
+    }
   }
   position += int64_t(ranks) * batch;
   return Status::ok();

@@ -15,8 +15,16 @@
 //     UTF-8 text, one token per byte.
 // Anything else (an index under another name, a .bin without its .idx,
 // binary data taken for text) is refused by name. Every source yields
-// numbered samples of seq+1 tokens with a loss weight per target; the
-// trainer's data position is the number of samples its group consumed.
+// numbered samples of seq+1 tokens with a loss weight per target and a
+// segment id per input; the trainer's data position is the number of
+// samples its group consumed.
+//
+// A dataset is cut into samples in one of two ways (--packing):
+//   - stream: its documents follow one another as one token stream cut
+//     every seq tokens, one segment per sample (Megatron-LM's GPT datasets;
+//     continual pre-training);
+//   - documents: whole documents packed into samples, each its own segment
+//     (PackedDocuments.h; SFT, the default when a loss mask is given).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +45,11 @@ class TokenSource {
 public:
   virtual ~TokenSource();
   /// Sample `index`: `tokens` gets seq+1 ids (the inputs, then shifted by
-  /// one the targets) and `weights` seq loss weights, one per target.
-  virtual Status sample(int64_t index, int32_t *tokens, float *weights) = 0;
+  /// one the targets), `weights` seq loss weights, one per target, and
+  /// `segments` seq segment ids, one per input: an input attends only to
+  /// inputs of its segment and counts its position from the segment's start.
+  virtual Status sample(int64_t index, int32_t *tokens, float *weights,
+                        int32_t *segments) = 0;
   /// Samples in one pass over the data.
   virtual int64_t samplesPerEpoch() const = 0;
   /// What it is, for the start-up line ("Megatron dataset P: 1200
@@ -46,6 +57,8 @@ public:
   virtual std::string describe() const = 0;
   /// Whether some targets may weigh other than 1 (SFT loss masks).
   virtual bool masked() const { return false; }
+  /// Whether samples may hold several segments (packed documents).
+  virtual bool packed() const { return false; }
 };
 
 /// How a source is read: the model's sequence length and vocabulary, the
@@ -55,6 +68,11 @@ struct SourceOptions {
   uint64_t seed = 0;
   bool shuffle = true;
   std::string format = "auto"; ///< --data-format, for raw files
+  /// --packing: stream, documents, or auto (documents when the dataset has a
+  /// loss mask, else stream).
+  std::string packing = "auto";
+  /// --loss-mask: the mask dataset's prefix; "" finds P.mask beside P.
+  std::string lossMask;
 };
 
 /// Opens --data's value `spec` (see the file comment).
@@ -78,14 +96,20 @@ Expected<std::vector<uint32_t>> readTokens(const std::string &path,
                                            const std::string &format,
                                            int64_t vocab, int64_t minTokens);
 
-/// Fills `ids`, `targets` and `weights` (batch x seq each) with the next
-/// micro-batch from `source` at `position` (the samples the group has
-/// consumed, advanced). A group of `ranks` reads ranks·batch consecutive
-/// samples and rank `rank` takes its `batch`, so that R ranks of micro-batch
-/// B see exactly what one process of micro-batch R·B would.
+/// One micro-batch's inputs, batch x seq each.
+struct Batch {
+  int32_t *ids, *targets;
+  float *weights;
+  int32_t *positions, *segments; ///< positions restart at each segment
+};
+
+/// Fills `out` with the next micro-batch from `source` at `position` (the
+/// samples the group has consumed, advanced). A group of `ranks` reads
+/// ranks·batch consecutive samples and rank `rank` takes its `batch`, so that
+/// R ranks of micro-batch B see exactly what one process of micro-batch R·B
+/// would.
 Status fillSequences(TokenSource &source, int64_t &position, int64_t batch,
-                     int64_t seq, int ranks, int rank, int32_t *ids,
-                     int32_t *targets, float *weights);
+                     int64_t seq, int ranks, int rank, const Batch &out);
 
 } // namespace infir2::rt
 

@@ -28,6 +28,23 @@
 
 namespace infir2::rt {
 
+/// The order of `n` documents in epoch `epoch`: a Fisher-Yates shuffle with
+/// std::mt19937_64 seeded from `seed` and the epoch, or file order.
+std::vector<int64_t> documentOrder(int64_t n, uint64_t seed, int64_t epoch,
+                                   bool shuffle);
+
+/// Checks that `mask`, when given, has the documents of `tokens`, each as
+/// long.
+Status checkMaskMatches(const IndexedDataset &tokens,
+                        const std::optional<IndexedDataset> &mask);
+
+/// Checks `n` tokens (and mask values, when `mask` is given) read from
+/// document `doc`: ids below `vocab`, masks 0 or 1.
+Status checkDocument(const IndexedDataset &tokens,
+                     const std::optional<IndexedDataset> &maskData,
+                     int64_t doc, const int64_t *ids, const int64_t *mask,
+                     int64_t n, int64_t vocab);
+
 class DocumentStream : public TokenSource {
 public:
   /// Checks that `mask`, when given, has the documents of `tokens`, and
@@ -36,7 +53,8 @@ public:
   create(IndexedDataset tokens, std::optional<IndexedDataset> mask,
          const SourceOptions &options);
 
-  Status sample(int64_t index, int32_t *tokens, float *weights) override;
+  Status sample(int64_t index, int32_t *tokens, float *weights,
+                int32_t *segments) override;
   int64_t samplesPerEpoch() const override;
   std::string describe() const override;
   bool masked() const override { return mask_.has_value(); }

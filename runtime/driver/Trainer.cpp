@@ -113,20 +113,48 @@ Status Trainer::fillBatch(TokenSource &source, int64_t &position,
   Expected<const ManifestSlot *> targets = layout_.get("input", "targets");
   if (!targets)
     return targets.failure();
-  // Models without a loss mask train on every target: the weights go to a
-  // buffer of their own then, and a masked source is refused at start.
+  // Inputs the model does not take go to buffers of their own: a model
+  // without a loss mask trains on every target, one with positions shared
+  // by the batch ([seq]) or without segments reads one stream per sequence
+  // (run() refuses masked or packed data for them at start).
+  size_t tokens = size_t(m_.batch * m_.seq);
+  weights_.resize(tokens);
+  positions_.resize(tokens);
+  segments_.resize(tokens);
   const ManifestSlot *mask = layout_.find("input", "loss_mask");
-  weights_.resize(size_t(m_.batch * m_.seq));
-  INFIR2_RETURN_IF_ERROR(fillSequences(
-      source, position, m_.batch, m_.seq, shard ? comm_.size() : 1,
-      shard ? comm_.rank() : 0, at<int32_t>(**ids), at<int32_t>(**targets),
-      mask ? at<float>(*mask) : weights_.data()));
-  if (const ManifestSlot *pos = layout_.find("input", "positions"))
+  const ManifestSlot *pos = layout_.find("input", "positions");
+  const ManifestSlot *seg = layout_.find("input", "segments");
+  bool perToken = pos && pos->numel() == m_.batch * m_.seq;
+  Batch batch{at<int32_t>(**ids), at<int32_t>(**targets),
+              mask ? at<float>(*mask) : weights_.data(),
+              perToken ? at<int32_t>(*pos) : positions_.data(),
+              seg ? at<int32_t>(*seg) : segments_.data()};
+  INFIR2_RETURN_IF_ERROR(fillSequences(source, position, m_.batch, m_.seq,
+                                       shard ? comm_.size() : 1,
+                                       shard ? comm_.rank() : 0, batch));
+  if (pos && !perToken)
     for (int64_t i = 0, n = pos->numel(); i < n; ++i)
       at<int32_t>(*pos)[i] = int32_t(i % m_.seq);
-  for (const char *role : {"input_ids", "targets", "loss_mask", "positions"})
+  for (const char *role :
+       {"input_ids", "targets", "loss_mask", "positions", "segments"})
     if (const ManifestSlot *s = layout_.find("input", role))
       INFIR2_RETURN_IF_ERROR(upload(*s));
+  return Status::ok();
+}
+
+Status Trainer::checkPackingSupported() {
+  const ManifestSlot *pos = layout_.find("input", "positions");
+  bool separates = layout_.find("input", "segments") && pos &&
+                   pos->numel() == m_.batch * m_.seq;
+  for (auto [spec, source] : {std::pair{&o_.data, train_.get()},
+                              std::pair{&o_.evalData, held_.get()}})
+    if (source && source->packed() && !separates)
+      return fail("%s: whole documents are packed into each sample "
+                  "(--packing documents, the default with a loss mask), but "
+                  "the compiled model takes no segment ids and per-token "
+                  "positions to keep them apart (import it with this "
+                  "infir2-import, or pass --packing stream)",
+                  spec->c_str());
   return Status::ok();
 }
 
@@ -176,11 +204,13 @@ Status Trainer::run() {
   data.vocab = m_.vocab;
   data.seed = uint64_t(o_.seed);
   data.format = o_.dataFormat;
+  data.packing = o_.packing;
   for (auto [spec, source, shuffle] :
        {std::tuple{&o_.data, &train_, true},
         std::tuple{&o_.evalData, &held_, false}})
     if (!spec->empty()) {
       data.shuffle = shuffle; // held-out data is read in its own order
+      data.lossMask = shuffle ? o_.lossMask : ""; // --loss-mask is --data's
       Expected<std::unique_ptr<TokenSource>> s = openTokenSource(*spec, data);
       if (!s)
         return s.failure();
@@ -190,6 +220,7 @@ Status Trainer::run() {
                     spec->c_str());
       *source = std::move(*s);
     }
+  INFIR2_RETURN_IF_ERROR(checkPackingSupported());
   if (!o_.save.empty() && comm_.rank() == 0)
     INFIR2_RETURN_IF_ERROR(prepareSaveDir(o_.save));
   INFIR2_RETURN_IF_ERROR(

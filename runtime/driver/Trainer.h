@@ -83,6 +83,8 @@ private:
               int64_t atStep);
 
   Status fillBatch(TokenSource &source, int64_t &position, bool shard);
+  /// Refuses packed data for a model that cannot keep its documents apart.
+  Status checkPackingSupported();
   Expected<double> evaluate();
   Expected<bool> gradientsFinite();
   Status trainLoop();
@@ -124,7 +126,10 @@ private:
   int64_t dataPosition_ = 0, step_ = 0, updates_ = 0;
   int stoppedBy_ = 0;
   TensorDump trace_; ///< --trace-optimizer's step in the making
-  std::vector<float> weights_; ///< loss weights, for a model without a mask
+  /// Inputs a model may not take: loss weights without a mask, positions
+  /// per token for a model with shared ones, segment ids without segments.
+  std::vector<float> weights_;
+  std::vector<int32_t> positions_, segments_;
 };
 
 } // namespace infir2::rt

@@ -4,7 +4,7 @@
 // the printed seed. Tolerance: |g - fd| <= 1e-8 + 1e-5 * max(|g|, |fd|) with
 // h = 1e-5 (FP64: truncation error ~h^2, rounding ~1e-16/h, both far below it).
 
-// RUN: infir2-opt %s --infir2-autodiff="forward=embedding train-step=embedding_step" --infir2-autodiff="forward=matmul_nn train-step=matmul_nn_step" --infir2-autodiff="forward=matmul_nt train-step=matmul_nt_step" --infir2-autodiff="forward=matmul_tn train-step=matmul_tn_step" --infir2-autodiff="forward=matmul_tt train-step=matmul_tt_step" --infir2-autodiff="forward=matmul_batched train-step=matmul_batched_step" --infir2-autodiff="forward=matmul_shared train-step=matmul_shared_step" --infir2-autodiff="forward=matmul_shared_nn train-step=matmul_shared_nn_step" --infir2-autodiff="forward=rms_norm train-step=rms_norm_step" --infir2-autodiff="forward=rope train-step=rope_step" --infir2-autodiff="forward=rope_batched train-step=rope_batched_step" --infir2-autodiff="forward=attention train-step=attention_step" --infir2-autodiff="forward=attention_cross train-step=attention_cross_step" --infir2-autodiff="forward=silu train-step=silu_step" --infir2-autodiff="forward=swiglu train-step=swiglu_step" --infir2-autodiff="forward=add_broadcast train-step=add_broadcast_step" --infir2-autodiff="forward=mul_broadcast train-step=mul_broadcast_step" --infir2-autodiff="forward=reshape_transpose train-step=reshape_transpose_step" --infir2-autodiff="forward=convert_reduce train-step=convert_reduce_step" -o %t.mlir
+// RUN: infir2-opt %s --infir2-autodiff="forward=embedding train-step=embedding_step" --infir2-autodiff="forward=matmul_nn train-step=matmul_nn_step" --infir2-autodiff="forward=matmul_nt train-step=matmul_nt_step" --infir2-autodiff="forward=matmul_tn train-step=matmul_tn_step" --infir2-autodiff="forward=matmul_tt train-step=matmul_tt_step" --infir2-autodiff="forward=matmul_batched train-step=matmul_batched_step" --infir2-autodiff="forward=matmul_shared train-step=matmul_shared_step" --infir2-autodiff="forward=matmul_shared_nn train-step=matmul_shared_nn_step" --infir2-autodiff="forward=rms_norm train-step=rms_norm_step" --infir2-autodiff="forward=rope train-step=rope_step" --infir2-autodiff="forward=rope_batched train-step=rope_batched_step" --infir2-autodiff="forward=attention train-step=attention_step" --infir2-autodiff="forward=attention_cross train-step=attention_cross_step" --infir2-autodiff="forward=attention_packed train-step=attention_packed_step" --infir2-autodiff="forward=silu train-step=silu_step" --infir2-autodiff="forward=swiglu train-step=swiglu_step" --infir2-autodiff="forward=add_broadcast train-step=add_broadcast_step" --infir2-autodiff="forward=mul_broadcast train-step=mul_broadcast_step" --infir2-autodiff="forward=reshape_transpose train-step=reshape_transpose_step" --infir2-autodiff="forward=convert_reduce train-step=convert_reduce_step" -o %t.mlir
 // RUN: infir2-run %t.mlir --gradcheck --entry embedding --train-step embedding_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry matmul_nn --train-step matmul_nn_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry matmul_nt --train-step matmul_nt_step --seed 5 | FileCheck %s
@@ -18,6 +18,7 @@
 // RUN: infir2-run %t.mlir --gradcheck --entry rope_batched --train-step rope_batched_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry attention --train-step attention_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry attention_cross --train-step attention_cross_step --seed 5 | FileCheck %s
+// RUN: infir2-run %t.mlir --gradcheck --entry attention_packed --train-step attention_packed_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry silu --train-step silu_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry swiglu --train-step swiglu_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry add_broadcast --train-step add_broadcast_step --seed 5 | FileCheck %s
@@ -112,6 +113,14 @@ func.func @rope_batched(%x: tensor<2x5x8xf32> {infir2.param = #infir2.param<"x",
   %y = infir2.rope %x, %pos {head_dim = 8 : i64, theta = 10.0 : f64} : tensor<2x5x8xf32>, tensor<2x5xi32>
   %m = infir2.mul %y, %r : tensor<2x5x8xf32>, tensor<2x5x8xf32>
   %l = infir2.reduce_sum %m : tensor<2x5x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// Tests causal attention over packed segments (runs of 1 to 3 tokens).
+func.func @attention_packed(%q: tensor<2x6x8xf32> {infir2.param = #infir2.param<"q", normal(std = 1.0)>}, %k: tensor<2x6x4xf32> {infir2.param = #infir2.param<"k", normal(std = 1.0)>}, %v: tensor<2x6x4xf32> {infir2.param = #infir2.param<"v", normal(std = 1.0)>}, %seg: tensor<2x6xi32>, %r: tensor<2x6x8xf32>) -> tensor<f32> {
+  %o = infir2.attention %q, %k, %v segments %seg {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 2 : i64} : tensor<2x6x8xf32>, tensor<2x6x4xf32>, tensor<2x6x4xf32>, tensor<2x6xi32> -> tensor<2x6x8xf32>
+  %m = infir2.mul %o, %r : tensor<2x6x8xf32>, tensor<2x6x8xf32>
+  %l = infir2.reduce_sum %m : tensor<2x6x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
 

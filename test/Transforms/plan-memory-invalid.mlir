@@ -31,7 +31,7 @@ func.func @optimizer_step() {
 // -----
 
 // Tests that every argument has a role the trainer fills.
-// expected-error @+1 {{argument #1 of @train_step has no role the trainer can fill (not a parameter, state tensor, token ids, targets, loss mask or positions)}}
+// expected-error @+1 {{argument #1 of @train_step has no role the trainer can fill (not a parameter, state tensor, token ids, targets, loss mask, positions or segments)}}
 func.func @train_step(%lr: tensor<f32> {infir2.input = "learning_rate"}, %x: tensor<4xf32>) {
   return
 }

@@ -50,10 +50,12 @@ def rotate_half(x):
 
 
 def rope(x, positions, head_dim, theta):
-    # x: [B, H, S, hd]; positions: [S]
+    # x: [B, H, S, hd]; positions: [S] or [B, S]
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
-    freqs = positions[:, None] * inv_freq[None, :]
+    freqs = positions[..., None] * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
+    if emb.dim() == 3:  # per sequence: [B, 1, S, hd], broadcast over heads
+        emb = emb[:, None]
     return x * emb.cos() + rotate_half(x) * emb.sin()
 
 
@@ -69,9 +71,15 @@ def forward(cfg, t):
     ids, targets, mask, positions = (t[f"arg{n_params + i}"] for i in range(4))
     ids, targets = ids.long(), targets.long()
     B, S = ids.shape
+    # Segment ids (packed samples), when the model takes them: query s sees
+    # key j <= s of its own segment only.
+    segments = t.get(f"arg{n_params + 4}", torch.zeros(B, S, dtype=torch.float64))
+    allowed = torch.ones(S, S, dtype=torch.bool).tril()[None] & (
+        segments[:, :, None] == segments[:, None, :])
+    bias = torch.zeros(B, 1, S, S, dtype=torch.float64).masked_fill(
+        ~allowed[:, None], float("-inf"))
 
     h = t["model.embed_tokens.weight"][ids]
-    causal = torch.full((S, S), float("-inf"), dtype=torch.float64).triu(1)
     for l in range(L):
         p = f"model.layers.{l}."
         x = rms_norm(h, t[p + "input_layernorm.weight"], eps)
@@ -87,7 +95,7 @@ def forward(cfg, t):
         q, k = rope(q, positions, hd, theta), rope(k, positions, hd, theta)
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
-        scores = q @ k.transpose(-1, -2) / hd ** 0.5 + causal
+        scores = q @ k.transpose(-1, -2) / hd ** 0.5 + bias
         o = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, S, H * hd)
         o = o @ t[p + "self_attn.o_proj.weight"].T
         if p + "self_attn.o_proj.bias" in t:

@@ -26,8 +26,11 @@ params = [k for k in order if "." in k and not k.split(".")[0] in ("grad", "grad
 t = {}
 for name in params:
     t[name] = torch.tensor(dump[name], dtype=torch.float64).reshape(shapes[name]).requires_grad_(True)
-# forward() reads the batch as arg<n_params + i>: ids, targets, mask, positions.
-for i, role in enumerate(["input_ids", "targets", "loss_mask", "positions"]):
+# forward() reads the batch as arg<n_params + i>: ids, targets, mask,
+# positions, segments (when the model takes them).
+for i, role in enumerate(["input_ids", "targets", "loss_mask", "positions", "segments"]):
+    if "input." + role not in dump:
+        continue
     value = torch.tensor(dump["input." + role], dtype=torch.float64).reshape(shapes["input." + role])
     t[f"arg{len(params) + i}"] = value
 loss = forward(cfg, t)

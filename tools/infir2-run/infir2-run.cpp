@@ -9,7 +9,7 @@
 // Draws the function's inputs from a seeded generator, runs the FP64 reference
 // interpreter and prints the results. Parameters follow their initialization
 // rule; token ids are drawn below the vocabulary they index; positions count
-// 0..S-1; a float loss mask keeps each token with probability 3/4;
+// 0..S-1; segment ids mark runs of 1..S/2 tokens; a float loss mask keeps each token with probability 3/4;
 // --perturb-init adds noise to every parameter; optimizer inputs get values
 // of their role (learning rate 1e-4..1e-2, step 1..100, grad_scale 1/K,
 // non-negative second moments). With --dump, inputs (under their parameter
@@ -102,8 +102,11 @@ static int fail(const llvm::Twine &message) {
 }
 
 /// The range an integer argument's values are drawn from, from how it is used.
-static int64_t integerBound(Value arg, bool &isPositions) {
-  isPositions = false;
+/// What an integer input holds.
+enum class IntegerInput { Bounded, Positions, Segments };
+
+static int64_t integerBound(Value arg, IntegerInput &kind) {
+  kind = IntegerInput::Bounded;
   for (OpOperand &use : arg.getUses()) {
     Operation *user = use.getOwner();
     if (auto e = dyn_cast<infir2::EmbeddingOp>(user))
@@ -111,7 +114,11 @@ static int64_t integerBound(Value arg, bool &isPositions) {
     if (auto ce = dyn_cast<infir2::CrossEntropyOp>(user))
       return cast<RankedTensorType>(ce.getLogits().getType()).getShape().back();
     if (isa<infir2::RopeOp>(user)) {
-      isPositions = true;
+      kind = IntegerInput::Positions;
+      return 0;
+    }
+    if (isa<infir2::AttentionOp>(user)) {
+      kind = IntegerInput::Segments;
       return 0;
     }
   }
@@ -173,14 +180,23 @@ static Tensor drawInput(BlockArgument arg, infir2::ParamAttr param,
     return t;
   }
   if (isa<IntegerType>(type.getElementType())) {
-    bool isPositions = false;
-    int64_t bound = integerBound(arg, isPositions);
+    IntegerInput kind;
+    int64_t bound = integerBound(arg, kind);
     int64_t last = type.getRank() ? type.getShape().back() : 1;
     std::uniform_int_distribution<int64_t> uniform(
         0, std::max<int64_t>(bound, 1) - 1);
-    for (int64_t i = 0, n = t.getNumElements(); i < n; ++i)
-      t.data[i] = isPositions ? static_cast<double>(i % last)
-                              : static_cast<double>(uniform(rng));
+    // Segments: runs of 1..max(1, S/2) tokens, numbered along each sequence.
+    std::uniform_int_distribution<int64_t> run(1, std::max<int64_t>(1, last / 2));
+    for (int64_t i = 0, n = t.getNumElements(), id = 0, left = 0; i < n;
+         ++i, --left) {
+      if (kind == IntegerInput::Segments && (i % last == 0 || left == 0)) {
+        left = run(rng);
+        ++id;
+      }
+      t.data[i] = kind == IntegerInput::Positions  ? double(i % last)
+                  : kind == IntegerInput::Segments ? double(id)
+                                                   : double(uniform(rng));
+    }
     return t;
   }
   bool isMask = llvm::any_of(arg.getUses(), [](OpOperand &use) {

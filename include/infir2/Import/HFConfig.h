@@ -54,8 +54,10 @@ struct ImportOptions {
   std::string dtype = "bf16";
 };
 
-/// Builds `func.func @forward(params..., ids, targets, loss_mask, positions)
-/// -> tensor<f32>` in a new module. Fails (with a diagnostic) only for options
+/// Builds `func.func @forward(params..., ids, targets, loss_mask, positions,
+/// segments) -> tensor<f32>` in a new module: positions and segment ids per
+/// token ([batch, seq] each), so samples packed into one sequence restart
+/// their positions and attend only to themselves. Fails (with a diagnostic) only for options
 /// that do not fit the configuration.
 mlir::OwningOpRef<mlir::ModuleOp>
 buildDecoderForward(mlir::MLIRContext *ctx, const DecoderConfig &config,

@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Causal or full grouped-query attention and its gradient: FP32 dot products,
-// the softmax recomputed in the backward pass; one thread per (batch, head),
+// Causal or full grouped-query attention and its gradient, with optional
+// segment ids (packed samples see only themselves): FP32 dot products, the
+// softmax recomputed in the backward pass; one thread per (batch, head),
 // or per (batch, KV head) for the gradient, whose dK and dV collect from every
 // query head of the group.
 //
@@ -27,8 +28,10 @@ struct Attention {
   int64_t batch, sq, skv, heads, group, hd, qw, kw;
   float scale;
   bool causal;
+  Operand segments; ///< [batch, sq] segment ids; ptr null without them
 
-  explicit Attention(const Call &c) {
+  /// `outputs`: how many results precede the optional segments operand.
+  Attention(const Call &c, int64_t outputs) {
     Operand q = c.operand(0), k = c.operand(1);
     heads = c.intAttr(0);
     group = heads / c.intAttr(1);
@@ -40,15 +43,28 @@ struct Attention {
     skv = k.dim(1);
     qw = heads * hd;
     kw = (heads / group) * hd;
+    bool hasSegments = c.numAttrs() > 5 && c.attr(5) != 0.0;
+    segments = hasSegments ? c.operand(outputs) : Operand{};
   }
 
-  /// The softmax probabilities of query (b, h, s) over the keys it sees.
+  /// Whether query s of sequence b may see key t.
+  bool sees(int64_t b, int64_t s, int64_t t) const {
+    return !segments.ptr ||
+           segments.getIndex(b * sq + s) == segments.getIndex(b * sq + t);
+  }
+
+  /// The softmax probabilities of query (b, h, s) over the keys it sees
+  /// (0 for keys of another segment).
   int64_t probabilities(const float *q, const float *k, int64_t b, int64_t h,
                         int64_t s, float *p) const {
     const float *qv = q + (b * sq + s) * qw + h * hd;
     int64_t visible = causal ? s + 1 : skv;
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t t = 0; t < visible; ++t) {
+      if (!sees(b, s, t)) {
+        p[t] = -std::numeric_limits<float>::infinity(); // exp gives 0
+        continue;
+      }
       const float *kv = k + (b * skv + t) * kw + (h / group) * hd;
       float dot = 0.0f;
       for (int64_t i = 0; i < hd; ++i)
@@ -68,7 +84,7 @@ struct Attention {
 } // namespace
 
 int32_t attention(const Call &c) {
-  Attention a(c);
+  Attention a(c, 4);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
           out = c.operand(3);
   std::vector<float> bq, bk, bv, bo;
@@ -96,7 +112,7 @@ int32_t attention(const Call &c) {
 }
 
 int32_t attention_grad(const Call &c) {
-  Attention a(c);
+  Attention a(c, 7);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
           dout = c.operand(3), dq = c.operand(4), dk = c.operand(5),
           dv = c.operand(6);

@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // The CUDA versions of the CPU backend's attention and attention_grad: one
-// thread per (batch, head, query), the softmax over the keys it may see
-// recomputed in the backward pass (no s x s tensor is stored, as on the
-// CPU). dK and dV collect from every query with float atomics, so their
+// thread per (batch, head, query), the softmax over the keys it may see (its
+// own segment's, with segment ids) recomputed in the backward pass (no s x s
+// tensor is stored, as on the CPU). dK and dV collect from every query with float atomics, so their
 // sums come in another order than the CPU backend's. A first, simple
 // kernel: correct before fast (a tiled flash-attention kernel is the
 // performance work ahead).
@@ -35,6 +35,12 @@ struct Geometry {
   int64_t batch, sq, skv, heads, group, hd, qw, kw;
   float scale;
   bool causal;
+  const int32_t *segments; ///< [batch, sq] segment ids, or null
+
+  /// Whether query s of sequence b may see key t.
+  __device__ bool sees(int64_t b, int64_t s, int64_t t) const {
+    return !segments || segments[b * sq + s] == segments[b * sq + t];
+  }
 };
 
 /// Two passes over the visible keys: the maximum score, then the
@@ -45,6 +51,8 @@ __device__ void softmaxStats(const Geometry &a, View q, View k, int64_t b,
   int64_t qo = (b * a.sq + s) * a.qw + h * a.hd;
   mx = -INFINITY;
   for (int64_t t = 0; t < visible; ++t) {
+    if (!a.sees(b, s, t))
+      continue;
     int64_t ko = (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
     float dot = 0.0f;
     for (int64_t i = 0; i < a.hd; ++i)
@@ -53,6 +61,8 @@ __device__ void softmaxStats(const Geometry &a, View q, View k, int64_t b,
   }
   sum = 0.0f;
   for (int64_t t = 0; t < visible; ++t) {
+    if (!a.sees(b, s, t))
+      continue;
     int64_t ko = (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
     float dot = 0.0f;
     for (int64_t i = 0; i < a.hd; ++i)
@@ -84,6 +94,8 @@ __global__ void attentionKernel(Geometry a, View q, View k, View v, View out) {
     acc[i] = 0.0f;
   int64_t visible = a.causal ? s + 1 : a.skv;
   for (int64_t t = 0; t < visible; ++t) {
+    if (!a.sees(b, s, t))
+      continue;
     float p = probability(a, q, k, b, h, s, t, mx, sum);
     int64_t vo = (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
     for (int64_t i = 0; i < a.hd; ++i)
@@ -108,6 +120,8 @@ __global__ void attentionGradKernel(Geometry a, View q, View k, View v,
   softmaxStats(a, q, k, b, h, s, mx, sum);
   float pdp = 0.0f;
   for (int64_t t = 0; t < visible; ++t) {
+    if (!a.sees(b, s, t))
+      continue;
     int64_t vo = (b * a.skv + t) * a.kw + kh * a.hd;
     float dp = 0.0f;
     for (int64_t i = 0; i < a.hd; ++i)
@@ -115,6 +129,8 @@ __global__ void attentionGradKernel(Geometry a, View q, View k, View v,
     pdp += probability(a, q, k, b, h, s, t, mx, sum) * dp;
   }
   for (int64_t t = 0; t < visible; ++t) {
+    if (!a.sees(b, s, t))
+      continue;
     int64_t ko = (b * a.skv + t) * a.kw + kh * a.hd;
     float p = probability(a, q, k, b, h, s, t, mx, sum), dp = 0.0f;
     for (int64_t i = 0; i < a.hd; ++i)
@@ -134,8 +150,9 @@ __global__ void roundKernel(const float *in, View out) {
     out.set(i, in[i]);
 }
 
+/// `outputs`: how many results precede the optional segments operand.
 int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
-                   const char *where, Geometry &a) {
+                   const char *where, int64_t outputs, Geometry &a) {
   Operand q = descOperand(ctx, desc, 0), k = descOperand(ctx, desc, 1);
   a.heads = int64_t(descAttr(desc, 0));
   a.group = a.heads / int64_t(descAttr(desc, 1));
@@ -147,6 +164,14 @@ int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
   a.skv = k.shape[1];
   a.qw = a.heads * a.hd;
   a.kw = (a.heads / a.group) * a.hd;
+  a.segments = nullptr;
+  if (infir2::rt::descAttrCount(desc) > 5 && descAttr(desc, 5) != 0.0) {
+    Operand seg = descOperand(ctx, desc, outputs);
+    if (seg.dtype != INFIR2RT_I32)
+      return setCallError(ctx, where, "%s",
+                          "the CUDA attention takes i32 segment ids");
+    a.segments = reinterpret_cast<const int32_t *>(seg.ptr);
+  }
   if (a.hd > kMaxHeadDim)
     return setCallError(ctx, where, "the CUDA attention takes head_dim <= %d",
                     kMaxHeadDim);
@@ -159,7 +184,7 @@ extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
                                            const int64_t *desc,
                                            const char *where) {
   Geometry a;
-  if (int32_t rc = geometryOf(ctx, desc, where, a))
+  if (int32_t rc = geometryOf(ctx, desc, where, 4, a))
     return rc;
   int64_t n = a.batch * a.heads * a.sq;
   attentionKernel<<<unsigned((n + 127) / 128), 128, 0,
@@ -173,7 +198,7 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
                                                 const int64_t *desc,
                                                 const char *where) {
   Geometry a;
-  if (int32_t rc = geometryOf(ctx, desc, where, a))
+  if (int32_t rc = geometryOf(ctx, desc, where, 7, a))
     return rc;
   // Accumulate in FP32 (in place when the gradients are FP32), then round
   // once to their type.

@@ -61,3 +61,13 @@ func.func @cross_entropy_grad_targets(%l: tensor<2x4x8xf32>, %t: tensor<2x3xi32>
   %0 = infir2.cross_entropy_grad %l, %t, %dl : tensor<2x4x8xf32>, tensor<2x3xi32>, tensor<f32>
   return
 }
+
+// -----
+
+// Tests that attention_grad checks segments as attention does.
+func.func @attention_grad_segments(%q: tensor<2x4x8xf32>, %k: tensor<2x4x4xf32>, %seg: tensor<2x3xi32>) {
+  // expected-error @+1 {{expects 'segments' of shape [2, 4] (batch, seq), got [2, 3]}}
+  %0:3 = infir2.attention_grad %q, %k, %k, %q segments %seg {causal, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64}
+      : tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x3xi32>
+  return
+}

@@ -323,3 +323,33 @@ func.func @attention_scale(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>) {
       : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
   return
 }
+
+// -----
+
+// Tests that segment ids give each token of the batch one.
+func.func @attention_segments_shape(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>, %seg: tensor<32xi32>) {
+  // expected-error @+1 {{expects 'segments' of shape [2, 32] (batch, seq), got [32]}}
+  %0 = infir2.attention %q, %k, %k segments %seg {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
+      : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>, tensor<32xi32> -> tensor<2x32x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that segments need queries and keys of one sequence.
+func.func @attention_segments_cross(%q: tensor<2x32x64xbf16>, %k: tensor<2x16x32xbf16>, %seg: tensor<2x32xi32>) {
+  // expected-error @+1 {{expects equal query and key lengths with segments, got 32 and 16}}
+  %0 = infir2.attention %q, %k, %k segments %seg {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
+      : tensor<2x32x64xbf16>, tensor<2x16x32xbf16>, tensor<2x16x32xbf16>, tensor<2x32xi32> -> tensor<2x32x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that segment ids are integers.
+func.func @attention_segments_type(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>, %seg: tensor<2x32xf32>) {
+  // expected-error @+1 {{operand #3 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = infir2.attention %q, %k, %k segments %seg {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
+      : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>, tensor<2x32xf32> -> tensor<2x32x64xbf16>
+  return
+}

@@ -31,13 +31,14 @@ func.func @matmul(%x: tensor<2x32x64xbf16>, %w: tensor<176x64xbf16>, %a: tensor<
 // -----
 
 // Tests rms_norm, rope with shared and per-batch positions, and attention
-// with grouped-query heads, a causal mask and an explicit scale.
+// with grouped-query heads, a causal mask, an explicit scale and segments.
 // CHECK-LABEL: func.func @decoder_pieces
 // CHECK: %[[N:.+]] = infir2.rms_norm %{{.+}}, %{{.+}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x32x64xbf16>, tensor<64xbf16>
 // CHECK: %[[Q:.+]] = infir2.rope %[[N]], %{{.+}} {head_dim = 16 : i64, theta = 1.000000e+06 : f64} : tensor<2x32x64xbf16>, tensor<32xi32>
 // CHECK: %[[K:.+]] = infir2.rope %{{.+}}, %{{.+}} {head_dim = 16 : i64, theta = 1.000000e+04 : f64} : tensor<2x32x32xbf16>, tensor<2x32xi64>
 // CHECK: infir2.attention %[[Q]], %[[K]], %{{.+}} {causal, head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
 // CHECK: infir2.attention %[[Q]], %[[K]], %{{.+}} {head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 1.250000e-01 : f64}
+// CHECK: infir2.attention %[[Q]], %[[K]], %{{.+}} segments %[[SEG:.+]] {causal, head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>, tensor<2x32xi64> -> tensor<2x32x64xbf16>
 func.func @decoder_pieces(%h: tensor<2x32x64xbf16>, %w: tensor<64xbf16>, %pos: tensor<32xi32>,
                           %k: tensor<2x32x32xbf16>, %bpos: tensor<2x32xi64>, %v: tensor<2x32x32xbf16>) {
   %n = infir2.rms_norm %h, %w {epsilon = 1.0e-6 : f64} : tensor<2x32x64xbf16>, tensor<64xbf16>
@@ -47,6 +48,8 @@ func.func @decoder_pieces(%h: tensor<2x32x64xbf16>, %w: tensor<64xbf16>, %pos: t
       : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
   %o2 = infir2.attention %q, %kr, %v {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 0.125 : f64}
       : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
+  %o3 = infir2.attention %q, %kr, %v segments %bpos {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
+      : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>, tensor<2x32xi64> -> tensor<2x32x64xbf16>
   return
 }
 

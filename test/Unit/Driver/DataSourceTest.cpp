@@ -102,21 +102,24 @@ TEST(DataSource, SequencesAreShiftedByOneAndWrap) {
   ASSERT_TRUE(source);
   EXPECT_EQ(source->samplesPerEpoch(), 3);
   int64_t position = 0;
-  int32_t ids[2 * 3], targets[2 * 3];
+  int32_t ids[2 * 3], targets[2 * 3], positions[2 * 3], segments[2 * 3];
   float weights[2 * 3];
-  ASSERT_TRUE(
-      fillSequences(*source, position, 2, 3, 1, 0, ids, targets, weights));
+  Batch batch{ids, targets, weights, positions, segments};
+  ASSERT_TRUE(fillSequences(*source, position, 2, 3, 1, 0, batch));
   EXPECT_EQ(std::vector<int32_t>(ids, ids + 6),
             (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(std::vector<int32_t>(targets, targets + 6),
             (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(std::vector<float>(weights, weights + 6),
             std::vector<float>(6, 1.0f));
+  EXPECT_EQ(std::vector<int32_t>(positions, positions + 6),
+            (std::vector<int32_t>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(std::vector<int32_t>(segments, segments + 6),
+            std::vector<int32_t>(6, 0));
   EXPECT_EQ(position, 2);
   // Tokens 6..9 hold one more sequence (and its last target); then the
   // stream starts over.
-  ASSERT_TRUE(
-      fillSequences(*source, position, 2, 3, 1, 0, ids, targets, weights));
+  ASSERT_TRUE(fillSequences(*source, position, 2, 3, 1, 0, batch));
   EXPECT_EQ(std::vector<int32_t>(ids, ids + 6),
             (std::vector<int32_t>{6, 7, 8, 0, 1, 2}));
   EXPECT_EQ(std::vector<int32_t>(targets, targets + 6),
@@ -136,10 +139,13 @@ TEST(DataSource, RanksSplitWhatOneProcessWouldRead) {
   int32_t ids1[4 * 5], tg1[4 * 5], idsA[2 * 5], tgA[2 * 5], idsB[2 * 5],
       tgB[2 * 5];
   float w[4 * 5];
+  int32_t pos[4 * 5], seg[4 * 5];
   for (int round = 0; round < 3; ++round) {
-    ASSERT_TRUE(fillSequences(*source, p1, 4, 5, 1, 0, ids1, tg1, w));
-    ASSERT_TRUE(fillSequences(*source, p2a, 2, 5, 2, 0, idsA, tgA, w));
-    ASSERT_TRUE(fillSequences(*source, p2b, 2, 5, 2, 1, idsB, tgB, w));
+    ASSERT_TRUE(fillSequences(*source, p1, 4, 5, 1, 0, {ids1, tg1, w, pos, seg}));
+    ASSERT_TRUE(
+        fillSequences(*source, p2a, 2, 5, 2, 0, {idsA, tgA, w, pos, seg}));
+    ASSERT_TRUE(
+        fillSequences(*source, p2b, 2, 5, 2, 1, {idsB, tgB, w, pos, seg}));
     EXPECT_EQ(std::vector<int32_t>(ids1, ids1 + 10),
               std::vector<int32_t>(idsA, idsA + 10));
     EXPECT_EQ(std::vector<int32_t>(ids1 + 10, ids1 + 20),

@@ -8,6 +8,7 @@
 #include "DocumentStream.h"
 
 #include "TempDir.h"
+#include "WriteDataset.h"
 
 #include <gtest/gtest.h>
 
@@ -15,25 +16,18 @@
 
 using namespace infir2::rt;
 using infir2::rt::test::TempDir;
+using infir2::rt::test::writeDataset;
 
 namespace {
 
 /// Writes documents as dataset `prefix`.
-void writeDataset(const std::string &prefix, IndexedDType dtype,
-                  const std::vector<std::vector<int64_t>> &docs) {
-  Expected<IndexedDatasetWriter> w = IndexedDatasetWriter::create(prefix, dtype);
-  ASSERT_TRUE(w) << w.message();
-  for (const auto &d : docs)
-    ASSERT_TRUE(w->addDocument(d.data(), int64_t(d.size())));
-  ASSERT_TRUE(w->finish());
-}
-
 SourceOptions options(int64_t seq, bool shuffle, uint64_t seed = 0) {
   SourceOptions o;
   o.seq = seq;
   o.vocab = 100;
   o.shuffle = shuffle;
   o.seed = seed;
+  o.packing = "stream";
   return o;
 }
 
@@ -59,9 +53,9 @@ TEST(DocumentStream, SamplesSpanDocumentsAndEpochs) {
   std::vector<std::vector<float>> weights = {
       {0, 1, 1}, {1, 0, 1}, {1, 0, 0}, {0, 1, 1}};
   for (size_t i = 0; i < want.size(); ++i) {
-    int32_t tokens[4];
+    int32_t tokens[4], seg[3];
     float w[3];
-    ASSERT_TRUE((*s)->sample(int64_t(i), tokens, w));
+    ASSERT_TRUE((*s)->sample(int64_t(i), tokens, w, seg));
     EXPECT_EQ(std::vector<int32_t>(tokens, tokens + 4), want[i]) << i;
     EXPECT_EQ(std::vector<float>(w, w + 3), weights[i]) << i;
   }
@@ -78,9 +72,9 @@ TEST(DocumentStream, EachEpochIsAShuffleOfEveryDocument) {
     EXPECT_TRUE(s) << s.message();
     std::vector<int32_t> order;
     for (int64_t i = 0; i < 20; ++i) {
-      int32_t t[2];
+      int32_t t[2], seg[1];
       float w[1];
-      EXPECT_TRUE((*s)->sample(epoch * 20 + i, t, w));
+      EXPECT_TRUE((*s)->sample(epoch * 20 + i, t, w, seg));
       order.push_back(t[0]);
     }
     return order;
@@ -103,14 +97,14 @@ TEST(DocumentStream, BadDataIsNamed) {
                {{0, 0, 1}, {1, 1}, {0, 2, 1, 0}});
   auto s = openTokenSource(dir / "d", options(3, false));
   ASSERT_TRUE(s) << s.message();
-  int32_t t[4];
+  int32_t t[4], seg[3];
   float w[3];
-  EXPECT_EQ((*s)->sample(1, t, w).message(),
+  EXPECT_EQ((*s)->sample(1, t, w, seg).message(),
             dir / "d.mask: document 2 holds mask value 2 (0 or 1 expected)");
   writeDataset(dir / "v", IndexedDType::UInt16, {{1, 2, 300, 4}});
   s = openTokenSource(dir / "v", options(3, false));
   ASSERT_TRUE(s) << s.message();
-  EXPECT_EQ((*s)->sample(0, t, w).message(),
+  EXPECT_EQ((*s)->sample(0, t, w, seg).message(),
             dir / "v: document 0 holds token 300, outside the model's "
                   "vocabulary of 100");
   EXPECT_EQ(openTokenSource(dir / "v", options(4, false)).message(),
@@ -125,9 +119,11 @@ namespace {
 class Numbered : public TokenSource {
 public:
   explicit Numbered(int k) : k_(k) {}
-  Status sample(int64_t index, int32_t *tokens, float *weights) override {
+  Status sample(int64_t index, int32_t *tokens, float *weights,
+                int32_t *segments) override {
     tokens[0] = int32_t(100 * k_ + index);
     weights[0] = 1;
+    segments[0] = 0;
     return Status::ok();
   }
   int64_t samplesPerEpoch() const override { return 10; }
@@ -147,9 +143,9 @@ TEST(Blend, FollowsMegatronsAssignment) {
   // sources 0 1 0 0 1 0 0 1 0 0, each taking its next sample.
   std::vector<int32_t> want = {0, 100, 1, 2, 101, 3, 4, 102, 5, 6};
   for (int64_t i = 0; i < 10; ++i) {
-    int32_t t[2];
+    int32_t t[2], seg[1];
     float w[1];
-    ASSERT_TRUE(blend.sample(i, t, w));
+    ASSERT_TRUE(blend.sample(i, t, w, seg));
     EXPECT_EQ(t[0], want[size_t(i)]) << i;
   }
   // Random access (a resumed run) gives the same assignment.

@@ -97,15 +97,36 @@ TEST(CudaLoss, MatchTheCpuBackend) {
 }
 
 // Causal GQA attention (4 query heads on 2 KV heads, head_dim 64, 2 x 96
-// tokens) and its gradient against the CPU backend: FP32 dot products and
-// sums in other orders (atomics for dK and dV), so within 64 ulps of the
-// largest output of each tensor.
-TEST(CudaAttention, MatchesTheCpuBackend) {
+// tokens) and its gradient against the CPU backend, without and with segment
+// ids (packed samples of 1 to 40 tokens): FP32 dot products and sums in
+// other orders (atomics for dK and dV), so within 64 ulps of the largest
+// output of each tensor.
+class CudaAttention : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CudaAttention, MatchesTheCpuBackend) {
   if (std::string why = gpuUnusable(); !why.empty())
     GTEST_SKIP() << why;
   std::mt19937_64 rng = seededRng();
   const int64_t B = 2, S = 96, H = 4, KV = 2, D = 64;
-  std::vector<double> attrs = {double(H), double(KV), double(D), 0.125, 1.0};
+  bool packed = GetParam();
+  std::vector<double> attrs = {double(H), double(KV), double(D), 0.125, 1.0,
+                               packed ? 1.0 : 0.0};
+  // Segment ids after the results: samples of random lengths.
+  auto addSegments = [&](Call &c) {
+    if (!packed)
+      return;
+    int seg = c.add({B, S}, INFIR2RT_I32);
+    int32_t *ids =
+        reinterpret_cast<int32_t *>(c.host.data() + c.operands[seg].first);
+    for (int64_t b = 0, id = 0; b < B; ++b)
+      for (int64_t s = 0, left = 0; s < S; ++s, --left) {
+        if (left == 0) {
+          left = 1 + int64_t(rng() % 40);
+          ++id;
+        }
+        ids[b * S + s] = int32_t(id);
+      }
+  };
   {
     SCOPED_TRACE("attention");
     Call c;
@@ -113,6 +134,7 @@ TEST(CudaAttention, MatchesTheCpuBackend) {
         k = c.add({B, S, KV * D}, INFIR2RT_BF16),
         v = c.add({B, S, KV * D}, INFIR2RT_BF16);
     int out = c.add({B, S, H * D}, INFIR2RT_F32);
+    addSegments(c);
     c.attrs(attrs);
     for (int o : {q, k, v})
       fill(c, o, INFIR2RT_BF16, B * S, o == q ? H * D : KV * D, rng);
@@ -129,6 +151,7 @@ TEST(CudaAttention, MatchesTheCpuBackend) {
     int dq = c.add({B, S, H * D}, INFIR2RT_F32),
         dk = c.add({B, S, KV * D}, INFIR2RT_BF16),
         dv = c.add({B, S, KV * D}, INFIR2RT_F32);
+    addSegments(c);
     c.attrs(attrs);
     for (int o : {q, k, v, dout})
       fill(c, o, INFIR2RT_F32, B * S, (o == k || o == v) ? KV * D : H * D, rng);
@@ -143,5 +166,10 @@ TEST(CudaAttention, MatchesTheCpuBackend) {
                  /*normwise=*/true);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Segments, CudaAttention, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &i) {
+                           return i.param ? "Packed" : "Whole";
+                         });
 
 } // namespace

@@ -119,6 +119,8 @@ std::optional<StringRef> infir2::getBatchInputRole(BlockArgument arg) {
     }
     if (auto r = dyn_cast<RopeOp>(user); r && r.getPositions() == arg)
       return StringRef("positions");
+    if (auto a = dyn_cast<AttentionOp>(user); a && a.getSegments() == arg)
+      return StringRef("segments");
   }
   return std::nullopt;
 }

@@ -39,8 +39,9 @@ double AttentionGradOp::getEffectiveScale() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  return verifyAttention(*this, getQuery(), getKey(), getValue(), getNumHeads(),
-                         getNumKvHeads(), getHeadDim(), getCausal());
+  return verifyAttention(*this, getQuery(), getKey(), getValue(),
+                         getSegments(), getNumHeads(), getNumKvHeads(),
+                         getHeadDim(), getCausal());
 }
 
 //===----------------------------------------------------------------------===//

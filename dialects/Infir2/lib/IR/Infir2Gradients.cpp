@@ -167,10 +167,12 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   auto grad = AttentionGradOp::create(
       b, getLoc(), getQuery(), getKey(), getValue(), resultGrads[0],
-      getNumHeadsAttr(), getNumKvHeadsAttr(), getHeadDimAttr(), getScaleAttr(),
-      getCausalAttr());
+      getSegments(), getNumHeadsAttr(), getNumKvHeadsAttr(), getHeadDimAttr(),
+      getScaleAttr(), getCausalAttr());
   operandGrads.append(
       {grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+  if (getSegments())
+    operandGrads.push_back(nullptr); // segment ids are not differentiable
   return success();
 }
 

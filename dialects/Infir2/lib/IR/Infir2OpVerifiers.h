@@ -57,11 +57,12 @@ mlir::LogicalResult verifyRope(mlir::Operation *op, mlir::Value input,
 /// 1/sqrt(headDim) when it is absent.
 double effectiveScale(std::optional<llvm::APFloat> scale, int64_t headDim);
 
-/// Checks query, key and value of `attention` and `attention_grad`.
+/// Checks query, key, value and the optional segments of `attention` and
+/// `attention_grad`.
 mlir::LogicalResult verifyAttention(mlir::Operation *op, mlir::Value query,
                                     mlir::Value key, mlir::Value value,
-                                    int64_t heads, int64_t kvHeads, int64_t hd,
-                                    bool causal);
+                                    mlir::Value segments, int64_t heads,
+                                    int64_t kvHeads, int64_t hd, bool causal);
 
 /// Checks the logits, targets and optional mask of `cross_entropy` and
 /// `cross_entropy_grad`.

@@ -230,11 +230,13 @@ double AttentionOp::getEffectiveScale() {
   return effectiveScale(getScale(), getHeadDim());
 }
 
-/// Checks query, key and value of `attention` and `attention_grad`.
+/// Checks query, key, value and the optional segments of `attention` and
+/// `attention_grad`.
 LogicalResult infir2::detail::verifyAttention(Operation *op, Value query,
                                               Value key, Value value,
-                                              int64_t heads, int64_t kvHeads,
-                                              int64_t hd, bool causal) {
+                                              Value segments, int64_t heads,
+                                              int64_t kvHeads, int64_t hd,
+                                              bool causal) {
   for (auto [name, v] : {std::pair<StringRef, Value>{"query", query},
                          {"key", key},
                          {"value", value}}) {
@@ -269,6 +271,16 @@ LogicalResult infir2::detail::verifyAttention(Operation *op, Value query,
     return op->emitOpError()
            << "expects equal query and key lengths with a causal mask, got "
            << q[1] << " and " << k[1];
+  if (!segments)
+    return success();
+  if (k[1] != q[1])
+    return op->emitOpError()
+           << "expects equal query and key lengths with segments, got " << q[1]
+           << " and " << k[1];
+  if (shapeOf(segments) != q.take_front(2))
+    return op->emitOpError()
+           << "expects 'segments' of shape [" << q.take_front(2)
+           << "] (batch, seq), got [" << shapeOf(segments) << "]";
   return success();
 }
 
@@ -283,8 +295,8 @@ static LogicalResult checkSameType(Operation *op, StringRef name, Value v,
 
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
-                             getNumHeads(), getNumKvHeads(), getHeadDim(),
-                             getCausal())))
+                             getSegments(), getNumHeads(), getNumKvHeads(),
+                             getHeadDim(), getCausal())))
     return failure();
   return checkSameType(*this, "result", getResult(), "query", getQuery());
 }

@@ -28,7 +28,8 @@ getParams(mlir::FunctionOpInterface fn);
 
 /// The batch input an unannotated function argument is, from how the model
 /// uses it: "input_ids" (an embedding's ids), "targets" or "loss_mask" (a
-/// cross_entropy's), "positions" (a rope's); std::nullopt otherwise.
+/// cross_entropy's), "positions" (a rope's), "segments" (an attention's);
+/// std::nullopt otherwise.
 std::optional<llvm::StringRef> getBatchInputRole(mlir::BlockArgument arg);
 
 } // namespace infir2

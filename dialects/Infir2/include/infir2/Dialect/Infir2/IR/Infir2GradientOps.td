@@ -102,8 +102,8 @@ def Infir2_AttentionGradOp : Infir2_Op<"attention_grad",
     Recomputes the attention probabilities from `query` and `key` (as
     flash-attention's backward does, so they are never stored) and
     back-propagates `result_grad`. Attributes and shapes are those of the
-    forward `attention`; the gradients have the types of `query`, `key` and
-    `value`.
+    forward `attention`, `segments` included; the gradients have the types of
+    `query`, `key` and `value`.
 
     ```mlir
     %dq, %dk, %dv = infir2.attention_grad %q, %k, %v, %do {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
@@ -112,6 +112,7 @@ def Infir2_AttentionGradOp : Infir2_Op<"attention_grad",
   }];
   let arguments = (ins Infir2_FloatTensor:$query, Infir2_FloatTensor:$key,
                        Infir2_FloatTensor:$value, Infir2_FloatTensor:$result_grad,
+                       Optional<Infir2_IdTensor>:$segments,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_kv_heads,
                        ConfinedAttr<I64Attr, [IntPositive]>:$head_dim,
@@ -120,8 +121,9 @@ def Infir2_AttentionGradOp : Infir2_Op<"attention_grad",
   let results = (outs Infir2_FloatTensor:$query_grad, Infir2_FloatTensor:$key_grad,
                       Infir2_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $result_grad attr-dict `:` type($query) `,`
-    type($key) `,` type($value)
+    $query `,` $key `,` $value `,` $result_grad (`segments` $segments^)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+    (`,` type($segments)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -129,13 +129,21 @@ def Infir2_AttentionOp : Infir2_Op<"attention", [Pure, DeclareOpInterfaceMethods
     `1 / sqrt(head_dim)`. This is the attention core the FP8 recipe always
     keeps in high precision.
 
+    With `segments` (shape `[B, S]`, which requires `S == S_kv`), query `s`
+    of sequence `b` sees key `t` only when `segments[b, s] == segments[b, t]`:
+    samples packed into one sequence each attend to themselves alone, exactly
+    as if each were a sequence of its own.
+
     ```mlir
     %o = infir2.attention %q, %k, %v {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
         : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16> -> tensor<2x32x64xbf16>
+    %p = infir2.attention %q, %k, %v segments %seg {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64}
+        : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>, tensor<2x32xi32> -> tensor<2x32x64xbf16>
     ```
   }];
   let arguments = (ins Infir2_FloatTensor:$query, Infir2_FloatTensor:$key,
                        Infir2_FloatTensor:$value,
+                       Optional<Infir2_IdTensor>:$segments,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_kv_heads,
                        ConfinedAttr<I64Attr, [IntPositive]>:$head_dim,
@@ -143,8 +151,9 @@ def Infir2_AttentionOp : Infir2_Op<"attention", [Pure, DeclareOpInterfaceMethods
                        UnitAttr:$causal);
   let results = (outs Infir2_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
-    type($value) `->` type($result)
+    $query `,` $key `,` $value (`segments` $segments^)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value) (`,` type($segments)^)? `->`
+    type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
