@@ -45,7 +45,7 @@ echo "== 2. pretokenize (Megatron .bin/.idx) and render the chats (tokens + loss
   --output-prefix "$work/brown-heldout" --append-eod
 "$bin/infir2-data" sft --tokenizer "$tok" --input "$work/chats-train.jsonl" --output-prefix "$work/chats"
 "$bin/infir2-data" sft --tokenizer "$tok" --input "$work/chats-heldout.jsonl" --output-prefix "$work/chats-heldout"
-"$bin/infir2-data" inspect "$work/chats" --doc 0 --tokenizer "$tok" | head -12
+"$bin/infir2-data" inspect "$work/chats" --doc 0 --tokenizer "$tok" | sed -n 1,16p
 
 echo "== 3. the model: the example's shape at Qwen2's vocabulary, FP8 recipe"
 "$bin/infir2-import" --hf-config "$root/examples/tiny-qwen/config-qwen-vocab.json" \
