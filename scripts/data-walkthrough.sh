@@ -61,5 +61,5 @@ rm -rf "$work/cpt"
 echo "== 5. SFT from the CPT weights (a fresh optimizer): packed chats, loss on the assistant's tokens"
 rm -rf "$work/sft"
 "$work/trainer" --data "$work/chats" --eval-data "$work/chats-heldout" --steps "$sft_steps" \
-  --load "$work/cpt/step-$(printf %06d "$cpt_steps")/model.safetensors" --lr 1e-3 --schedule wsd --warmup 5 \
+  --load "$work/cpt/step-$(printf %06d "$cpt_steps")" --load-weights-only --lr 1e-3 --schedule wsd --warmup 5 \
   --decay 10 --log-every 10 --eval-every "$sft_steps" --save "$work/sft" --seed 1

@@ -20,9 +20,10 @@ packages=(
   # The CPU runtime: BLAS for its GEMMs (OpenMP comes with g++), and MPI for
   # data-parallel CPU training (mpirun).
   libopenblas-dev libopenmpi-dev openmpi-bin
-  # The trainer driver: its command line (CLI11) and every JSON it reads or
-  # writes (nlohmann-json), both header-only.
-  libcli11-dev nlohmann-json3-dev
+  # The trainer driver: its command line (CLI11), every JSON it reads or
+  # writes (nlohmann-json) and its TOML --config files (toml++), all
+  # header-only.
+  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   # Checkpoint files' CRC-32.
   zlib1g-dev
   # The tokenizer: its pre-tokenizer regexes (PCRE2, JIT) and Unicode

@@ -13,6 +13,10 @@
 //
 // Check it with:  infir2-opt examples/tiny-qwen/model.mlir
 
+// The Hugging Face config.json of this model (examples/tiny-qwen/config.json),
+// which saved model folders carry.
+module attributes {infir2.model_config = "{\"architectures\":[\"Qwen2ForCausalLM\"],\"hidden_act\":\"silu\",\"hidden_size\":256,\"initializer_range\":0.02,\"intermediate_size\":768,\"max_position_embeddings\":128,\"model_type\":\"qwen2\",\"num_attention_heads\":4,\"num_hidden_layers\":2,\"num_key_value_heads\":2,\"rms_norm_eps\":1e-06,\"rope_theta\":1000000.0,\"tie_word_embeddings\":true,\"use_sliding_window\":false,\"vocab_size\":256}"} {
+
 func.func @forward(
     %embed: tensor<256x256xbf16> {infir2.param = #infir2.param<"model.embed_tokens.weight", normal(std = 0.02)>},
     %l0_ln1: tensor<256xbf16> {infir2.param = #infir2.param<"model.layers.0.input_layernorm.weight", ones>},
@@ -99,4 +103,6 @@ func.func @forward(
   %logits = infir2.matmul %z, %embed {transpose_rhs} : tensor<4x128x256xbf16>, tensor<256x256xbf16> -> tensor<4x128x256xf32>
   %loss = infir2.cross_entropy %logits, %targets mask %loss_mask : tensor<4x128x256xf32>, tensor<4x128xi32>, tensor<4x128xf32> -> tensor<f32>
   return %loss : tensor<f32>
+}
+
 }

@@ -383,18 +383,24 @@ void LowerToRuntimePass::runOnOperation() {
   llvm::stable_sort(planned, [&](func::FuncOp a, func::FuncOp b) {
     return rank(a) < rank(b);
   });
+  std::vector<rt::ManifestFp8Weight> fp8Weights = fp8WeightsOf(planned);
   for (func::FuncOp fn : planned)
     if (failed(lowerFunction(
             fn, fn->getAttrOfType<StringAttr>(
                       rtir::RuntimeDialect::getSymbolAttrName()),
             plan)))
       return signalPassFailure();
-  FailureOr<std::string> manifest = buildManifest(plan, planned);
+  auto modelConfig =
+      module->getAttrOfType<StringAttr>(Infir2Dialect::getModelConfigAttrName());
+  FailureOr<std::string> manifest = buildManifest(
+      plan, planned, modelConfig ? modelConfig.getValue() : StringRef(),
+      fp8Weights);
   if (failed(manifest))
     return signalPassFailure();
   for (func::FuncOp fn : llvm::concat<func::FuncOp>(planned, others))
     fn.erase();
   module->removeAttr(rtir::RuntimeDialect::getPlanAttrName());
+  module->removeAttr(Infir2Dialect::getModelConfigAttrName()); // in the manifest
   module->setAttr(rtir::RuntimeDialect::getManifestAttrName(),
                   StringAttr::get(&getContext(), *manifest));
 }

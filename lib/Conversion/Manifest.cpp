@@ -13,11 +13,16 @@
 
 #include "Manifest.h"
 
+#include "infir2/Dialect/FP8/IR/FP8Attrs.h"
+#include "infir2/Dialect/FP8/IR/FP8Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
 #include "infir2/Transforms/MemoryPlan.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
 #include "infir2/runtime/Manifest.h"
+
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace infir2;
@@ -51,10 +56,43 @@ static std::optional<rt::ManifestOptimizer> optimizerOf(func::FuncOp step) {
   return m;
 }
 
+std::vector<rt::ManifestFp8Weight>
+infir2::fp8WeightsOf(ArrayRef<func::FuncOp> planned) {
+  std::vector<rt::ManifestFp8Weight> weights;
+  llvm::StringSet<> seen;
+  for (func::FuncOp fn : planned)
+    fn.walk([&](Operation *op) {
+      auto decision = op->getAttrOfType<fp8::DecisionAttr>(
+          fp8::FP8Dialect::getDecisionAttrName());
+      auto weight =
+          op->getAttrOfType<StringAttr>(Infir2Dialect::getGemmWeightAttrName());
+      if (!decision || !weight ||
+          decision.getPrecision() != fp8::Precision::fp8 ||
+          decision.getRole() != fp8::GemmRole::fprop)
+        return;
+      auto blocks = dyn_cast_or_null<fp8::BlocksAttr>(decision.getRhs());
+      if (!blocks || !seen.insert(weight.getValue()).second)
+        return;
+      rt::ManifestFp8Weight w;
+      w.name = weight.getValue().str();
+      w.blockRows = blocks.getRows();
+      w.blockCols = blocks.getCols();
+      if (auto format = decision.getRhsFormat())
+        w.format = fp8::stringifyFormat(*format).str();
+      if (auto scales = decision.getScales())
+        w.scales = fp8::stringifyScaleRule(*scales).str();
+      weights.push_back(std::move(w));
+    });
+  return weights;
+}
+
 FailureOr<std::string>
-infir2::buildManifest(rtir::PlanAttr plan,
-                      ArrayRef<func::FuncOp> planned) {
+infir2::buildManifest(rtir::PlanAttr plan, ArrayRef<func::FuncOp> planned,
+                      StringRef modelConfig,
+                      ArrayRef<rt::ManifestFp8Weight> fp8Weights) {
   rt::Manifest m;
+  m.modelConfig = modelConfig.str();
+  m.fp8Weights.assign(fp8Weights.begin(), fp8Weights.end());
   m.stateBytes = plan.getStateBytes();
   m.scratchBytes = plan.getScratchBytes();
   m.batch = plan.getBatch();

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "infir2/runtime/Manifest.h"
 
 #include <string>
 
@@ -19,9 +20,19 @@ namespace infir2 {
 /// The manifest of a planned module (its #infir2rt.plan and the planned
 /// functions), as JSON: what the trainer reads at start-up to lay out its
 /// state, with the runtime ABI version it was compiled for.
+/// `modelConfig` is the Hugging Face config the model was imported from
+/// (empty if none) and `fp8Weights` what fp8WeightsOf found before the
+/// functions were lowered.
 mlir::FailureOr<std::string>
-buildManifest(rtir::PlanAttr plan,
-              llvm::ArrayRef<mlir::func::FuncOp> planned);
+buildManifest(rtir::PlanAttr plan, llvm::ArrayRef<mlir::func::FuncOp> planned,
+              llvm::StringRef modelConfig,
+              llvm::ArrayRef<rt::ManifestFp8Weight> fp8Weights);
+
+/// The weights whose forward GEMMs (`fp8.decision` with precision fp8, role
+/// fprop) take them quantized by 2-D blocks, named by the GEMM's
+/// `infir2.gemm_weight`: what an FP8 inference export stores in FP8.
+std::vector<rt::ManifestFp8Weight>
+fp8WeightsOf(llvm::ArrayRef<mlir::func::FuncOp> planned);
 
 } // namespace infir2
 

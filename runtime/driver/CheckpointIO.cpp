@@ -124,6 +124,15 @@ Expected<TrainerState> infir2::rt::readTrainerState(const std::string &dir) {
   return parseTrainerState(text, path);
 }
 
+bool infir2::rt::isForeignTrainerState(const std::string &dir) {
+  std::ifstream in(fs::path(dir) / kTrainerStateFile);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // Ours, even damaged, is refused by parseTrainerState with the reason.
+  return j.is_object() && !j.contains("rng") && !j.contains("files");
+}
+
 /// Whether the digest of `path` is `expected`; the difference otherwise.
 static Status checkDigest(const fs::path &path, const FileDigest &expected,
                           const char *recordedBy) {

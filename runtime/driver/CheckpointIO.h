@@ -49,6 +49,11 @@ Expected<TrainerState> parseTrainerState(const std::string &text,
 Status writeTrainerState(const std::string &dir, const TrainerState &state);
 Expected<TrainerState> readTrainerState(const std::string &dir);
 
+/// Whether DIR's trainer_state.json is another program's (Hugging Face
+/// Trainer's checkpoint-N folders have one): not a JSON object with this
+/// trainer's 'rng' and 'files'. Such a folder loads as a model.
+bool isForeignTrainerState(const std::string &dir);
+
 /// Checks that every file `state` lists is in `dir` with its recorded length
 /// and CRC-32 (a damaged or truncated checkpoint is refused by file name).
 Status verifyCheckpointFiles(const std::string &dir, const TrainerState &state);

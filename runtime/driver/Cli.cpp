@@ -4,32 +4,149 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// CLI11 reads the flags; numbers are taken as text and converted here, so
-// that a bad value gets the trainer's own one-line message ("--lr expects a
+// One table names every flag, its RunConfig field and its kind; CLI11 reads
+// the flags from it, a --config file's keys are checked against it, and the
+// effective configuration is written from it (toJson), so the three cannot
+// disagree. Numbers are taken as text and converted here, so that a bad
+// value gets the trainer's own one-line message ("--lr expects a
 // non-negative number, got 'fast'") rather than CLI11's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Cli.h"
+#include "RunConfigFile.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <variant>
+#include <vector>
 
 using namespace infir2::rt;
 
 namespace {
 
-/// "usage: trainer --data FILE [options]", then what was compiled in.
+using Field = std::variant<std::string RunConfig::*, int64_t RunConfig::*,
+                           double RunConfig::*, bool RunConfig::*>;
+
+/// One command-line flag (and config-file key: its name without dashes).
+struct Flag {
+  const char *name;
+  ValueKind kind;
+  Field field;
+  const char *value; ///< the value's name in --help
+  const char *help;
+};
+
+/// Every flag, in --help order.
+const Flag kFlags[] = {
+    {"--config", ValueKind::Text, &RunConfig::configFile, "FILE",
+     "read options from a .json or .toml file, one key per flag (\"lr\", "
+     "\"eval-data\"); flags on the command line override it"},
+    {"--data", ValueKind::Text, &RunConfig::data, "DATA",
+     "training data: a Megatron-LM dataset prefix P (P.bin + P.idx; P.mask "
+     "beside it is the loss mask), a blend \"W1 P1 W2 P2 ...\", raw token "
+     "ids (.u16, .u32) or UTF-8 text (byte-level tokens); docs/Data.md"},
+    {"--data-format", ValueKind::Text, &RunConfig::dataFormat, "F",
+     "for raw files: auto (by extension: .u16, .u32, else text), text, u16 "
+     "or u32"},
+    {"--loss-mask", ValueKind::Text, &RunConfig::lossMask, "P",
+     "the loss-mask dataset of --data (default: P.mask beside it, if any)"},
+    {"--packing", ValueKind::Text, &RunConfig::packing, "MODE",
+     "how a dataset becomes samples: documents (whole documents packed, "
+     "each attending only to itself, positions restarting; SFT), stream "
+     "(one token stream cut every seq tokens; pre-training) or auto "
+     "(default: documents when there is a loss mask, else stream)"},
+    {"--steps", ValueKind::Integer, &RunConfig::steps, "N",
+     "optimizer steps (default 100)"},
+    {"--lr", ValueKind::Real, &RunConfig::lr, "X",
+     "peak learning rate (default 1e-3)"},
+    {"--schedule", ValueKind::Text, &RunConfig::schedule, "S",
+     "wsd, cosine (default) or constant"},
+    {"--warmup", ValueKind::Integer, &RunConfig::warmup, "N",
+     "linear warmup steps"},
+    {"--decay", ValueKind::Integer, &RunConfig::decay, "N",
+     "wsd: steps of the final linear decay"},
+    {"--min-lr-ratio", ValueKind::Real, &RunConfig::minLrRatio, "X",
+     "final lr / peak lr for cosine and wsd (0.1)"},
+    {"--micro-batch", ValueKind::Integer, &RunConfig::microBatch, "N",
+     "must equal the compiled batch (default: it)"},
+    {"--grad-accum", ValueKind::Integer, &RunConfig::gradAccum, "N",
+     "micro-batches per optimizer step (default 1)"},
+    {"--seed", ValueKind::Integer, &RunConfig::seed, "N",
+     "initialization seed (default 0)"},
+    {"--save", ValueKind::Text, &RunConfig::save, "DIR",
+     "checkpoint directory (DIR/step-NNNNNN)"},
+    {"--save-every", ValueKind::Integer, &RunConfig::saveEvery, "N",
+     "also checkpoint every N steps (always at the end)"},
+    {"--max-shard-size", ValueKind::Size, &RunConfig::maxShardSize, "SIZE",
+     "largest weight shard of a saved model folder: bytes, or with a unit "
+     "as Hugging Face writes them: 5GB (default), 500MB, 2GiB, 512MiB"},
+    {"--tokenizer", ValueKind::Text, &RunConfig::tokenizer, "PATH",
+     "a tokenizer.json, or a folder of tokenizer files, to copy into every "
+     "saved model folder"},
+    {"--load", ValueKind::Text, &RunConfig::load, "PATH",
+     "resume from a checkpoint (DIR/step-NNNNNN, or DIR for its newest), or "
+     "load the weights of a Hugging Face model folder or .safetensors file"},
+    {"--load-weights-only", ValueKind::Bool, &RunConfig::loadWeightsOnly, "",
+     "take only the weights of a --load checkpoint: a new run from step 0 "
+     "with fresh optimizer state and data order (e.g. SFT after "
+     "pre-training)"},
+    {"--eval-batches", ValueKind::Integer, &RunConfig::evalBatches, "N",
+     "held-out batches per evaluation (default 8; 0: the whole held-out "
+     "set)"},
+    {"--eval-data", ValueKind::Text, &RunConfig::evalData, "DATA",
+     "held-out data (same formats)"},
+    {"--eval-every", ValueKind::Integer, &RunConfig::evalEvery, "N",
+     "evaluate every N steps (and at the end)"},
+    {"--eval-only", ValueKind::Bool, &RunConfig::evalOnly, "",
+     "evaluate --eval-data once (after --load, if given) and exit, "
+     "training nothing; --data is not needed"},
+    {"--export-fp8", ValueKind::Text, &RunConfig::exportFp8, "DIR",
+     "write an FP8 inference export of the --load'ed model to DIR and exit, "
+     "training nothing; --data is not needed"},
+    {"--log-every", ValueKind::Integer, &RunConfig::logEvery, "N",
+     "progress line every N steps (default 10)"},
+    {"--log-jsonl", ValueKind::Text, &RunConfig::logJsonl, "FILE",
+     "one JSON object per logged step"},
+    {"--device", ValueKind::Text, &RunConfig::device, "D",
+     "auto (default: the GPU when one is usable, else the CPU, saying so), "
+     "cuda or cpu"},
+    {"--max-skipped-steps", ValueKind::Integer, &RunConfig::maxSkipped, "N",
+     "stop after N non-finite steps in a row (default 10)"},
+    {"--collective-timeout", ValueKind::Real, &RunConfig::collectiveTimeout,
+     "X",
+     "seconds a rank waits for the others in a collective before the job "
+     "ends, naming the ranks that never arrived (default 600)"},
+    {"--trace-optimizer", ValueKind::Text, &RunConfig::traceOptimizer, "DIR",
+     "write every optimizer step's gradients, learning rate, and the FP32 "
+     "weights and moments it produced to DIR/step-NNNNNN.safetensors (one "
+     "process; for checks against another optimizer)"},
+    {"--dump-step", ValueKind::Text, &RunConfig::dumpStep, "FILE",
+     "write the first step's weights, batch, loss and gradients (as F32) to "
+     "a safetensors file, then exit"},
+};
+
+/// The usage lines, then what was compiled in.
 class TrainerFormatter : public CLI::Formatter {
 public:
   explicit TrainerFormatter(std::string compiled)
       : compiled_(std::move(compiled)) {}
   std::string make_usage(const CLI::App *, std::string) const override {
-    return "usage: trainer --data FILE [options]\n\n" + compiled_;
+    return "usage: trainer --data FILE [options]\n"
+           "       trainer --eval-only --eval-data FILE [--load PATH] "
+           "[options]\n"
+           "       trainer --load PATH --export-fp8 DIR [options]\n"
+           "       any of these with --config FILE (.json or .toml) holding "
+           "the options\n\n" +
+           compiled_;
   }
 
 private:
@@ -54,6 +171,47 @@ Expected<double> parseDouble(const std::string &flag, const std::string &v) {
     return fail("%s expects a non-negative number, got '%s'", flag.c_str(),
                 v.c_str());
   return x;
+}
+
+/// Bytes, as Hugging Face writes a shard size: "5GB" is 5e9 bytes, "2GiB"
+/// 2^31; a unit's case does not matter; no unit is bytes.
+Expected<int64_t> parseSize(const std::string &flag, const std::string &v) {
+  static const std::pair<const char *, int64_t> units[] = {
+      {"", 1},
+      {"b", 1},
+      {"kb", 1'000},
+      {"mb", 1'000'000},
+      {"gb", 1'000'000'000},
+      {"tb", 1'000'000'000'000},
+      {"kib", 1LL << 10},
+      {"mib", 1LL << 20},
+      {"gib", 1LL << 30},
+      {"tib", 1LL << 40}};
+  size_t digits = 0;
+  while (digits < v.size() && std::isdigit((unsigned char)v[digits]))
+    ++digits;
+  std::string unit = v.substr(digits);
+  for (char &c : unit)
+    c = char(std::tolower((unsigned char)c));
+  Expected<int64_t> n = parseInt(flag, v.substr(0, digits));
+  for (const auto &[name, bytes] : units)
+    if (n && unit == name && *n <= INT64_MAX / bytes)
+      return *n * bytes;
+  return fail("%s expects a size such as 5GB or 500MB, got '%s'", flag.c_str(),
+              v.c_str());
+}
+
+/// The --config argument (the last one, as for every flag), if any.
+std::string configArgument(int argc, const char *const *argv) {
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc)
+      path = argv[++i];
+    else if (a.rfind("--config=", 0) == 0)
+      path = a.substr(9);
+  }
+  return path;
 }
 
 } // namespace
@@ -83,7 +241,14 @@ std::string infir2::rt::describeCompiled(const Manifest &m) {
 }
 
 Status infir2::rt::validate(RunConfig &o) {
-  if (o.data.empty() && o.dumpStep.empty())
+  if (o.evalOnly && !o.exportFp8.empty())
+    return fail("--eval-only and --export-fp8 cannot be used together");
+  if (o.evalOnly && o.evalData.empty())
+    return fail("--eval-only needs --eval-data");
+  if (!o.exportFp8.empty() && o.load.empty())
+    return fail("--export-fp8 needs --load (the model to export)");
+  if (o.data.empty() && o.dumpStep.empty() && !o.evalOnly &&
+      o.exportFp8.empty())
     return fail("--data FILE is required (see --help)");
   if (o.schedule != "wsd" && o.schedule != "cosine" && o.schedule != "constant")
     return fail("--schedule must be wsd, cosine or constant, got '%s'",
@@ -92,8 +257,7 @@ Status infir2::rt::validate(RunConfig &o) {
       o.dataFormat != "u16" && o.dataFormat != "u32")
     return fail("--data-format must be auto, text, u16 or u32, got '%s'",
                 o.dataFormat.c_str());
-  if (o.packing != "auto" && o.packing != "documents" &&
-      o.packing != "stream")
+  if (o.packing != "auto" && o.packing != "documents" && o.packing != "stream")
     return fail("--packing must be auto, documents or stream, got '%s'",
                 o.packing.c_str());
   if (o.device != "auto" && o.device != "cuda" && o.device != "cpu")
@@ -105,83 +269,71 @@ Status infir2::rt::validate(RunConfig &o) {
     return fail("--max-skipped-steps must be at least 1");
   if (!(o.collectiveTimeout > 0))
     return fail("--collective-timeout must be a positive number of seconds");
+  if (o.maxShardSize <= 0)
+    return fail("--max-shard-size must be at least 1 byte");
+  std::error_code ec;
+  if (!o.tokenizer.empty() && !std::filesystem::exists(o.tokenizer, ec))
+    return fail("--tokenizer: %s: no such file or directory",
+                o.tokenizer.c_str());
+  // Checked now, not at the first checkpoint hours later.
+  namespace fs = std::filesystem;
+  if (!o.tokenizer.empty() && fs::is_directory(o.tokenizer, ec) &&
+      !fs::exists(fs::path(o.tokenizer) / "tokenizer.json", ec) &&
+      !fs::exists(fs::path(o.tokenizer) / "tokenizer.model", ec))
+    return fail("--tokenizer: %s: a folder without tokenizer.json or "
+                "tokenizer.model",
+                o.tokenizer.c_str());
   if (o.logEvery == 0)
     o.logEvery = 1;
   return Status::ok();
 }
 
+std::string infir2::rt::toJson(const RunConfig &o) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const Flag &f : kFlags)
+    std::visit([&](auto member) { j[f.name + 2] = o.*member; }, f.field);
+  return j.dump();
+}
+
 Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
                                                    const char *const *argv,
                                                    const Manifest &compiled) {
+  // A --config file's options go before the command line's, where the last
+  // value of a flag wins.
+  std::vector<std::string> fileArgs;
+  if (std::string path = configArgument(argc, argv); !path.empty()) {
+    std::map<std::string, ValueKind> keys;
+    for (const Flag &f : kFlags)
+      keys[f.name + 2] = f.kind;
+    Expected<std::vector<std::string>> read = readConfigFile(path, keys);
+    if (!read)
+      return read.failure();
+    fileArgs = std::move(*read);
+  }
+  std::vector<const char *> args = {argc > 0 ? argv[0] : "trainer"};
+  for (const std::string &a : fileArgs)
+    args.push_back(a.c_str());
+  args.insert(args.end(), argv + std::min(argc, 1), argv + argc);
+
   CommandLine cl;
   RunConfig &o = cl.config;
   CLI::App app;
   app.formatter(std::make_shared<TrainerFormatter>(describeCompiled(compiled)));
   app.allow_extras();
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  auto text = [&](const char *flag, std::string &to, const char *name,
-                  const char *help) {
-    app.add_option(flag, to, help)->type_name(name);
-  };
   // Numbers are read as text first (see the file comment).
-  std::map<std::string, std::string> ints, reals;
-  auto integer = [&](const char *flag, const char *help) {
-    app.add_option(flag, ints[flag], help)->type_name("N");
-  };
-  auto real = [&](const char *flag, const char *help) {
-    app.add_option(flag, reals[flag], help)->type_name("X");
-  };
-  text("--data", o.data, "DATA",
-       "training data: a Megatron-LM dataset prefix P (P.bin + P.idx; P.mask "
-       "beside it is the loss mask), a blend \"W1 P1 W2 P2 ...\", raw token "
-       "ids (.u16, .u32) or UTF-8 text (byte-level tokens); docs/Data.md");
-  text("--data-format", o.dataFormat, "F",
-       "for raw files: auto (by extension: .u16, .u32, else text), text, u16 "
-       "or u32");
-  text("--loss-mask", o.lossMask, "P",
-       "the loss-mask dataset of --data (default: P.mask beside it, if any)");
-  text("--packing", o.packing, "MODE",
-       "how a dataset becomes samples: documents (whole documents packed, "
-       "each attending only to itself, positions restarting; SFT), stream "
-       "(one token stream cut every seq tokens; pre-training) or auto "
-       "(default: documents when there is a loss mask, else stream)");
-  integer("--steps", "optimizer steps (default 100)");
-  real("--lr", "peak learning rate (default 1e-3)");
-  text("--schedule", o.schedule, "S", "wsd, cosine (default) or constant");
-  integer("--warmup", "linear warmup steps");
-  integer("--decay", "wsd: steps of the final linear decay");
-  real("--min-lr-ratio", "final lr / peak lr for cosine and wsd (0.1)");
-  integer("--micro-batch", "must equal the compiled batch (default: it)");
-  integer("--grad-accum", "micro-batches per optimizer step (default 1)");
-  integer("--seed", "initialization seed (default 0)");
-  text("--save", o.save, "DIR", "checkpoint directory (DIR/step-NNNNNN)");
-  integer("--save-every", "also checkpoint every N steps (always at the end)");
-  text("--load", o.load, "PATH",
-       "resume from a checkpoint directory, or load weights from a Hugging "
-       "Face .safetensors file");
-  text("--eval-data", o.evalData, "DATA", "held-out data (same formats)");
-  integer("--eval-every", "evaluate every N steps (and at the end)");
-  integer("--eval-batches", "held-out batches per evaluation (default 8)");
-  integer("--log-every", "progress line every N steps (default 10)");
-  text("--log-jsonl", o.logJsonl, "FILE", "one JSON object per logged step");
-  text("--device", o.device, "D",
-       "auto (default: the GPU when one is usable, else the CPU, saying so), "
-       "cuda or cpu");
-  integer("--max-skipped-steps",
-          "stop after N non-finite steps in a row (default 10)");
-  real("--collective-timeout",
-       "seconds a rank waits for the others in a collective before the job "
-       "ends, naming the ranks that never arrived (default 600)");
-  text("--trace-optimizer", o.traceOptimizer, "DIR",
-       "write every optimizer step's gradients, learning rate, and the FP32 "
-       "weights and moments it produced to DIR/step-NNNNNN.safetensors (one "
-       "process; for checks against another optimizer)");
-  text("--dump-step", o.dumpStep, "FILE",
-       "write the first step's weights, batch, loss and gradients (as F32) to "
-       "a safetensors file, then exit");
+  std::map<std::string, std::string> numbers;
+  for (const Flag &f : kFlags) {
+    if (auto *text = std::get_if<std::string RunConfig::*>(&f.field))
+      app.add_option(f.name, o.**text, f.help)->type_name(f.value);
+    else if (auto *flag = std::get_if<bool RunConfig::*>(&f.field))
+      app.add_flag(f.name, o.**flag, f.help);
+    else
+      app.add_option(f.name, numbers[f.name], f.help)->type_name(f.value);
+  }
 
   try {
-    app.parse(argc, argv);
+    app.parse(int(args.size()), args.data());
   } catch (const CLI::CallForHelp &) {
     cl.help = true;
     cl.helpText = app.help("trainer");
@@ -191,6 +343,15 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
     std::string what = e.what();
     return fail("%s expects a value (see --help)",
                 what.substr(0, what.find(':')).c_str());
+  } catch (const CLI::ConversionError &e) {
+    // "Could not convert: --eval-only = maybe": only flags convert here.
+    std::string what = e.what();
+    size_t flag = what.find("--"), eq = what.find(" = ", flag);
+    if (flag == std::string::npos || eq == std::string::npos)
+      return fail("%s (see --help)", what.c_str());
+    return fail("%s expects true or false, got '%s'",
+                what.substr(flag, eq - flag).c_str(),
+                what.substr(eq + 3).c_str());
   } catch (const CLI::ParseError &e) {
     return fail("%s (see --help)", e.what());
   }
@@ -198,36 +359,25 @@ Expected<CommandLine> infir2::rt::parseCommandLine(int argc,
     return fail("unknown option '%s' (see --help)",
                 app.remaining().front().c_str());
 
-  std::map<std::string, int64_t *> intFields = {
-      {"--steps", &o.steps},
-      {"--warmup", &o.warmup},
-      {"--decay", &o.decay},
-      {"--micro-batch", &o.microBatch},
-      {"--grad-accum", &o.gradAccum},
-      {"--seed", &o.seed},
-      {"--save-every", &o.saveEvery},
-      {"--eval-every", &o.evalEvery},
-      {"--eval-batches", &o.evalBatches},
-      {"--log-every", &o.logEvery},
-      {"--max-skipped-steps", &o.maxSkipped}};
-  std::map<std::string, double *> realFields = {
-      {"--lr", &o.lr},
-      {"--min-lr-ratio", &o.minLrRatio},
-      {"--collective-timeout", &o.collectiveTimeout}};
-  // In the order given on the command line, so that the first bad value is
-  // the one reported.
+  // In the order given, so that the first bad value is the one reported.
   for (const CLI::Option *opt : app.parse_order()) {
-    std::string flag = opt->get_name();
-    if (auto it = intFields.find(flag); it != intFields.end()) {
-      Expected<int64_t> v = parseInt(flag, ints[flag]);
-      if (!v)
-        return v.failure();
-      *it->second = *v;
-    } else if (auto it = realFields.find(flag); it != realFields.end()) {
-      Expected<double> v = parseDouble(flag, reals[flag]);
-      if (!v)
-        return v.failure();
-      *it->second = *v;
+    std::string name = opt->get_name();
+    const Flag *f = std::find_if(std::begin(kFlags), std::end(kFlags),
+                                 [&](const Flag &f) { return name == f.name; });
+    if (f == std::end(kFlags))
+      continue;
+    const std::string &v = numbers[name];
+    if (f->kind == ValueKind::Real) {
+      Expected<double> x = parseDouble(name, v);
+      if (!x)
+        return x.failure();
+      o.*std::get<double RunConfig::*>(f->field) = *x;
+    } else if (f->kind == ValueKind::Integer || f->kind == ValueKind::Size) {
+      Expected<int64_t> x =
+          f->kind == ValueKind::Size ? parseSize(name, v) : parseInt(name, v);
+      if (!x)
+        return x.failure();
+      o.*std::get<int64_t RunConfig::*>(f->field) = *x;
     }
   }
   INFIR2_RETURN_IF_ERROR(validate(o));

@@ -4,9 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The command line (CLI11) into a validated RunConfig. `--help` also states
-// what the model was compiled for (shapes, ZeRO-1, the optimizer), read from
-// its manifest.
+// The command line (CLI11), and a --config file under it, into a validated
+// RunConfig; and a RunConfig back into the JSON such a file holds. `--help`
+// also states what the model was compiled for (shapes, ZeRO-1, the
+// optimizer), read from its manifest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,19 @@ struct RunConfig {
   double lr = 1e-3, minLrRatio = 0.1;
   /// Seconds a rank waits in a collective for the others (10 minutes).
   double collectiveTimeout = 600;
+  /// Take only the weights of a --load checkpoint, not its training state.
+  bool loadWeightsOnly = false;
+  /// Evaluate --eval-data once (after --load) and exit, training nothing.
+  bool evalOnly = false;
+  /// Write an FP8 inference export of the loaded model here and exit.
+  std::string exportFp8;
+  /// Largest weight shard a saved model folder holds, in bytes (5 GB).
+  int64_t maxShardSize = 5'000'000'000;
+  /// Tokenizer files to copy into every saved folder: a tokenizer.json, or
+  /// a folder holding tokenizer.json and its companions.
+  std::string tokenizer;
+  /// The --config file the options came from, if any (for the record).
+  std::string configFile;
 };
 
 /// What the command line asked for: a run, or the help text.
@@ -42,14 +56,19 @@ struct CommandLine {
   RunConfig config;
 };
 
-/// Parses `argv` ("--flag value" and "--flag=value" alike) and validates the
-/// result. `compiled` describes the model in --help.
+/// Parses `argv` ("--flag value" and "--flag=value" alike), after the
+/// options of its --config file if it names one (RunConfigFile.h), and
+/// validates the result. `compiled` describes the model in --help.
 Expected<CommandLine> parseCommandLine(int argc, const char *const *argv,
                                        const Manifest &compiled);
 
 /// Checks a configuration's values (required data, known choices), and
 /// normalizes what has a meaning (--log-every 0 is 1).
 Status validate(RunConfig &config);
+
+/// Every field of `config` under its flag's name, in --help order, as one
+/// line of JSON: a --config file that gives the same configuration.
+std::string toJson(const RunConfig &config);
 
 /// What the model was compiled for, one line per fact, for --help.
 std::string describeCompiled(const Manifest &compiled);

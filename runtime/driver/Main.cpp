@@ -72,6 +72,10 @@ int main(int argc, char **argv) {
     comm.finalize();
     return 0;
   }
+  // The effective configuration, file and flags merged, on one line of
+  // standard error (standard output is the training log).
+  if (comm.rank() == 0)
+    std::fprintf(stderr, "trainer: config: %s\n", toJson(cl->config).c_str());
   std::unique_ptr<StepHook> hook;
 #ifdef INFIR2_TRAINER_TEST_HOOKS
   hook = test_hooks::faultInjectionFromEnvironment();

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 using namespace infir2::rt;
@@ -33,6 +34,12 @@ std::string infir2::rt::jsonRecord(const StepMetrics &m) {
   // lr, grad_norm: what a resumed run must reproduce) off each line.
   nlohmann::ordered_json j;
   j["step"] = m.step;
+  if (m.evalTokens) {
+    j["eval_loss"] = m.evalLoss.value_or(std::nan(""));
+    j["perplexity"] = std::exp(m.evalLoss.value_or(std::nan("")));
+    j["eval_tokens"] = *m.evalTokens;
+    return j.dump();
+  }
   if (m.skipped) {
     j["skipped"] = true;
     j["reason"] = *m.skipped;

@@ -28,6 +28,9 @@ struct StepMetrics {
   double loss = 0.0; ///< the mean over the steps since the last log
   double lr = 0.0, gradNorm = 0.0, tokensPerSecond = 0.0, etaSeconds = 0.0;
   std::optional<double> evalLoss;
+  /// For an evaluation alone (--eval-only): the targets it counted; its
+  /// record then holds the step, eval_loss, perplexity and eval_tokens.
+  std::optional<int64_t> evalTokens;
   /// Why the step was skipped (no update: a non-finite loss, gradient or
   /// value); its record then holds the step and this reason only.
   std::optional<std::string> skipped;

@@ -125,6 +125,27 @@ Status StateLayout::initialize(uint8_t *state, std::mt19937_64 &rng,
   return Status::ok();
 }
 
+Status StateLayout::loadParameter(const ManifestSlot &s, const StoredTensor &t,
+                                  const std::string &path, uint8_t *state,
+                                  int rank) const {
+  if (t.shape != s.shape) {
+    std::string want, got;
+    for (int64_t d : s.shape)
+      want += (want.empty() ? "" : "x") + std::to_string(d);
+    for (int64_t d : t.shape)
+      got += (got.empty() ? "" : "x") + std::to_string(d);
+    return fail("%s: tensor '%s' has shape [%s], the model expects [%s]",
+                path.c_str(), s.name.c_str(), got.c_str(), want.c_str());
+  }
+  if (t.dtype != "F32" && t.dtype != "BF16" && t.dtype != "F16" &&
+      t.dtype != "F64")
+    return fail("%s: tensor '%s' has dtype %s (expected F32, BF16, F16 or "
+                "F64)",
+                path.c_str(), s.name.c_str(), t.dtype.c_str());
+  return writeParameter(s, state, rank,
+                        [&](int64_t i) { return storedFloat(t, i); });
+}
+
 Status
 StateLayout::loadParameters(const std::map<std::string, StoredTensor> &tensors,
                             const std::string &path, uint8_t *state,
@@ -135,25 +156,7 @@ StateLayout::loadParameters(const std::map<std::string, StoredTensor> &tensors,
     auto it = tensors.find(s.name);
     if (it == tensors.end())
       return fail("%s: tensor '%s' is missing", path.c_str(), s.name.c_str());
-    const StoredTensor &t = it->second;
-    if (t.shape != s.shape) {
-      std::string want, got;
-      for (int64_t d : s.shape)
-        want += (want.empty() ? "" : "x") + std::to_string(d);
-      for (int64_t d : t.shape)
-        got += (got.empty() ? "" : "x") + std::to_string(d);
-      return fail("%s: tensor '%s' has shape [%s], the model expects [%s]",
-                  path.c_str(), s.name.c_str(), got.c_str(), want.c_str());
-    }
-    if (t.dtype != "F32" && t.dtype != "BF16" && t.dtype != "F16" &&
-        t.dtype != "F64")
-      return fail("%s: tensor '%s' has dtype %s (expected F32, BF16, F16 or "
-                  "F64)",
-                  path.c_str(), s.name.c_str(), t.dtype.c_str());
-    Status written = writeParameter(
-        s, state, rank, [&](int64_t i) { return storedFloat(t, i); });
-    if (!written)
-      return written;
+    INFIR2_RETURN_IF_ERROR(loadParameter(s, it->second, path, state, rank));
   }
   return Status::ok();
 }

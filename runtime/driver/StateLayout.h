@@ -81,6 +81,13 @@ public:
   /// rank draws every value, so all hold the same weights.
   Status initialize(uint8_t *state, std::mt19937_64 &rng, int rank) const;
 
+  /// Sets parameter `s` (and this rank's part of its master) from `t`, a
+  /// tensor of `path` (named in messages): F32, BF16, F16 or F64 of the
+  /// parameter's shape.
+  Status loadParameter(const ManifestSlot &s, const StoredTensor &t,
+                       const std::string &path, uint8_t *state,
+                       int rank) const;
+
   /// Sets every parameter (and this rank's part of its master) from
   /// `tensors`, read from `path` (named in messages): F32, BF16, F16 or F64
   /// tensors of the parameters' shapes, under their Hugging Face names.

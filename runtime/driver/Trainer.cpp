@@ -158,21 +158,58 @@ Status Trainer::checkPackingSupported() {
   return Status::ok();
 }
 
-Expected<double> Trainer::evaluate() {
+Expected<Trainer::Evaluation> Trainer::evaluate(int64_t batches) {
   int64_t position = 0;
-  int64_t batches = std::max<int64_t>(
-      1, std::min<int64_t>(o_.evalBatches,
-                           held_->samplesPerEpoch() / m_.batch));
-  double total = 0.0;
+  int64_t all = std::max<int64_t>(1, held_->samplesPerEpoch() / m_.batch);
+  batches = batches ? std::min(batches, all) : all;
+  // Each batch's loss is the mean over its masked-in targets; the held-out
+  // loss weighs the batches by those counts, so that it is the mean over
+  // every target evaluated.
+  const ManifestSlot *mask = layout_.find("input", "loss_mask");
+  Evaluation result;
+  double total = 0.0, weight = 0.0;
   for (int64_t i = 0; i < batches; ++i) {
     INFIR2_RETURN_IF_ERROR(fillBatch(*held_, position, /*shard=*/false));
     INFIR2_RETURN_IF_ERROR(call(model_.evalStep, "evaluation", step_));
     Expected<float> loss = scalar("output", "eval_loss");
     if (!loss)
       return loss.failure();
-    total += *loss;
+    const float *w = mask ? at<float>(*mask) : weights_.data();
+    double n = 0.0;
+    for (int64_t t = 0, count = m_.batch * m_.seq; t < count; ++t) {
+      n += w[t];
+      result.tokens += w[t] != 0.0f;
+    }
+    if (n > 0) {
+      total += double(*loss) * n;
+      weight += n;
+    }
   }
-  return total / double(batches);
+  result.loss = weight > 0 ? total / weight : std::nan("");
+  result.batches = batches;
+  return result;
+}
+
+Status Trainer::evaluateOnly() {
+  Expected<Evaluation> e = evaluate(o_.evalBatches);
+  if (!e)
+    return e.failure();
+  if (comm_.rank() != 0)
+    return Status::ok();
+  std::printf("eval: loss %.4f  perplexity %.2f  %lld tokens in %lld "
+              "batches of %lld x %lld (%s)\n",
+              e->loss, std::exp(e->loss), (long long)e->tokens,
+              (long long)e->batches, (long long)m_.batch, (long long)m_.seq,
+              o_.evalData.c_str());
+  if (o_.logJsonl.empty())
+    return Status::ok();
+  JsonlLog jsonl;
+  INFIR2_RETURN_IF_ERROR(jsonl.open(o_.logJsonl, /*append=*/false));
+  StepMetrics metrics;
+  metrics.step = step_;
+  metrics.evalLoss = e->loss;
+  metrics.evalTokens = e->tokens;
+  return jsonl.write(metrics);
 }
 
 Expected<bool> Trainer::gradientsFinite() {
@@ -228,6 +265,13 @@ Status Trainer::run() {
   if (!o_.load.empty())
     INFIR2_RETURN_IF_ERROR(loadCheckpoint(o_.load));
   INFIR2_RETURN_IF_ERROR(check(device_.upload(0, m_.stateBytes, e_)));
+  if (!o_.exportFp8.empty())
+    return comm_.rank() == 0 ? exportFp8(o_.exportFp8) : Status::ok();
+  if (o_.evalOnly) {
+    if (!held_)
+      return fail("--eval-only needs --eval-data");
+    return evaluateOnly();
+  }
 
   if (!o_.dumpStep.empty()) {
     if (comm_.size() > 1)
@@ -364,10 +408,10 @@ Status Trainer::trainLoop() {
     bool logNow = step_ % o_.logEvery == 0 || step_ == o_.steps || evalNow;
     StepMetrics metrics;
     if (evalNow) {
-      Expected<double> evalLoss = evaluate();
-      if (!evalLoss)
-        return evalLoss.failure();
-      metrics.evalLoss = *evalLoss;
+      Expected<Evaluation> evaluation = evaluate(o_.evalBatches);
+      if (!evaluation)
+        return evaluation.failure();
+      metrics.evalLoss = evaluation->loss;
     }
     if (logNow && lead) {
       auto now = std::chrono::steady_clock::now();

@@ -16,6 +16,7 @@
 #ifndef INFIR2_RUNTIME_DRIVER_TRAINER_H
 #define INFIR2_RUNTIME_DRIVER_TRAINER_H
 
+#include "CheckpointIO.h"
 #include "Cli.h"
 #include "Communicator.h"
 #include "DataSource.h"
@@ -85,7 +86,15 @@ private:
   Status fillBatch(TokenSource &source, int64_t &position, bool shard);
   /// Refuses packed data for a model that cannot keep its documents apart.
   Status checkPackingSupported();
-  Expected<double> evaluate();
+  /// The held-out loss: the mean over the masked-in targets of
+  /// --eval-batches batches (0: one pass over the whole held-out set).
+  struct Evaluation {
+    double loss = 0.0;
+    int64_t tokens = 0, batches = 0;
+  };
+  Expected<Evaluation> evaluate(int64_t batches);
+  /// --eval-only: evaluates once, prints and logs loss, perplexity, tokens.
+  Status evaluateOnly();
   Expected<bool> gradientsFinite();
   Status trainLoop();
 
@@ -94,8 +103,23 @@ private:
   /// rank under ZeRO-1; every rank must call it, in the same order).
   Expected<std::vector<float>> wholeState(const ManifestSlot &s);
   Status loadCheckpoint(const std::string &path);
+  /// Loads the parameters from a model folder or a .safetensors file.
   Status loadWeights(const std::string &path);
+  Status loadOptimizerState(const std::string &path);
   Status saveCheckpoint(int64_t atStep);
+  /// Every parameter's working copy, to write as a model's weights.
+  std::vector<TensorSource> weightSources();
+  /// The working weights' type as config.json's torch_dtype names it.
+  std::string torchDtype() const;
+  /// config.json and generation_config.json (when the model carries its
+  /// config) and the tokenizer files from `tokenizerFrom` (if any).
+  Status writeModelFiles(const std::string &dir, FileDigests &digests,
+                         const std::string &tokenizerFrom);
+  /// Where saved folders take their tokenizer files from: --tokenizer, or
+  /// the loaded folder's own; empty for none.
+  std::string tokenizerSource() const;
+  // The FP8 inference export (TrainerExport.cpp).
+  Status exportFp8(const std::string &out);
   /// Runs the training step on the current batch: true when it computed,
   /// false when the runtime refused a non-finite value (why in `refused`),
   /// an error otherwise.
@@ -123,6 +147,9 @@ private:
   std::string e_; ///< the last device error
   infir2rt_context ctx_{};
   std::unique_ptr<TokenSource> train_, held_;
+  /// The checkpoint or model folder --load resolved to (empty for none or
+  /// a single file).
+  std::string loadedDir_;
   int64_t dataPosition_ = 0, step_ = 0, updates_ = 0;
   int stoppedBy_ = 0;
   TensorDump trace_; ///< --trace-optimizer's step in the making

@@ -24,9 +24,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <tuple>
+#include <unistd.h>
 #include <vector>
 
 using namespace infir2::rt;
@@ -48,11 +49,10 @@ int64_t infir2::rt::safetensorsDtypeSize(const std::string &dtype) {
 namespace {
 
 /// The tensors of a parsed header, checked against the data's size.
-bool readHeader(const std::string &path, const json &header,
-                const std::string &blob, uint64_t dataStart,
-                std::map<std::string, StoredTensor> &tensors,
+bool readHeader(const std::string &path, const json &header, uint64_t fileSize,
+                uint64_t dataStart, std::map<std::string, TensorEntry> &tensors,
                 std::string &error) {
-  uint64_t dataSize = blob.size() - dataStart;
+  uint64_t dataSize = fileSize - dataStart;
   std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;
   for (const auto &[name, info] : header.items()) {
     if (name == "__metadata__")
@@ -70,7 +70,7 @@ bool readHeader(const std::string &path, const json &header,
         offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
         !(*offsets)[1].is_number_unsigned())
       return malformed();
-    StoredTensor t;
+    TensorEntry t;
     t.dtype = dtype->get<std::string>();
     uint64_t count = 1;
     for (const json &d : *shape) {
@@ -91,8 +91,8 @@ bool readHeader(const std::string &path, const json &header,
               ") has data offsets that do not match its shape or the file";
       return false;
     }
-    t.bytes.assign(blob.begin() + int64_t(dataStart + begin),
-                   blob.begin() + int64_t(dataStart + end));
+    t.offset = dataStart + begin;
+    t.bytes = bytes;
     ranges.push_back({begin, end, name});
     tensors[name] = std::move(t);
   }
@@ -119,38 +119,98 @@ bool readHeader(const std::string &path, const json &header,
   return true;
 }
 
+/// Reads exactly `n` bytes at `offset` of `fd`.
+bool readAt(int fd, void *to, uint64_t n, uint64_t offset) {
+  auto *p = static_cast<uint8_t *>(to);
+  while (n) {
+    ssize_t got = ::pread(fd, p, n, off_t(offset));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    p += got;
+    n -= uint64_t(got);
+    offset += uint64_t(got);
+  }
+  return true;
+}
+
 } // namespace
 
-bool infir2::rt::readSafetensors(const std::string &path,
-                                 std::map<std::string, StoredTensor> &tensors,
-                                 std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+SafetensorsFile::~SafetensorsFile() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bool SafetensorsFile::open(const std::string &path, std::string &error) {
+  path_ = path;
+  tensors_.clear();
+  if (fd_ >= 0)
+    ::close(fd_);
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
     error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string blob = buffer.str();
-  if (blob.size() < 8) {
+  uint64_t size = uint64_t(st.st_size);
+  unsigned char len[8];
+  if (size < 8 || !readAt(fd_, len, 8, 0)) {
     error = path + ": truncated (no header length)";
     return false;
   }
   uint64_t n = 0;
   for (int b = 7; b >= 0; --b)
-    n = (n << 8) | static_cast<unsigned char>(blob[b]);
-  if (n > blob.size() - 8) {
+    n = (n << 8) | len[b];
+  if (n > size - 8) {
     error = path + ": truncated (header of " + std::to_string(n) +
-            " bytes, file of " + std::to_string(blob.size()) + ")";
+            " bytes, file of " + std::to_string(size) + ")";
     return false;
   }
-  json header = json::parse(blob.begin() + 8, blob.begin() + 8 + int64_t(n),
-                            nullptr, /*allow_exceptions=*/false);
+  std::string text(n, '\0');
+  if (!readAt(fd_, text.data(), n, 8)) {
+    error = path + ": read failed: " + std::strerror(errno);
+    return false;
+  }
+  json header = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object()) {
     error = path + ": the header is not a JSON object";
     return false;
   }
-  return readHeader(path, header, blob, 8 + n, tensors, error);
+  return readHeader(path, header, size, 8 + n, tensors_, error);
+}
+
+bool SafetensorsFile::read(const std::string &name, std::vector<uint8_t> &out,
+                           std::string &error) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) {
+    error = path_ + ": no tensor '" + name + "'";
+    return false;
+  }
+  out.resize(it->second.bytes);
+  errno = 0;
+  if (!readAt(fd_, out.data(), it->second.bytes, it->second.offset)) {
+    error = path_ + ": cannot read tensor '" + name + "': " +
+            (errno ? std::strerror(errno) : "the file is shorter than before");
+    return false;
+  }
+  return true;
+}
+
+bool infir2::rt::readSafetensors(const std::string &path,
+                                 std::map<std::string, StoredTensor> &tensors,
+                                 std::string &error) {
+  SafetensorsFile file;
+  if (!file.open(path, error))
+    return false;
+  for (const auto &[name, entry] : file.tensors()) {
+    StoredTensor &t = tensors[name];
+    t.dtype = entry.dtype;
+    t.shape = entry.shape;
+    if (!file.read(name, t.bytes, error))
+      return false;
+  }
+  return true;
 }
 
 void infir2::rt::extendDigest(FileDigest &digest, const void *data,
@@ -179,16 +239,18 @@ bool infir2::rt::digestFile(const std::string &path, FileDigest &digest,
 }
 
 bool infir2::rt::writeSafetensors(
-    const std::string &path,
-    const std::vector<std::pair<std::string, const StoredTensor *>> &tensors,
-    std::string &error, FileDigest *written) {
+    const std::string &path, const std::vector<TensorSource> &tensors,
+    const std::map<std::string, std::string> &metadata, std::string &error,
+    FileDigest *written) {
   json header = json::object();
+  if (!metadata.empty())
+    header["__metadata__"] = metadata;
   uint64_t offset = 0;
-  for (const auto &[name, t] : tensors) {
-    header[name] = {{"dtype", t->dtype},
-                    {"shape", t->shape},
-                    {"data_offsets", {offset, offset + t->bytes.size()}}};
-    offset += t->bytes.size();
+  for (const TensorSource &t : tensors) {
+    header[t.name] = {{"dtype", t.dtype},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + t.bytes}}};
+    offset += t.bytes;
   }
   std::string text =
       header.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -205,18 +267,49 @@ bool infir2::rt::writeSafetensors(
     len[b] = static_cast<unsigned char>(n >> (8 * b));
   FileDigest digest;
   auto put = [&](const void *data, size_t size) {
+    if (!size)
+      return true;
     extendDigest(digest, data, size);
     return std::fwrite(data, 1, size, f) == size;
   };
   bool ok = put(len, 8) && put(text.data(), n);
-  for (const auto &[name, t] : tensors)
-    ok = ok && put(t->bytes.data(), t->bytes.size());
+  int writeErrno = ok ? 0 : errno;
+  std::string sourceError;
+  for (const TensorSource &t : tensors) {
+    if (!ok)
+      break;
+    const void *data = t.data(sourceError);
+    if (!data && (t.bytes || !sourceError.empty())) {
+      ok = false;
+      break;
+    }
+    ok = put(data, t.bytes);
+    if (!ok)
+      writeErrno = errno;
+  }
   ok = (std::fclose(f) == 0) && ok;
+  if (!ok && !writeErrno && sourceError.empty())
+    writeErrno = errno;
   if (written)
     *written = digest;
   if (!ok)
-    error = path + ": write failed: " + std::strerror(errno);
+    error = !sourceError.empty()
+                ? path + ": " + sourceError
+                : path + ": write failed: " + std::strerror(writeErrno);
   return ok;
+}
+
+bool infir2::rt::writeSafetensors(
+    const std::string &path,
+    const std::vector<std::pair<std::string, const StoredTensor *>> &tensors,
+    std::string &error, FileDigest *written) {
+  std::vector<TensorSource> sources;
+  for (const auto &[name, t] : tensors)
+    sources.push_back({name, t->dtype, t->shape, t->bytes.size(),
+                       [t = t](std::string &) -> const void * {
+                         return t->bytes.data();
+                       }});
+  return writeSafetensors(path, sources, {}, error, written);
 }
 
 float infir2::rt::storedFloat(const StoredTensor &t, int64_t i) {

@@ -151,6 +151,21 @@ std::string infir2::rt::toJson(const Manifest &m) {
     functions.push_back(
         {{"symbol", f.symbol}, {"scratch_bytes", f.scratchBytes}});
   j["functions"] = std::move(functions);
+  if (!m.modelConfig.empty()) {
+    json config = json::parse(m.modelConfig, nullptr,
+                              /*allow_exceptions=*/false);
+    if (config.is_object())
+      j["model_config"] = std::move(config);
+  }
+  if (!m.fp8Weights.empty()) {
+    json weights = json::array();
+    for (const ManifestFp8Weight &w : m.fp8Weights)
+      weights.push_back({{"name", w.name},
+                         {"block", {w.blockRows, w.blockCols}},
+                         {"format", w.format},
+                         {"scales", w.scales}});
+    j["fp8_weights"] = std::move(weights);
+  }
   // Replacing invalid UTF-8 instead of throwing: the compiler calling this
   // is built without exceptions.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -250,6 +265,31 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
       r.integer(f, path, "scratch_bytes", fn.scratchBytes);
       m.functions.push_back(std::move(fn));
     }
+  if (const json *config = r.object(j, "", "model_config", /*optional=*/true))
+    m.modelConfig = config->dump();
+  if (const json *weights = r.field(j, "", "fp8_weights", /*optional=*/true)) {
+    if (!weights->is_array())
+      r.mistyped("", "fp8_weights", "an array");
+    for (size_t i = 0; r.ok() && i < weights->size(); ++i) {
+      const json &w = (*weights)[i];
+      std::string path = Reader::at("fp8_weights", i);
+      ManifestFp8Weight weight;
+      const json *block = w.is_object() ? r.array(w, path, "block") : nullptr;
+      if (!block || block->size() != 2 || !(*block)[0].is_number_integer() ||
+          !(*block)[1].is_number_integer() || (*block)[0].get<int64_t>() < 1 ||
+          (*block)[1].get<int64_t>() < 1) {
+        r.mistyped("", path.c_str(),
+                   "an object with a name and a block [rows, cols]");
+        break;
+      }
+      weight.blockRows = (*block)[0].get<int64_t>();
+      weight.blockCols = (*block)[1].get<int64_t>();
+      r.string(w, path, "name", weight.name);
+      r.string(w, path, "format", weight.format);
+      r.string(w, path, "scales", weight.scales);
+      m.fp8Weights.push_back(std::move(weight));
+    }
+  }
   if (!r.ok())
     return std::nullopt;
   return m;

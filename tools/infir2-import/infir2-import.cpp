@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
 #include "infir2/Import/HFConfig.h"
 #include "infir2/InitAll.h"
 #include "infir2/Support/EnumOption.h"
@@ -32,6 +33,8 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+
+#include <nlohmann/json.hpp>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -133,6 +136,13 @@ int main(int argc, char **argv) {
       infir2::buildDecoderForward(&ctx, *config, options);
   if (!module)
     return 1; // The diagnostic has been printed.
+  // The config itself goes into the module (compact, in its own key order),
+  // and from there into the compiled trainer, whose saved folders need a
+  // config.json. parseHFConfig has checked that it is a JSON object.
+  auto json = nlohmann::ordered_json::parse((*buffer)->getBuffer(), nullptr,
+                                            /*allow_exceptions=*/false);
+  (*module)->setAttr(infir2::Infir2Dialect::getModelConfigAttrName(),
+                     StringAttr::get(&ctx, json.dump()));
   if (failed(verify(*module)))
     return fail("the imported module does not verify (a bug in the importer)");
 

@@ -122,3 +122,24 @@ func.func @gemm_weight(%a: tensor<4x4xf32>) {
   %0 = infir2.matmul %a, %a {infir2.gemm_weight = ""} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+// Tests that the model's config is a JSON object.
+// expected-error @+1 {{'infir2.model_config' must be a string holding a JSON object (the Hugging Face config.json)}}
+module attributes {infir2.model_config = "[1, 2]"} {
+}
+
+// -----
+
+// expected-error @+1 {{'infir2.model_config' must be a string holding a JSON object (the Hugging Face config.json)}}
+module attributes {infir2.model_config = 42} {
+}
+
+// -----
+
+// Tests that the model's config belongs on the module.
+func.func @model_config_on_a_function() attributes {infir2.model_config = "{}"} {
+  // expected-error @-1 {{'infir2.model_config' belongs on the module}}
+  return
+}

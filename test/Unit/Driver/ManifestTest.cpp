@@ -186,3 +186,34 @@ TEST(Manifest, DtypeSizes) {
   EXPECT_EQ(manifestDtypeSize("i1"), 1);
   EXPECT_EQ(manifestDtypeSize("f8E4M3FN"), 0);
 }
+
+// The model's Hugging Face config and its FP8 weights, which saved folders
+// and the FP8 export are made from; both optional.
+TEST(Manifest, ModelConfigAndFp8WeightsRoundTrip) {
+  Manifest m = sample();
+  m.modelConfig = R"({"model_type":"qwen2","rms_norm_eps":1e-06})";
+  m.fp8Weights.push_back({"model.layers.0.mlp.up_proj.weight", 128, 64,
+                          "e4m3", "pow2"});
+  std::string error;
+  std::optional<Manifest> back = parseManifest(toJson(m), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(json::parse(back->modelConfig), json::parse(m.modelConfig));
+  ASSERT_EQ(back->fp8Weights.size(), 1u);
+  EXPECT_EQ(back->fp8Weights[0].name, "model.layers.0.mlp.up_proj.weight");
+  EXPECT_EQ(back->fp8Weights[0].blockRows, 128);
+  EXPECT_EQ(back->fp8Weights[0].blockCols, 64);
+  EXPECT_EQ(back->fp8Weights[0].scales, "pow2");
+
+  std::optional<Manifest> none = parseManifest(toJson(sample()), error);
+  ASSERT_TRUE(none) << error;
+  EXPECT_TRUE(none->modelConfig.empty());
+  EXPECT_TRUE(none->fp8Weights.empty());
+
+  EXPECT_EQ(parseError(edited([](json &j) { j["model_config"] = 3; })),
+            "the compiled model's manifest: model_config must be an object");
+  EXPECT_EQ(parseError(edited([](json &j) {
+              j["fp8_weights"] = json::array({{{"name", "w"}, {"block", {0, 128}}}});
+            })),
+            "the compiled model's manifest: fp8_weights[0] must be an object "
+            "with a name and a block [rows, cols]");
+}

@@ -188,3 +188,64 @@ TEST(Safetensors, MetadataIsSkipped) {
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(storedFloat(t["a"], 0), 1.0f);
 }
+
+// Tensors are written as their sources produce them, one at a time, with
+// the metadata transformers requires, and read back one at a time.
+TEST(Safetensors, StreamsTensorByTensor) {
+  TempDir dir;
+  std::string path = dir.str() + "/s.safetensors";
+  std::vector<float> a = {1.5f, -2.0f, 3.25f}, b = {7.0f};
+  int produced = 0;
+  std::vector<TensorSource> sources = {
+      {"a", "F32", {3}, 12, [&](std::string &) -> const void * {
+         ++produced;
+         return a.data();
+       }},
+      {"b", "F32", {1, 1}, 4, [&](std::string &) -> const void * {
+         ++produced;
+         return b.data();
+       }}};
+  std::string error;
+  FileDigest digest;
+  ASSERT_TRUE(writeSafetensors(path, sources, {{"format", "pt"}}, error,
+                               &digest))
+      << error;
+  EXPECT_EQ(produced, 2);
+  FileDigest onDisk;
+  ASSERT_TRUE(digestFile(path, onDisk, error)) << error;
+  EXPECT_EQ(digest, onDisk);
+
+  SafetensorsFile file;
+  ASSERT_TRUE(file.open(path, error)) << error;
+  ASSERT_EQ(file.tensors().size(), 2u);
+  EXPECT_EQ(file.tensors().at("b").shape, (std::vector<int64_t>{1, 1}));
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(file.read("a", bytes, error)) << error;
+  ASSERT_EQ(bytes.size(), 12u);
+  EXPECT_EQ(std::memcmp(bytes.data(), a.data(), 12), 0);
+  EXPECT_FALSE(file.read("c", bytes, error));
+  EXPECT_EQ(error, path + ": no tensor 'c'");
+
+  std::ifstream in(path, std::ios::binary);
+  std::string blob((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  uint64_t n = 0;
+  std::memcpy(&n, blob.data(), 8);
+  auto header = nlohmann::json::parse(blob.substr(8, n));
+  EXPECT_EQ(header["__metadata__"]["format"], "pt");
+}
+
+// A source that cannot produce its tensor (a failed gather) fails the
+// write, naming the file and the source's reason.
+TEST(Safetensors, AFailingSourceFailsTheWrite) {
+  TempDir dir;
+  std::string path = dir.str() + "/s.safetensors";
+  std::vector<TensorSource> sources = {
+      {"a", "F32", {1}, 4, [](std::string &error) -> const void * {
+         error = "gathering 'a': rank 1 never arrived";
+         return nullptr;
+       }}};
+  std::string error;
+  EXPECT_FALSE(writeSafetensors(path, sources, {}, error));
+  EXPECT_EQ(error, path + ": gathering 'a': rank 1 never arrived");
+}

@@ -213,7 +213,7 @@ TEST_F(TrainerTest, ResumesExactlyFromACheckpoint) {
   EXPECT_TRUE(
       std::filesystem::exists(dir / "ck/step-000003/trainer_state.json"));
   EXPECT_TRUE(
-      std::filesystem::exists(dir / "ck/step-000006/model.safetensors"));
+      std::filesystem::exists(dir / "ck/step-000006/model-00001-of-00001.safetensors"));
   EXPECT_FALSE(std::filesystem::exists(dir / "ck/step-000003.tmp"));
 
   model = FakeModel();

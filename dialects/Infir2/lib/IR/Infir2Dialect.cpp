@@ -9,9 +9,11 @@
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace infir2;
@@ -263,6 +265,24 @@ LogicalResult Infir2Dialect::verifyOperationAttribute(Operation *op,
     if (!name || name.getValue().empty())
       return op->emitError()
              << "'" << getGemmWeightAttrName() << "' must name a parameter";
+    return success();
+  }
+  if (attr.getName() == getModelConfigAttrName()) {
+    if (!isa<ModuleOp>(op))
+      return op->emitError() << "'" << getModelConfigAttrName()
+                             << "' belongs on the module";
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    llvm::Expected<llvm::json::Value> json =
+        text ? llvm::json::parse(text.getValue())
+             : llvm::Expected<llvm::json::Value>(llvm::json::Value(nullptr));
+    bool isObject = json && json->getAsObject();
+    if (!json)
+      llvm::consumeError(json.takeError());
+    if (!isObject)
+      return op->emitError()
+             << "'" << getModelConfigAttrName()
+             << "' must be a string holding a JSON object (the Hugging Face "
+                "config.json)";
     return success();
   }
   return op->emitError() << "unknown attribute '" << attr.getName().getValue()

@@ -8,6 +8,7 @@
 #define INFIR2_RUNTIME_CHECKPOINT_H
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +20,40 @@ struct StoredTensor {
   std::string dtype; ///< "F32", "BF16", "F16", "F64", "I32", ...
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;
+};
+
+/// Where one tensor of a safetensors file lies: `offset` counts from the
+/// start of the file.
+struct TensorEntry {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0, bytes = 0;
+};
+
+/// A safetensors file opened for reading tensor by tensor: its header is
+/// read and checked at open (offsets tile the data, sizes match shapes),
+/// and each tensor's bytes are read only when asked for, so that loading a
+/// model needs one tensor's buffer, not the file's.
+class SafetensorsFile {
+public:
+  SafetensorsFile() = default;
+  SafetensorsFile(const SafetensorsFile &) = delete;
+  SafetensorsFile &operator=(const SafetensorsFile &) = delete;
+  ~SafetensorsFile();
+
+  /// Opens `path` and reads its header. On failure returns false and sets
+  /// `error` to a message naming the file and what is wrong.
+  bool open(const std::string &path, std::string &error);
+  const std::string &path() const { return path_; }
+  const std::map<std::string, TensorEntry> &tensors() const { return tensors_; }
+  /// Reads the bytes of tensor `name` into `out` (resized to fit).
+  bool read(const std::string &name, std::vector<uint8_t> &out,
+            std::string &error) const;
+
+private:
+  std::string path_;
+  int fd_ = -1;
+  std::map<std::string, TensorEntry> tensors_;
 };
 
 /// Reads a whole safetensors file. On failure returns false and sets
@@ -45,6 +80,28 @@ void extendDigest(FileDigest &digest, const void *data, uint64_t n);
 /// `error` to a message naming the file.
 bool digestFile(const std::string &path, FileDigest &digest,
                 std::string &error);
+
+/// One tensor to write, whose bytes are asked for only when the writer
+/// reaches it, so that a tensor can be produced (converted, gathered from
+/// other ranks) just in time and a file of any size needs one tensor's
+/// buffer at most.
+struct TensorSource {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  uint64_t bytes = 0;
+  /// The tensor's `bytes` bytes, valid until the next call of any source;
+  /// null (with `error` set) when they cannot be produced.
+  std::function<const void *(std::string &error)> data;
+};
+
+/// Writes `tensors` in order as a safetensors file with `metadata` as its
+/// "__metadata__" (none when empty), streaming each tensor's bytes through
+/// to the file; `written`, when given, receives the digest of the bytes
+/// handed to the file.
+bool writeSafetensors(const std::string &path,
+                      const std::vector<TensorSource> &tensors,
+                      const std::map<std::string, std::string> &metadata,
+                      std::string &error, FileDigest *written = nullptr);
 
 /// Writes tensors (in the given order) as a safetensors file; `written`,
 /// when given, receives the digest of the bytes handed to the file.

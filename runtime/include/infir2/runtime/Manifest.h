@@ -19,7 +19,12 @@
 //    "slots":[{"kind":"param","name":"model.embed_tokens.weight",
 //              "dtype":"bf16","offset":0,"bytes":131072,"shape":[256,256],
 //              "init":"normal","std":0.02}, ...],
-//    "functions":[{"symbol":"infir2_train_step","scratch_bytes":...}, ...]}
+//    "functions":[{"symbol":"infir2_train_step","scratch_bytes":...}, ...],
+//    "model_config":{...config.json...},
+//    "fp8_weights":[{"name":"model.layers.0.mlp.up_proj.weight",
+//                    "block":[128,128],"format":"e4m3","scales":"pow2"}, ...]}
+//
+// model_config and fp8_weights are optional.
 //
 // This header holds no JSON library: the compiler, built without C++
 // exceptions, includes it too.
@@ -69,6 +74,15 @@ struct ManifestOptimizer {
   double weightDecay = 0.0, gradClip = 0.0;
 };
 
+/// A GEMM weight the compiled plan quantizes to FP8 by blocks (the FP8
+/// recipe's 128x128 weight blocks), as the FP8 inference export writes it.
+struct ManifestFp8Weight {
+  std::string name; ///< the parameter's Hugging Face name
+  int64_t blockRows = 128, blockCols = 128;
+  std::string format = "e4m3";
+  std::string scales = "fp32"; ///< fp32 (amax / max) or pow2 (rounded up)
+};
+
 struct Manifest {
   int64_t abiVersion = INFIR2RT_ABI_VERSION;
   int64_t stateBytes = 0, scratchBytes = 0;
@@ -78,6 +92,11 @@ struct Manifest {
   std::vector<ManifestSlot> slots;
   std::vector<ManifestFunction> functions;
   std::optional<ManifestOptimizer> optimizer;
+  /// The Hugging Face config.json the model was imported from (a JSON
+  /// object's text), or empty for a model written by hand without one.
+  std::string modelConfig;
+  /// Every GEMM weight the forward pass quantizes to FP8 by blocks.
+  std::vector<ManifestFp8Weight> fp8Weights;
 };
 
 /// Bytes per element of a slot dtype (f32, bf16, ...), or 0 if unknown.

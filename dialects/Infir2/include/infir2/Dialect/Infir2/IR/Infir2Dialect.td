@@ -77,6 +77,13 @@ def Infir2_Dialect : Dialect {
       return ::llvm::StringLiteral("infir2.gemm_grad_operand");
     }
 
+    /// The module's Hugging Face config.json (a string holding a JSON
+    /// object), put there by infir2-import and carried into the compiled
+    /// trainer's manifest, so that saved model folders have a config.json.
+    static constexpr ::llvm::StringLiteral getModelConfigAttrName() {
+      return ::llvm::StringLiteral("infir2.model_config");
+    }
+
     /// Scalar runtime inputs of the optimizer step, by role
     /// ("learning_rate", "step", "grad_scale").
     static constexpr ::llvm::StringLiteral getInputAttrName() {
