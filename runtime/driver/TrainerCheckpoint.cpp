@@ -156,7 +156,9 @@ Status Trainer::loadCheckpoint(const std::string &path) {
   std::string config = (fs::path(dir) / kModelConfigFile).string();
   if (has(dir, kModelConfigFile))
     INFIR2_RETURN_IF_ERROR(checkModelConfig(config, m_.modelConfig));
-  else if (!resume)
+  // A model written by hand without a config saves none, and has nothing
+  // to check one against.
+  else if (!resume && !m_.modelConfig.empty())
     return fail("%s: no %s (a Hugging Face model folder has one)",
                 dir.c_str(), kModelConfigFile);
   if (!resume) {
