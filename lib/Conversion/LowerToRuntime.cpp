@@ -118,6 +118,12 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
           })
           .Case([&](AttentionOp a) { return attention(a); })
           .Case([&](AttentionGradOp a) { return attention(a); })
+          .Case([&](CacheWriteOp) { return named("cache_write"); })
+          .Case([&](CacheAttentionOp a) {
+            return named("cache_attention",
+                         {double(a.getNumHeads()), double(a.getNumKvHeads()),
+                          double(a.getHeadDim()), a.getEffectiveScale()});
+          })
           .Case([&](SiluOp) { return named("silu"); })
           .Case([&](SwigluOp) { return named("swiglu"); })
           .Case([&](AddOp) { return named("add"); })
@@ -372,7 +378,7 @@ void LowerToRuntimePass::runOnOperation() {
   for (auto fn : module.getOps<func::FuncOp>())
     (fn->hasAttr(rtir::RuntimeDialect::getSymbolAttrName()) ? planned : others)
         .push_back(fn);
-  // The trainer's steps in a fixed order: train, optimizer, eval.
+  // The trainer's steps in a fixed order: train, optimizer, eval, decode.
   auto rank = [](func::FuncOp fn) {
     StringRef s = fn->getAttrOfType<StringAttr>(
                         rtir::RuntimeDialect::getSymbolAttrName())

@@ -66,6 +66,8 @@ LogicalResult Interpreter::run(Operation *op) {
       .Case([&](RMSNormOp o) { return rmsNorm(o); })
       .Case([&](RopeOp o) { return rope(o); })
       .Case([&](AttentionOp o) { return attention(o); })
+      .Case([&](CacheWriteOp o) { return cacheWrite(o); })
+      .Case([&](CacheAttentionOp o) { return cacheAttention(o); })
       .Case([&](SiluOp o) {
         Tensor out = get(o.getInput());
         for (double &x : out.data)

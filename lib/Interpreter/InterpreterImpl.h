@@ -61,7 +61,8 @@ struct AttentionRows {
   int64_t batch, sq, skv, heads, group, hd, qw, kw;
   double scale;
   bool causal;
-  const Tensor *segments; ///< [batch, sq] or null
+  const Tensor *segments;            ///< [batch, sq] or null
+  const Tensor *positions = nullptr; ///< cache_attention's [batch, sq]
 
   template <typename OpTy>
   static AttentionRows of(OpTy op, const Tensor &q, const Tensor &k,
@@ -91,7 +92,9 @@ struct AttentionRows {
   int64_t probabilities(const Tensor &q, const Tensor &k, int64_t b, int64_t h,
                         int64_t s, std::vector<double> &p) const {
     const double *qv = row(q, b, s, h, true);
-    int64_t visible = causal ? s + 1 : skv;
+    int64_t visible = positions ? int64_t(positions->data[b * sq + s]) + 1
+                      : causal  ? s + 1
+                                : skv;
     double mx = -std::numeric_limits<double>::infinity();
     for (int64_t t = 0; t < visible; ++t) {
       if (!sees(b, s, t)) {
@@ -169,6 +172,8 @@ private:
   mlir::LogicalResult rmsNorm(RMSNormOp op);
   mlir::LogicalResult rope(RopeOp op);
   mlir::LogicalResult attention(AttentionOp op);
+  mlir::LogicalResult cacheWrite(CacheWriteOp op);
+  mlir::LogicalResult cacheAttention(CacheAttentionOp op);
   mlir::LogicalResult crossEntropy(CrossEntropyOp op);
   mlir::LogicalResult transpose(TransposeOp op);
   template <typename Fn>

@@ -118,11 +118,9 @@ LogicalResult Interpreter::rope(RopeOp op) {
   return success();
 }
 
-LogicalResult Interpreter::attention(AttentionOp op) {
-  const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
-               &v = get(op.getValue());
-  AttentionRows a = AttentionRows::of(
-      op, q, k, op.getSegments() ? &get(op.getSegments()) : nullptr);
+/// The result of attention or cache_attention with geometry `a`.
+static Tensor attend(const AttentionRows &a, const Tensor &q, const Tensor &k,
+                     const Tensor &v) {
   Tensor out(q.shape);
   std::vector<double> p(a.skv);
   for (int64_t b = 0; b < a.batch; ++b)
@@ -136,7 +134,52 @@ LogicalResult Interpreter::attention(AttentionOp op) {
             o[i] += p[t] * vv[i];
         }
       }
+  return out;
+}
+
+LogicalResult Interpreter::attention(AttentionOp op) {
+  const Tensor &q = get(op.getQuery()), &k = get(op.getKey());
+  AttentionRows a = AttentionRows::of(
+      op, q, k, op.getSegments() ? &get(op.getSegments()) : nullptr);
+  set(op.getResult(), attend(a, q, k, get(op.getValue())));
+  return success();
+}
+
+/// Fails unless every position lies in [0, length).
+static LogicalResult checkPositions(Operation *op, const Tensor &pos,
+                                    int64_t length) {
+  for (int64_t i = 0, n = pos.getNumElements(); i < n; ++i)
+    if (failed(checkIndex(op, "cache position", pos.data[i], i, length)))
+      return failure();
+  return success();
+}
+
+LogicalResult Interpreter::cacheWrite(CacheWriteOp op) {
+  const Tensor &update = get(op.getUpdate()), &pos = get(op.getPositions());
+  Tensor out = get(op.getCache());
+  int64_t length = out.shape[1], width = out.shape[2], t = update.shape[1];
+  if (failed(checkPositions(op, pos, length)))
+    return failure();
+  for (int64_t r = 0, n = pos.getNumElements(); r < n; ++r)
+    std::copy_n(update.data.begin() + r * width, width,
+                out.data.begin() +
+                    ((r / t) * length + int64_t(pos.data[r])) * width);
   set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult Interpreter::cacheAttention(CacheAttentionOp op) {
+  const Tensor &q = get(op.getQuery()), &k = get(op.getKeyCache()),
+               &pos = get(op.getPositions());
+  if (failed(checkPositions(op, pos, k.shape[1])))
+    return failure();
+  int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(),
+          hd = op.getHeadDim();
+  AttentionRows a{q.shape[0], q.shape[1], k.shape[1],  heads,
+                  heads / kvHeads, hd, heads * hd, kvHeads * hd,
+                  op.getEffectiveScale(), /*causal=*/false,
+                  /*segments=*/nullptr, &pos};
+  set(op.getResult(), attend(a, q, k, get(op.getValueCache())));
   return success();
 }
 

@@ -84,6 +84,13 @@ void infir2::buildBF16RecipePipeline(OpPassManager &pm,
 
 void infir2::buildTrainerPipeline(OpPassManager &pm,
                                   const TrainerPipelineOptions &options) {
+  // From the forward as written, before the recipe rewrites its GEMMs.
+  if (options.decodeLength != 0) {
+    DeriveDecodePassOptions decode;
+    decode.maxLength = std::max<int64_t>(options.decodeLength, 0);
+    decode.ifSupported = options.decodeLength < 0;
+    pm.addPass(createDeriveDecodePass(decode));
+  }
   if (options.recipe == Recipe::fp8)
     addFP8Recipe(pm, options);
   else

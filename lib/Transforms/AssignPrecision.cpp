@@ -107,9 +107,14 @@ void AssignPrecisionPass::runOnOperation() {
     for (const GemmInfo &g : gemms)
       if (std::optional<int64_t> l = layerOf(g.weight))
         numLayers = std::max(numLayers, *l + 1);
+    // Generation runs in the model's own precision (--infir2-derive-decode).
+    bool isDecodeStep = SymbolTable::getSymbolName(fn) == "decode_step";
     for (const GemmInfo &g : gemms)
       g.op->setAttr(fp8::FP8Dialect::getDecisionAttrName(),
-                    decide(g, lmHead, numLayers));
+                    isDecodeStep
+                        ? high(g.role, "the decode step generates in the "
+                                       "model's own precision")
+                        : decide(g, lmHead, numLayers));
   });
 }
 

@@ -158,6 +158,12 @@ FailureOr<int64_t> Planner::argumentSlot(func::FuncOp fn, BlockArgument arg) {
                             {Infir2Dialect::getInputAttrName(), "input"}})
     if (auto name = fn.getArgAttrOfType<StringAttr>(i, attr))
       return slot(fn, kind, name.getValue(), type);
+  if (auto role =
+          fn.getArgAttrOfType<StringAttr>(i, Infir2Dialect::getDecodeAttrName()))
+    return slot(fn, "input", ("decode." + role.getValue()).str(), type);
+  if (auto cache =
+          fn.getArgAttrOfType<StringAttr>(i, Infir2Dialect::getCacheAttrName()))
+    return slot(fn, "cache", cache.getValue(), type);
   if (std::optional<StringRef> role = getBatchInputRole(arg))
     return slot(fn, "input", *role, type);
   return fn.emitError() << "argument #" << i << " of @" << fn.getSymName()
@@ -180,6 +186,12 @@ FailureOr<int64_t> Planner::resultSlot(func::FuncOp fn, unsigned i) {
         {Infir2Dialect::getWorkingCopyOfAttrName(), "param"}})
     if (auto name = fn.getResultAttrOfType<StringAttr>(i, attr))
       return slot(fn, kind, name.getValue(), type);
+  if (auto cache = fn.getResultAttrOfType<StringAttr>(
+          i, Infir2Dialect::getCacheAttrName()))
+    return slot(fn, "cache", cache.getValue(), type);
+  if (auto role = fn.getResultAttrOfType<StringAttr>(
+          i, Infir2Dialect::getDecodeAttrName()))
+    return slot(fn, "output", ("decode." + role.getValue()).str(), type);
   // The one scalar result: the loss (@train_step, @forward), or the global
   // gradient norm (@optimizer_step), which the trainer logs.
   if (type.getRank() == 0) {
@@ -218,6 +230,12 @@ static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     alias[reshape.getResult()] = reshape.getInput();
+  // A cache the step takes and updates once is updated in place: the state
+  // slot of the argument is the state slot of the result.
+  if (auto write = dyn_cast<CacheWriteOp>(op);
+      write && isa<BlockArgument>(write.getCache()) &&
+      write.getCache().hasOneUse())
+    alias[write.getResult()] = write.getCache();
   out.push_back(op);
 }
 
@@ -344,13 +362,17 @@ FailureOr<ModelPlan> infir2::planModel(ModuleOp module) {
     return module.emitError()
            << "expects @train_step and @optimizer_step (run a recipe "
               "pipeline, e.g. --fp8-recipe or --bf16-recipe, first)";
-  // The trainer calls the steps by these symbols (train, optimizer, eval).
+  // The trainer calls the steps by these symbols (train, optimizer, eval,
+  // decode).
   ArrayRef<StringRef> symbols = rtir::RuntimeDialect::getStepSymbols();
   if (failed(planner.planFunction(train, symbols[0])) ||
       failed(planner.planFunction(opt, symbols[1])))
     return failure();
   if (auto fwd = module.lookupSymbol<func::FuncOp>("forward"))
     if (failed(planner.planFunction(fwd, symbols[2])))
+      return failure();
+  if (auto decode = module.lookupSymbol<func::FuncOp>("decode_step"))
+    if (failed(planner.planFunction(decode, symbols[3])))
       return failure();
   // The batch geometry, from the token ids and the logits.
   for (const StateSlot &s : plan.state)

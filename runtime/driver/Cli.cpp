@@ -112,6 +112,22 @@ const Flag kFlags[] = {
     {"--export-fp8", ValueKind::Text, &RunConfig::exportFp8, "DIR",
      "write an FP8 inference export of the --load'ed model to DIR and exit, "
      "training nothing; --data is not needed"},
+    {"--generate", ValueKind::Bool, &RunConfig::generate, "",
+     "generate text from --prompt (after --load) with the compiled decode "
+     "step, print it as it comes, and exit"},
+    {"--prompt", ValueKind::Text, &RunConfig::prompt, "TEXT",
+     "--generate's prompt"},
+    {"--chat", ValueKind::Bool, &RunConfig::chat, "",
+     "put --prompt in the chat template (Qwen's ChatML: a user turn, then "
+     "the assistant's) and stop at its end of turn"},
+    {"--max-new-tokens", ValueKind::Integer, &RunConfig::maxNewTokens, "N",
+     "--generate: at most N new tokens (default 64)"},
+    {"--temperature", ValueKind::Real, &RunConfig::temperature, "T",
+     "--generate: 0 (default) for greedy decoding, else sample from "
+     "softmax(logits / T)"},
+    {"--top-p", ValueKind::Real, &RunConfig::topP, "P",
+     "--generate with a temperature: sample within the most likely tokens "
+     "whose probabilities reach P (default 1: all); --seed seeds the draws"},
     {"--log-every", ValueKind::Integer, &RunConfig::logEvery, "N",
      "progress line every N steps (default 10)"},
     {"--log-jsonl", ValueKind::Text, &RunConfig::logJsonl, "FILE",
@@ -247,8 +263,22 @@ Status infir2::rt::validate(RunConfig &o) {
     return fail("--eval-only needs --eval-data");
   if (!o.exportFp8.empty() && o.load.empty())
     return fail("--export-fp8 needs --load (the model to export)");
+  if (o.generate && (o.evalOnly || !o.exportFp8.empty()))
+    return fail("--generate cannot be used with --eval-only or --export-fp8");
+  if (o.generate && o.prompt.empty())
+    return fail("--generate needs --prompt TEXT");
+  if (!o.generate && (!o.prompt.empty() || o.chat))
+    return fail("--prompt and --chat go with --generate");
+  if (o.maxNewTokens < 1)
+    return fail("--max-new-tokens must be at least 1, got %lld",
+                (long long)o.maxNewTokens);
+  if (!(o.temperature >= 0.0))
+    return fail("--temperature must be 0 (greedy) or positive, got %g",
+                o.temperature);
+  if (!(o.topP > 0.0 && o.topP <= 1.0))
+    return fail("--top-p must be in (0, 1], got %g", o.topP);
   if (o.data.empty() && o.dumpStep.empty() && !o.evalOnly &&
-      o.exportFp8.empty())
+      o.exportFp8.empty() && !o.generate)
     return fail("--data FILE is required (see --help)");
   if (o.schedule != "wsd" && o.schedule != "cosine" && o.schedule != "constant")
     return fail("--schedule must be wsd, cosine or constant, got '%s'",

@@ -45,6 +45,14 @@ struct RunConfig {
   /// Tokenizer files to copy into every saved folder: a tokenizer.json, or
   /// a folder holding tokenizer.json and its companions.
   std::string tokenizer;
+  /// Generate text from --prompt with the decode step and exit.
+  bool generate = false;
+  std::string prompt;
+  /// Wrap --prompt in the chat template (a user turn, then the assistant's).
+  bool chat = false;
+  int64_t maxNewTokens = 64;
+  /// 0: greedy; otherwise softmax(logits / T) within the top-p nucleus.
+  double temperature = 0.0, topP = 1.0;
   /// The --config file the options came from, if any (for the record).
   std::string configFile;
 };

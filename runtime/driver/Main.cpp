@@ -29,6 +29,11 @@
 #include <memory>
 #include <optional>
 
+// A model compiled without a decode step (decode-length=0, or a model the
+// compiler cannot decode) does not define it: the trainer then says so when
+// asked to --generate, instead of failing to link.
+#pragma weak infir2_decode_step
+
 using namespace infir2::rt;
 
 namespace {
@@ -81,7 +86,8 @@ int main(int argc, char **argv) {
   hook = test_hooks::faultInjectionFromEnvironment();
 #endif
   Trainer trainer(std::move(*manifest), cl->config,
-                  {infir2_train_step, infir2_optimizer_step, infir2_eval_step},
+                  {infir2_train_step, infir2_optimizer_step, infir2_eval_step,
+                   infir2_decode_step},
                   comm, hook.get());
   std::string notice;
   Status opened = trainer.open(notice);

@@ -58,6 +58,10 @@ void infir2::rt::writeElement(const std::string &dtype, uint8_t *data,
     store(floatToHalf(v), 2);
   else if (dtype == "f64")
     store(double(v), 8);
+  else if (dtype == "i32")
+    store(int32_t(v), 4);
+  else if (dtype == "i64")
+    store(int64_t(v), 8);
   else
     store(v, 4);
 }

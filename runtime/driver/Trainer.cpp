@@ -267,6 +267,8 @@ Status Trainer::run() {
   INFIR2_RETURN_IF_ERROR(check(device_.upload(0, m_.stateBytes, e_)));
   if (!o_.exportFp8.empty())
     return comm_.rank() == 0 ? exportFp8(o_.exportFp8) : Status::ok();
+  if (o_.generate)
+    return generate();
   if (o_.evalOnly) {
     if (!held_)
       return fail("--eval-only needs --eval-data");

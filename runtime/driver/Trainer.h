@@ -41,6 +41,8 @@ struct ModelEntryPoints {
   int32_t (*trainStep)(infir2rt_context *) = nullptr;
   int32_t (*optimizerStep)(infir2rt_context *) = nullptr;
   int32_t (*evalStep)(infir2rt_context *) = nullptr;
+  /// One token of generation; null for a model compiled without it.
+  int32_t (*decodeStep)(infir2rt_context *) = nullptr;
 };
 
 /// A seam for tests: called at the start of every optimizer step. Production
@@ -118,6 +120,8 @@ private:
   /// Where saved folders take their tokenizer files from: --tokenizer, or
   /// the loaded folder's own; empty for none.
   std::string tokenizerSource() const;
+  // Generation with the decode step (TrainerGenerate.cpp).
+  Status generate();
   // The FP8 inference export (TrainerExport.cpp).
   Status exportFp8(const std::string &out);
   /// Runs the training step on the current batch: true when it computed,

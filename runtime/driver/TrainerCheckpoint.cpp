@@ -189,9 +189,10 @@ Status Trainer::loadCheckpoint(const std::string &path) {
   updates_ = state->updates;
   dataPosition_ = state->dataPosition;
   std::istringstream(state->rng) >> rng_;
+  // --generate's standard output is the generated text alone.
   if (comm_.rank() == 0)
-    std::printf("resumed from %s at step %lld\n", dir.c_str(),
-                (long long)step_);
+    std::fprintf(o_.generate ? stderr : stdout, "resumed from %s at step %lld\n",
+                 dir.c_str(), (long long)step_);
   return Status::ok();
 }
 

@@ -60,6 +60,19 @@ def rope(x, positions, head_dim, theta):
 
 
 def forward(cfg, t):
+    """The masked mean loss of the batch in t's arg<n_params + i> entries."""
+    n_params = len([k for k in t if not k.startswith("arg") and not k.startswith("result")])
+    ids, targets, mask, positions = (t[f"arg{n_params + i}"] for i in range(4))
+    segments = t.get(f"arg{n_params + 4}")
+    logits = forward_logits(cfg, t, ids.long(), positions, segments)
+    per_token = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.long().reshape(-1), reduction="none")
+    w = mask.reshape(-1)
+    return (per_token * w).sum() / w.sum()
+
+
+def forward_logits(cfg, t, ids, positions, segments=None):
+    """The logits [B, S, V] of token ids [B, S] at positions [B, S]."""
     D = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads", H)
@@ -67,13 +80,11 @@ def forward(cfg, t):
     eps = cfg["rms_norm_eps"]
     theta = cfg.get("rope_theta", 10000.0)
     L = cfg["num_hidden_layers"]
-    n_params = len([k for k in t if not k.startswith("arg") and not k.startswith("result")])
-    ids, targets, mask, positions = (t[f"arg{n_params + i}"] for i in range(4))
-    ids, targets = ids.long(), targets.long()
     B, S = ids.shape
     # Segment ids (packed samples), when the model takes them: query s sees
     # key j <= s of its own segment only.
-    segments = t.get(f"arg{n_params + 4}", torch.zeros(B, S, dtype=torch.float64))
+    if segments is None:
+        segments = torch.zeros(B, S, dtype=torch.float64)
     allowed = torch.ones(S, S, dtype=torch.bool).tril()[None] & (
         segments[:, :, None] == segments[:, None, :])
     bias = torch.zeros(B, 1, S, S, dtype=torch.float64).masked_fill(
@@ -107,11 +118,7 @@ def forward(cfg, t):
         h = h + (torch.nn.functional.silu(g) * u) @ t[p + "mlp.down_proj.weight"].T
     z = rms_norm(h, t["model.norm.weight"], eps)
     head = t.get("lm_head.weight", t["model.embed_tokens.weight"])
-    logits = z @ head.T
-    per_token = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
-    w = mask.reshape(-1)
-    return (per_token * w).sum() / w.sum()
+    return z @ head.T
 
 
 def main():

@@ -142,6 +142,14 @@ struct TrainerPipelineOptions : public FP8OptionsBase<TrainerPipelineOptions> {
   Option<TrainerStage> stopAfter{
       *this, "stop-after", llvm::cl::desc("The last stage to run"),
       llvm::cl::init(TrainerStage::llvm), trainerStageValues()};
+  Option<int64_t> decodeLength{
+      *this, "decode-length",
+      llvm::cl::desc("The decode step's key/value cache length, the longest "
+                     "prompt plus generated text: -1 for the training "
+                     "sequence length when the model is a causal language "
+                     "model, 0 for no decode step, N for N tokens (an error "
+                     "if the model cannot decode)"),
+      llvm::cl::init(-1)};
 
   TrainerPipelineOptions() { dataParallel.setInitialValue(true); }
 };
@@ -158,7 +166,8 @@ void buildBF16RecipePipeline(mlir::OpPassManager &pm,
                              const BF16RecipeOptions &options);
 
 /// Adds the whole way from a model to the LLVM dialect, in stages (each
-/// verified by the pass manager): the recipe, --infir2-plan-memory,
+/// verified by the pass manager): the decode step (--infir2-derive-decode,
+/// per `decode-length`), the recipe, --infir2-plan-memory,
 /// --infir2-lower-to-runtime, --convert-infir2rt-to-llvm; up to `stop-after`.
 void buildTrainerPipeline(mlir::OpPassManager &pm,
                           const TrainerPipelineOptions &options);

@@ -116,6 +116,50 @@ def OptimizerPass : Pass<"infir2-optimizer", "mlir::ModuleOp"> {
   let dependentDialects = ["infir2::Infir2Dialect", "mlir::func::FuncDialect"];
 }
 
+def DeriveDecodePass : Pass<"infir2-derive-decode", "mlir::ModuleOp"> {
+  let summary = "Derives a decode step with a key/value cache from a causal language model's forward function.";
+  let description = [{
+    Given `@forward(params..., batch...) -> loss` whose loss is the
+    `infir2.cross_entropy` of logits `[B, S, V]`, adds
+
+    ```mlir
+    func.func @decode_step(params...,
+        %ids: tensor<1x1xi32> {infir2.decode = "input_ids"},
+        %pos: tensor<1x1xi32> {infir2.decode = "positions"},
+        %k0: tensor<1xLxW> {infir2.cache = "layers.0.key"}, %v0: ..., ...)
+        -> (tensor<1x1xV> {infir2.decode = "logits"}, caches'...)
+    ```
+
+    the forward pass of one new token at position `pos`: every op that the
+    logits depend on, on `[1, 1, ...]` instead of `[B, S, ...]`, except that
+    each causal `infir2.attention` becomes an `infir2.cache_write` of its keys
+    and values into that layer's cache (the token's row) and an
+    `infir2.cache_attention` of its query over the cache up to `pos`. The
+    memory planner updates the caches in place, so a step reads each cache
+    once and writes one row. `L` is `max-length` (default: the forward's
+    sequence length `S`), the longest prompt plus generated text.
+
+    The loss, targets, loss mask and segments are dropped; the parameters are
+    the forward's, so the step reads the weights training updates. Its GEMMs
+    stay in the model's precision (`--infir2-assign-precision` keeps them).
+
+    A forward the step cannot be derived from is an error naming the reason
+    (non-causal attention, logits that depend on the targets, a tensor not
+    shaped `[B, S, ...]` along the way), or, with `if-supported`, leaves the
+    module unchanged; the trainer then says it cannot generate.
+  }];
+  let options = [
+    Option<"maxLength", "max-length", "int64_t", "0",
+           "The key/value cache's length: the longest prompt plus generated "
+           "text (0: the forward's sequence length)">,
+    Option<"ifSupported", "if-supported", "bool", "false",
+           "Leave the module unchanged, without an error, when the forward "
+           "is not a causal language model the step can be derived from">,
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "The forward function to derive the step from">
+  ];
+}
+
 def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
   let summary = "Decides, per GEMM, FP8 or high precision, and records the decision and its reason.";
   let description = [{
@@ -125,7 +169,9 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
 
     - a GEMM form the interface cannot describe stays as it is;
     - the LM head (the GEMM whose output is the loss's logits, and the
-      gradient GEMMs of its weight) stays in high precision.
+      gradient GEMMs of its weight) stays in high precision;
+    - every GEMM of `@decode_step` (`--infir2-derive-decode`) stays in high
+      precision: generation runs in the model's own precision.
 
     Everything outside GEMMs (embedding, the attention core, norms, softmax,
     loss, residual adds, the optimizer) is never a candidate.

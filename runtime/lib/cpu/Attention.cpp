@@ -5,7 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Causal or full grouped-query attention and its gradient, with optional
-// segment ids (packed samples see only themselves): FP32 dot products, the
+// segment ids (packed samples see only themselves), and attention of new
+// tokens over a key/value cache up to their positions (the decode step's
+// cache_attention, the same loops with another visible range): FP32 dot
+// products, the
 // softmax recomputed in the backward pass; one thread per (batch, head),
 // or per (batch, KV head) for the gradient, whose dK and dV collect from every
 // query head of the group.
@@ -28,23 +31,39 @@ struct Attention {
   int64_t batch, sq, skv, heads, group, hd, qw, kw;
   float scale;
   bool causal;
-  Operand segments; ///< [batch, sq] segment ids; ptr null without them
+  Operand segments;  ///< [batch, sq] segment ids; ptr null without them
+  Operand positions; ///< [batch, sq] cache_attention's positions, or null
 
   /// `outputs`: how many results precede the optional segments operand.
-  Attention(const Call &c, int64_t outputs) {
+  Attention(const Call &c, int64_t outputs, bool overCache = false) {
     Operand q = c.operand(0), k = c.operand(1);
     heads = c.intAttr(0);
     group = heads / c.intAttr(1);
     hd = c.intAttr(2);
     scale = float(c.attr(3));
-    causal = c.attr(4) != 0.0;
     batch = q.dim(0);
     sq = q.dim(1);
     skv = k.dim(1);
     qw = heads * hd;
     kw = (heads / group) * hd;
+    if (overCache) { // (q, k_cache, v_cache, positions, out; 4 attributes)
+      causal = false;
+      positions = c.operand(3);
+      segments = Operand{};
+      return;
+    }
+    causal = c.attr(4) != 0.0;
+    positions = Operand{};
     bool hasSegments = c.numAttrs() > 5 && c.attr(5) != 0.0;
     segments = hasSegments ? c.operand(outputs) : Operand{};
+  }
+
+  /// How many keys query s of sequence b may see: its causal prefix, up to
+  /// its cache position, or all.
+  int64_t visible(int64_t b, int64_t s) const {
+    if (positions.ptr)
+      return positions.getIndex(b * sq + s) + 1;
+    return causal ? s + 1 : skv;
   }
 
   /// Whether query s of sequence b may see key t.
@@ -58,7 +77,7 @@ struct Attention {
   int64_t probabilities(const float *q, const float *k, int64_t b, int64_t h,
                         int64_t s, float *p) const {
     const float *qv = q + (b * sq + s) * qw + h * hd;
-    int64_t visible = causal ? s + 1 : skv;
+    int64_t visible = this->visible(b, s);
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t t = 0; t < visible; ++t) {
       if (!sees(b, s, t)) {
@@ -83,10 +102,17 @@ struct Attention {
 
 } // namespace
 
-int32_t attention(const Call &c) {
-  Attention a(c, 4);
+/// attention and cache_attention: one loop, another visible range.
+static int32_t attend(const Call &c, bool overCache) {
+  Attention a(c, 4, overCache);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
-          out = c.operand(3);
+          out = c.operand(overCache ? 4 : 3);
+  if (overCache)
+    for (int64_t i = 0; i < a.batch * a.sq; ++i)
+      if (int64_t p = a.positions.getIndex(i); p < 0 || p >= a.skv)
+        return c.fail("position %lld of query %lld is outside the cache's "
+                      "%lld rows",
+                      (long long)p, (long long)i, (long long)a.skv);
   std::vector<float> bq, bk, bv, bo;
   const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv);
   float *O = out.output(bo);
@@ -110,6 +136,10 @@ int32_t attention(const Call &c) {
   out.store(O);
   return 0;
 }
+
+int32_t attention(const Call &c) { return attend(c, false); }
+
+int32_t cache_attention(const Call &c) { return attend(c, true); }
 
 int32_t attention_grad(const Call &c) {
   Attention a(c, 7);

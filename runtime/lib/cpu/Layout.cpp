@@ -95,6 +95,26 @@ int32_t embedding_grad(const Call &c) {
   return 0;
 }
 
+int32_t cache_write(const Call &c) {
+  Operand update = c.operand(0), cache = c.operand(1), pos = c.operand(2),
+          out = c.operand(3);
+  int64_t batch = cache.dim(0), length = cache.dim(1), t = update.dim(1);
+  int64_t row = cache.last() * infir2rt_dtype_size(cache.dtype);
+  for (int64_t i = 0; i < batch * t; ++i)
+    if (int64_t p = pos.getIndex(i); p < 0 || p >= length)
+      return c.fail("position %lld of new row %lld is outside the cache's "
+                    "%lld rows",
+                    (long long)p, (long long)i, (long long)length);
+  // In place when the planner gave the result the cache's buffer.
+  if (out.ptr != cache.ptr)
+    std::memcpy(out.ptr, cache.ptr, batch * length * row);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < t; ++s)
+      std::memcpy(out.ptr + (b * length + pos.getIndex(b * t + s)) * row,
+                  update.ptr + (b * t + s) * row, row);
+  return 0;
+}
+
 int32_t reduce_sum(const Call &c) {
   Operand x = c.operand(0), out = c.operand(1);
   std::vector<float> bx;

@@ -4,13 +4,15 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The CUDA versions of the CPU backend's attention and attention_grad: one
+// The CUDA versions of the CPU backend's attention and attention_grad, and
+// of the decode step's cache_write and cache_attention: one
 // thread per (batch, head, query), the softmax over the keys it may see (its
 // own segment's, with segment ids) recomputed in the backward pass (no s x s
 // tensor is stored, as on the CPU). dK and dV collect from every query with float atomics, so their
 // sums come in another order than the CPU backend's. A first, simple
 // kernel: correct before fast (a tiled flash-attention kernel is the
-// performance work ahead).
+// performance work ahead). cache_attention (the decode step) runs the same
+// kernel with each query's visible keys ending at its cache position.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,8 @@
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
+
+#include <vector>
 
 namespace {
 
@@ -35,7 +39,16 @@ struct Geometry {
   int64_t batch, sq, skv, heads, group, hd, qw, kw;
   float scale;
   bool causal;
-  const int32_t *segments; ///< [batch, sq] segment ids, or null
+  const int32_t *segments;  ///< [batch, sq] segment ids, or null
+  const int32_t *positions; ///< [batch, sq] cache_attention's positions
+
+  /// How many keys query s of sequence b may see: its causal prefix, up to
+  /// its cache position, or all.
+  __device__ int64_t visible(int64_t b, int64_t s) const {
+    if (positions)
+      return int64_t(positions[b * sq + s]) + 1;
+    return causal ? s + 1 : skv;
+  }
 
   /// Whether query s of sequence b may see key t.
   __device__ bool sees(int64_t b, int64_t s, int64_t t) const {
@@ -47,7 +60,7 @@ struct Geometry {
 /// normalizer; probabilities are then recomputed on the fly.
 __device__ void softmaxStats(const Geometry &a, View q, View k, int64_t b,
                              int64_t h, int64_t s, float &mx, float &sum) {
-  int64_t visible = a.causal ? s + 1 : a.skv;
+  int64_t visible = a.visible(b, s);
   int64_t qo = (b * a.sq + s) * a.qw + h * a.hd;
   mx = -INFINITY;
   for (int64_t t = 0; t < visible; ++t) {
@@ -92,7 +105,7 @@ __global__ void attentionKernel(Geometry a, View q, View k, View v, View out) {
   float acc[kMaxHeadDim];
   for (int64_t i = 0; i < a.hd; ++i)
     acc[i] = 0.0f;
-  int64_t visible = a.causal ? s + 1 : a.skv;
+  int64_t visible = a.visible(b, s);
   for (int64_t t = 0; t < visible; ++t) {
     if (!a.sees(b, s, t))
       continue;
@@ -114,7 +127,7 @@ __global__ void attentionGradKernel(Geometry a, View q, View k, View v,
   if (id >= a.batch * a.heads * a.sq)
     return;
   int64_t s = id % a.sq, h = (id / a.sq) % a.heads, b = id / (a.sq * a.heads);
-  int64_t kh = h / a.group, visible = a.causal ? s + 1 : a.skv;
+  int64_t kh = h / a.group, visible = a.visible(b, s);
   int64_t qo = (b * a.sq + s) * a.qw + h * a.hd;
   float mx, sum;
   softmaxStats(a, q, k, b, h, s, mx, sum);
@@ -158,13 +171,14 @@ int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
   a.group = a.heads / int64_t(descAttr(desc, 1));
   a.hd = int64_t(descAttr(desc, 2));
   a.scale = float(descAttr(desc, 3));
-  a.causal = descAttr(desc, 4) != 0.0;
+  a.causal = infir2::rt::descAttrCount(desc) > 4 && descAttr(desc, 4) != 0.0;
   a.batch = q.shape[0];
   a.sq = q.shape[1];
   a.skv = k.shape[1];
   a.qw = a.heads * a.hd;
   a.kw = (a.heads / a.group) * a.hd;
   a.segments = nullptr;
+  a.positions = nullptr;
   if (infir2::rt::descAttrCount(desc) > 5 && descAttr(desc, 5) != 0.0) {
     Operand seg = descOperand(ctx, desc, outputs);
     if (seg.dtype != INFIR2RT_I32)
@@ -178,7 +192,67 @@ int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
   return 0;
 }
 
+/// Fails unless every position of `pos` (i32, few) lies in [0, length);
+/// read back on the step's stream.
+int32_t checkPositions(infir2rt_context *ctx, const Operand &pos,
+                       int64_t length, const char *where) {
+  if (pos.dtype != INFIR2RT_I32)
+    return setCallError(ctx, where, "%s", "the CUDA decode step takes i32 "
+                                          "positions");
+  std::vector<int32_t> host(pos.numel);
+  INFIR2_CUDA_CHECK(ctx,
+                    cudaMemcpyAsync(host.data(), pos.ptr, pos.numel * 4,
+                                    cudaMemcpyDeviceToHost,
+                                    infir2::rt::cuda::streamOf(ctx)),
+                    where);
+  INFIR2_CUDA_CHECK(
+      ctx, cudaStreamSynchronize(infir2::rt::cuda::streamOf(ctx)), where);
+  for (int64_t i = 0; i < pos.numel; ++i)
+    if (host[i] < 0 || host[i] >= length)
+      return setCallError(ctx, where,
+                          "position %d of row %lld is outside the cache's "
+                          "%lld rows",
+                          host[i], (long long)i, (long long)length);
+  return 0;
+}
+
+/// Row t of `update` to row positions[t] of its sequence in `out`.
+__global__ void cacheWriteKernel(const uint8_t *update, const int32_t *pos,
+                                 uint8_t *out, int64_t rows, int64_t perSeq,
+                                 int64_t length, int64_t rowBytes) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * rowBytes)
+    return;
+  int64_t r = i / rowBytes, b = r / perSeq;
+  out[(b * length + pos[r]) * rowBytes + i % rowBytes] = update[i];
+}
+
 } // namespace
+
+extern "C" int32_t infir2rt_cuda_cache_write(infir2rt_context *ctx,
+                                             const int64_t *desc,
+                                             const char *where) {
+  Operand update = descOperand(ctx, desc, 0), cache = descOperand(ctx, desc, 1),
+          pos = descOperand(ctx, desc, 2), out = descOperand(ctx, desc, 3);
+  int64_t length = cache.shape[1], rows = update.shape[0] * update.shape[1];
+  if (int32_t rc = checkPositions(ctx, pos, length, where))
+    return rc;
+  int64_t rowBytes = cache.last() * infir2rt_dtype_size(cache.dtype);
+  if (out.ptr != cache.ptr)
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpyAsync(out.ptr, cache.ptr,
+                                      cache.numel *
+                                          infir2rt_dtype_size(cache.dtype),
+                                      cudaMemcpyDeviceToDevice,
+                                      infir2::rt::cuda::streamOf(ctx)),
+                      where);
+  int64_t n = rows * rowBytes;
+  cacheWriteKernel<<<unsigned((n + 255) / 256), 256, 0,
+                     infir2::rt::cuda::streamOf(ctx)>>>(
+      update.ptr, reinterpret_cast<const int32_t *>(pos.ptr), out.ptr, rows,
+      update.shape[1], length, rowBytes);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
+}
 
 extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
                                            const int64_t *desc,
@@ -191,6 +265,27 @@ extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
                     infir2::rt::cuda::streamOf(ctx)>>>(
       a, viewOf(descOperand(ctx, desc, 0)), viewOf(descOperand(ctx, desc, 1)),
       viewOf(descOperand(ctx, desc, 2)), viewOf(descOperand(ctx, desc, 3)));
+  return infir2::rt::cuda::finishLaunch(ctx, where);
+}
+
+/// Attention over a key/value cache: the attention kernel, each query
+/// seeing the cache up to its position (checked on the host first: a few
+/// integers).
+extern "C" int32_t infir2rt_cuda_cache_attention(infir2rt_context *ctx,
+                                                 const int64_t *desc,
+                                                 const char *where) {
+  Geometry a;
+  if (int32_t rc = geometryOf(ctx, desc, where, 4, a))
+    return rc;
+  Operand pos = descOperand(ctx, desc, 3);
+  if (int32_t rc = checkPositions(ctx, pos, a.skv, where))
+    return rc;
+  a.positions = reinterpret_cast<const int32_t *>(pos.ptr);
+  int64_t n = a.batch * a.heads * a.sq;
+  attentionKernel<<<unsigned((n + 127) / 128), 128, 0,
+                    infir2::rt::cuda::streamOf(ctx)>>>(
+      a, viewOf(descOperand(ctx, desc, 0)), viewOf(descOperand(ctx, desc, 1)),
+      viewOf(descOperand(ctx, desc, 2)), viewOf(descOperand(ctx, desc, 4)));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 

@@ -144,7 +144,8 @@ static Type signatureType(Operation *op, unsigned index, bool isResult) {
 
 /// Checks the training-state attributes that name the parameter a tensor
 /// belongs to (`infir2.grad_of`, `infir2.master_of`, ...) and the scalar
-/// `infir2.input` roles. Returns std::nullopt for other attribute names.
+/// `infir2.input` roles, and the decode step's `infir2.decode` roles and
+/// `infir2.cache` names. Returns std::nullopt for other attribute names.
 static std::optional<LogicalResult>
 verifyStateAttr(Operation *op, StringRef what, unsigned index,
                 NamedAttribute attr, Type type) {
@@ -159,6 +160,33 @@ verifyStateAttr(Operation *op, StringRef what, unsigned index,
              << "'" << attrName << "' on " << what << " #" << index
              << " must be \"learning_rate\", \"step\" or "
                 "\"grad_scale\"";
+    return success();
+  }
+  if (attrName == Infir2Dialect::getDecodeAttrName()) {
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    bool isResult = what == "result";
+    if (!role || (isResult ? role.getValue() != "logits"
+                           : role.getValue() != "input_ids" &&
+                                 role.getValue() != "positions"))
+      return op->emitError()
+             << "'" << attrName << "' on " << what << " #" << index
+             << (isResult ? " must be \"logits\""
+                          : " must be \"input_ids\" or \"positions\"");
+    return success();
+  }
+  if (attrName == Infir2Dialect::getCacheAttrName()) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!name || name.getValue().empty())
+      return op->emitError() << "'" << attrName << "' on " << what << " #"
+                             << index << " must name the cache";
+    auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() != 3 ||
+        !isa<FloatType>(tensor.getElementType()))
+      return op->emitError() << "cache '" << name.getValue() << "' (" << what
+                             << " #" << index
+                             << ") must be a float tensor [batch, length, "
+                                "width], got "
+                             << type;
     return success();
   }
   static const std::pair<StringRef, StringRef> kinds[] = {

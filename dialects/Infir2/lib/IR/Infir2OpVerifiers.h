@@ -43,6 +43,11 @@ mlir::LogicalResult checkSameElementType(mlir::Operation *op,
                                          llvm::StringRef refName,
                                          mlir::Value ref);
 
+/// Checks that `v` has the type of `ref`.
+mlir::LogicalResult checkSameType(mlir::Operation *op, llvm::StringRef name,
+                                  mlir::Value v, llvm::StringRef refName,
+                                  mlir::Value ref);
+
 /// Checks the input and weight of `rms_norm` and `rms_norm_grad`.
 mlir::LogicalResult verifyRMSNorm(mlir::Operation *op, mlir::Value input,
                                   mlir::Value weight);

@@ -284,8 +284,9 @@ LogicalResult infir2::detail::verifyAttention(Operation *op, Value query,
   return success();
 }
 
-static LogicalResult checkSameType(Operation *op, StringRef name, Value v,
-                                   StringRef refName, Value ref) {
+LogicalResult infir2::detail::checkSameType(Operation *op, StringRef name,
+                                            Value v, StringRef refName,
+                                            Value ref) {
   if (v.getType() == ref.getType())
     return success();
   return op->emitOpError() << "expects the type of '" << name

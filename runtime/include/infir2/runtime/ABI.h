@@ -153,6 +153,9 @@ extern const char infir2_model_manifest[];
 int32_t infir2_train_step(infir2rt_context *ctx);
 int32_t infir2_optimizer_step(infir2rt_context *ctx);
 int32_t infir2_eval_step(infir2rt_context *ctx);
+/// One token of generation (models compiled with a decode step; the trainer
+/// driver declares it weak, see runtime/driver/Main.cpp).
+int32_t infir2_decode_step(infir2rt_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -90,6 +90,17 @@ def Infir2_Dialect : Dialect {
       return ::llvm::StringLiteral("infir2.input");
     }
 
+    /// The decode step's roles (--infir2-derive-decode): on arguments
+    /// "input_ids" and "positions" (the new tokens), on a result "logits".
+    static constexpr ::llvm::StringLiteral getDecodeAttrName() {
+      return ::llvm::StringLiteral("infir2.decode");
+    }
+    /// On a decode step's argument and result: the key/value cache it
+    /// reads and the updated cache, by name (one state slot).
+    static constexpr ::llvm::StringLiteral getCacheAttrName() {
+      return ::llvm::StringLiteral("infir2.cache");
+    }
+
     void registerAttributes();
   }];
 }

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // The ops of the infir2 dialect. This file holds the model ops (the forward
-// graph) and includes the gradient and optimizer ops, so that one
+// graph) and includes the gradient, optimizer and decoding ops, so that one
 // Infir2Ops.h.inc / Infir2Ops.cpp.inc defines every op of the dialect.
 //
 //===----------------------------------------------------------------------===//
@@ -333,5 +333,6 @@ def Infir2_ReduceSumOp : Infir2_Op<"reduce_sum",
 
 include "infir2/Dialect/Infir2/IR/Infir2GradientOps.td"
 include "infir2/Dialect/Infir2/IR/Infir2OptimizerOps.td"
+include "infir2/Dialect/Infir2/IR/Infir2DecodeOps.td"
 
 #endif // INFIR2_DIALECT_INFIR2_IR_INFIR2OPS_TD

@@ -40,7 +40,8 @@ def Runtime_Dialect : Dialect {
     /// The C symbols of the steps a trainer calls (runtime ABI.h).
     static ::llvm::ArrayRef<::llvm::StringRef> getStepSymbols() {
       static const ::llvm::StringRef symbols[] = {
-          "infir2_train_step", "infir2_optimizer_step", "infir2_eval_step"};
+          "infir2_train_step", "infir2_optimizer_step", "infir2_eval_step",
+          "infir2_decode_step"};
       return symbols;
     }
     /// On a planned function: the C symbol its step is exported as (one of
