@@ -17,9 +17,10 @@ packages=(
   # Unit tests, and PyTorch as an independent numerical oracle (run with
   # Debian's /usr/bin/python3, which sees Debian's Python packages).
   libgtest-dev python3-torch python3-numpy
-  # The CPU runtime: BLAS for its GEMMs (OpenMP comes with g++), and MPI for
-  # data-parallel CPU training (mpirun).
-  libopenblas-dev libopenmpi-dev openmpi-bin
+  # The CPU runtime: oneDNN for its BF16 GEMMs (avx512_bf16 / AMX), BLAS for
+  # its FP32 ones (OpenMP comes with g++), and MPI for data-parallel CPU
+  # training (mpirun).
+  libdnnl-dev libopenblas-dev libopenmpi-dev openmpi-bin
   # The trainer driver: its command line (CLI11), every JSON it reads or
   # writes (nlohmann-json) and its TOML --config files (toml++), all
   # header-only.

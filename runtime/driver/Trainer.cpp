@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/resource.h>
+
 using namespace infir2::rt;
 
 StepHook::~StepHook() = default;
@@ -35,6 +37,8 @@ Status Trainer::open(std::string &notice) {
                     notice, error))
     return Failure{error};
   device_.attach(ctx_);
+  if (!device_.onGpu() && comm_.rank() == 0)
+    std::fprintf(stderr, "trainer: CPU GEMMs: %s\n", infir2rt_cpu_gemm_info());
   if (device_.onGpu() && comm_.size() > 1) {
     std::string why;
     comm_.useDeviceCollectives(why);
@@ -437,7 +441,33 @@ Status Trainer::trainLoop() {
     }
     INFIR2_RETURN_IF_ERROR(saveIfDue());
   }
+  if (lead)
+    reportMemory();
   return Status::ok();
+}
+
+void Trainer::reportMemory() const {
+  // The compiler's plan (state and scratch regions) beside what the process
+  // holds: its peak resident set, and, on the CPU, the kernels' reused
+  // temporaries, which the plan does not count.
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  double gib = 1024.0 * 1024.0 * 1024.0;
+  double planned = double(m_.stateBytes + m_.scratchBytes) / gib;
+  double peak = double(usage.ru_maxrss) * 1024.0 / gib;
+  if (device_.onGpu()) {
+    std::fprintf(stderr, "trainer: memory: planned %.2f GiB on the device\n",
+                 planned);
+    return;
+  }
+  std::fprintf(stderr,
+               "trainer: memory: planned %.2f GiB (state %.2f + scratch %.2f), "
+               "kernel temporaries %.2f GiB, peak resident %.2f GiB "
+               "(%+.1f%% of the plan)\n",
+               planned, double(m_.stateBytes) / gib,
+               double(m_.scratchBytes) / gib,
+               double(infir2rt_cpu_pool_bytes()) / gib, peak,
+               100.0 * (peak / planned - 1.0));
 }
 
 Expected<bool> Trainer::stopRequested(int64_t lastSaved) {

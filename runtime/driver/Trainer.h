@@ -99,6 +99,8 @@ private:
   Status evaluateOnly();
   Expected<bool> gradientsFinite();
   Status trainLoop();
+  /// Planned against measured memory, on standard error at the end of a run.
+  void reportMemory() const;
 
   // Checkpoints and dumps (TrainerCheckpoint.cpp).
   /// The whole FP32 tensor of a master or moment slot (gathered from every

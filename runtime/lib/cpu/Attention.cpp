@@ -113,7 +113,7 @@ static int32_t attend(const Call &c, bool overCache) {
         return c.fail("position %lld of query %lld is outside the cache's "
                       "%lld rows",
                       (long long)p, (long long)i, (long long)a.skv);
-  std::vector<float> bq, bk, bv, bo;
+  Buffer bq, bk, bv, bo;
   const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv);
   float *O = out.output(bo);
 #pragma omp parallel
@@ -146,7 +146,7 @@ int32_t attention_grad(const Call &c) {
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
           dout = c.operand(3), dq = c.operand(4), dk = c.operand(5),
           dv = c.operand(6);
-  std::vector<float> bq, bk, bv, bo, bdq, bdk, bdv;
+  Buffer bq, bk, bv, bo, bdq, bdk, bdv;
   const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv),
               *GO = dout.floats(bo);
   float *DQ = dq.output(bdq, true), *DK = dk.output(bdk, true),

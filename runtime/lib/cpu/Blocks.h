@@ -90,8 +90,13 @@ inline float nanMax(float a, float b) {
 
 /// The FP32 values data·scale of a quantized operand (exact under pow2
 /// scales).
-std::vector<float> dequantized(const Operand &data, const Operand &scale,
-                               const int64_t *block);
+Buffer dequantized(const Operand &data, const Operand &scale,
+                   const int64_t *block);
+
+/// The same as BF16 values in `out`; false (and `out` unspecified) when one
+/// of them is not exactly a BF16 value (fp32 scales, or a NaN).
+bool dequantizedBf16(const Operand &data, const Operand &scale,
+                     const int64_t *block, Scratch<uint16_t> &out);
 
 } // namespace infir2::rt::cpu
 

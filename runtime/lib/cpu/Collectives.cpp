@@ -30,7 +30,7 @@ int32_t all_reduce(const Call &c) {
     return 0;
   }
   // One bucket, one collective call.
-  std::vector<float> bucket(total);
+  Buffer bucket(total);
   for (int64_t i = 0, at = 0; i < n; at += c.operand(i).numel, ++i)
     std::memcpy(bucket.data() + at, c.operand(i).ptr,
                 c.operand(i).numel * sizeof(float));

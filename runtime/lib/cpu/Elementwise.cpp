@@ -24,10 +24,10 @@ namespace {
 template <typename Fn>
 int32_t elementwise(const Call &c, int64_t inputs, Fn fn) {
   Operand out = c.operand(inputs);
-  std::vector<float> b0, b1, b2, bo;
+  Buffer b0, b1, b2, bo;
   const float *in[3] = {};
   int64_t n[3] = {};
-  std::vector<float> *bufs[3] = {&b0, &b1, &b2};
+  Buffer *bufs[3] = {&b0, &b1, &b2};
   for (int64_t i = 0; i < inputs; ++i) {
     Operand o = c.operand(i);
     in[i] = o.floats(*bufs[i]);
@@ -38,6 +38,32 @@ int32_t elementwise(const Call &c, int64_t inputs, Fn fn) {
   for (int64_t i = 0; i < out.numel; ++i)
     o[i] = fn(in, n, i);
   out.store(o);
+  return 0;
+}
+
+/// out = fn(lhs, rhs) with rhs repeated over lhs's leading dimensions (its
+/// shape a suffix of lhs's): row by row, without a division per element.
+template <typename Fn> int32_t broadcasting(const Call &c, Fn fn) {
+  Operand lhs = c.operand(0), rhs = c.operand(1), out = c.operand(2);
+  Buffer bl, br, bo;
+  const float *A = lhs.floats(bl), *B = rhs.floats(br);
+  float *O = out.output(bo);
+  int64_t n = rhs.numel, rows = out.numel / n;
+  if (rows == 1) {
+#pragma omp parallel for simd if (n > 65536)
+    for (int64_t i = 0; i < n; ++i)
+      O[i] = fn(A[i], B[i]);
+  } else {
+#pragma omp parallel for if (out.numel > 65536)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *a = A + r * n;
+      float *o = O + r * n;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        o[j] = fn(a[j], B[j]);
+    }
+  }
+  out.store(O);
   return 0;
 }
 
@@ -56,15 +82,11 @@ int32_t swiglu(const Call &c) {
 }
 
 int32_t add(const Call &c) {
-  return elementwise(c, 2, [](const float **in, const int64_t *n, int64_t i) {
-    return in[0][i] + in[1][i % n[1]];
-  });
+  return broadcasting(c, [](float a, float b) { return a + b; });
 }
 
 int32_t mul(const Call &c) {
-  return elementwise(c, 2, [](const float **in, const int64_t *n, int64_t i) {
-    return in[0][i] * in[1][i % n[1]];
-  });
+  return broadcasting(c, [](float a, float b) { return a * b; });
 }
 
 int32_t silu_grad(const Call &c) {
@@ -76,7 +98,7 @@ int32_t silu_grad(const Call &c) {
 int32_t swiglu_grad(const Call &c) {
   Operand g = c.operand(0), u = c.operand(1), dy = c.operand(2),
           dg = c.operand(3), du = c.operand(4);
-  std::vector<float> bg, bu, bd, bdg, bdu;
+  Buffer bg, bu, bd, bdg, bdu;
   const float *G = g.floats(bg), *U = u.floats(bu), *D = dy.floats(bd);
   float *DG = dg.output(bdg), *DU = du.output(bdu);
 #pragma omp parallel for
@@ -92,7 +114,7 @@ int32_t rms_norm(const Call &c) {
   Operand x = c.operand(0), w = c.operand(1), out = c.operand(2);
   float eps = float(c.attr(0));
   int64_t d = x.last(), rows = x.rows();
-  std::vector<float> bx, bw, bo;
+  Buffer bx, bw, bo;
   const float *X = x.floats(bx), *W = w.floats(bw);
   float *O = out.output(bo);
 #pragma omp parallel for
@@ -114,7 +136,7 @@ int32_t rms_norm_grad(const Call &c) {
           dx = c.operand(3), dw = c.operand(4);
   float eps = float(c.attr(0));
   int64_t d = x.last(), rows = x.rows();
-  std::vector<float> bx, bw, bd, bdx, bdw;
+  Buffer bx, bw, bd, bdx, bdw;
   const float *X = x.floats(bx), *W = w.floats(bw), *D = dy.floats(bd);
   float *DX = dx.output(bdx), *DW = dw.output(bdw);
   std::vector<double> dwAcc(d, 0.0);
@@ -153,7 +175,7 @@ int32_t rope(const Call &c) {
   int64_t width = x.last(), seq = x.dim(-2), heads = width / hd;
   int64_t tokens = x.rows();
   bool shared = pos.rank == 1;
-  std::vector<float> bx, bo;
+  Buffer bx, bo;
   const float *X = x.floats(bx);
   float *O = out.output(bo);
 #pragma omp parallel for

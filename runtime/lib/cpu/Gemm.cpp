@@ -4,11 +4,16 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// infir2.matmul and fp8.scaled_matmul through BLAS (cblas_sgemm) with FP32
-// accumulation; the FP8 GEMM on exactly dequantized operands (Blocks.h).
+// infir2.matmul and fp8.scaled_matmul with FP32 accumulation. Operands that
+// are exactly BF16 (BF16 tensors; FP8 values times power-of-two scales,
+// checked as they are dequantized) multiply as BF16 through oneDNN where the
+// CPU has BF16 instructions (Bf16Gemm.h); the others, and every GEMM on
+// other CPUs, through BLAS (cblas_sgemm) on FP32 operands, the FP8 ones
+// exactly dequantized (Blocks.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bf16Gemm.h"
 #include "Blocks.h"
 #include "Operand.h"
 
@@ -46,6 +51,33 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
   sgemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n);
 }
 
+/// The same through the BF16 path, C in FP32 or BF16 (`cBf16`); false when
+/// it is not taken.
+bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+            const uint16_t *a, const uint16_t *b, void *c, bool cBf16) {
+  return bf16Gemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n, cBf16);
+}
+
+/// Runs op(A)·op(B) over `batch` products (B shared when `sharedRhs`) in
+/// BF16; false when the BF16 path is not taken (before any output is
+/// written).
+bool batchedGemm16(bool ta, bool tb, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, bool sharedRhs, const uint16_t *A,
+                   const uint16_t *B, const Operand &out) {
+  bool cBf16 = out.dtype == INFIR2RT_BF16;
+  if (!cBf16 && out.dtype != INFIR2RT_F32)
+    return false;
+  int64_t cBytes = cBf16 ? 2 : 4;
+  if (sharedRhs && !ta) // one GEMM over all rows
+    return gemm16(false, tb, batch * m, n, k, A, B, out.ptr, cBf16);
+  for (int64_t p = 0; p < batch; ++p)
+    if (!gemm16(ta, tb, m, n, k, A + p * m * k,
+                B + (sharedRhs ? 0 : p * k * n), out.ptr + p * m * n * cBytes,
+                cBf16))
+      return false; // only the first can fail: the shapes repeat
+  return true;
+}
+
 struct SingleThreadedBlas {
   SingleThreadedBlas() { openblas_set_num_threads(1); }
 } singleThreadedBlas;
@@ -59,7 +91,13 @@ int32_t matmul(const Call &c) {
   int64_t n = b.dim(tb ? -2 : -1);
   int64_t batch = a.numel / (m * k);
   bool sharedRhs = b.rank == 2;
-  std::vector<float> ba, bb, bo;
+  if (bf16GemmEnabled() && a.dtype == INFIR2RT_BF16 &&
+      b.dtype == INFIR2RT_BF16 &&
+      batchedGemm16(ta, tb, batch, m, n, k, sharedRhs,
+                    reinterpret_cast<const uint16_t *>(a.ptr),
+                    reinterpret_cast<const uint16_t *>(b.ptr), out))
+    return 0;
+  Buffer ba, bb, bo;
   const float *A = a.floats(ba), *B = b.floats(bb);
   float *C = out.output(bo);
   if (sharedRhs && !ta) {
@@ -81,13 +119,24 @@ int32_t scaled_matmul(const Call &c) {
     blockA[i] = c.intAttr(i);
   for (int64_t i = 0; i < b.rank; ++i)
     blockB[i] = c.intAttr(a.rank + i);
-  // FP8 values times their scales are exact in FP32 under the pow2 rule
-  // (and rounded once under fp32 scales); the GEMM accumulates in FP32.
-  std::vector<float> A = dequantized(a, sa, blockA.data());
-  std::vector<float> B = dequantized(b, sb, blockB.data());
   int64_t k = a.last(), m = a.dim(-2), n = b.dim(-2);
   int64_t batch = a.numel / (m * k);
-  std::vector<float> bo;
+  // FP8 values times power-of-two scales are exact in BF16: then the GEMM
+  // multiplies BF16 values, exactly what it would multiply in FP32.
+  if (bf16GemmEnabled() &&
+      (out.dtype == INFIR2RT_F32 || out.dtype == INFIR2RT_BF16)) {
+    Scratch<uint16_t> A16, B16;
+    if (dequantizedBf16(a, sa, blockA.data(), A16) &&
+        dequantizedBf16(b, sb, blockB.data(), B16) &&
+        batchedGemm16(false, true, batch, m, n, k, b.rank == 2, A16.data(),
+                      B16.data(), out))
+      return 0;
+  }
+  // FP8 values times their scales are exact in FP32 under the pow2 rule
+  // (and rounded once under fp32 scales); the GEMM accumulates in FP32.
+  Buffer A = dequantized(a, sa, blockA.data());
+  Buffer B = dequantized(b, sb, blockB.data());
+  Buffer bo;
   float *C = out.output(bo);
   if (b.rank == 2)
     sgemm(false, true, batch * m, n, k, A.data(), B.data(), C);

@@ -12,6 +12,7 @@
 
 #include "Operand.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -19,12 +20,42 @@ namespace infir2::rt::cpu {
 
 int32_t copy(const Call &c) {
   Operand in = c.operand(0), out = c.operand(1);
+  int64_t n = in.numel;
   if (in.dtype == out.dtype) {
-    std::memmove(out.ptr, in.ptr, in.numel * infir2rt_dtype_size(in.dtype));
+    if (in.ptr == out.ptr)
+      return 0;
+    int64_t bytes = n * infir2rt_dtype_size(in.dtype);
+    if (in.ptr < out.ptr + bytes && out.ptr < in.ptr + bytes) {
+      std::memmove(out.ptr, in.ptr, bytes); // overlapping: one pass
+      return 0;
+    }
+    // Large copies (gradient accumulators, weights) in one slice per thread.
+    int64_t chunk = int64_t(1) << 20;
+#pragma omp parallel for if (bytes > 2 * chunk)
+    for (int64_t at = 0; at < bytes; at += chunk)
+      std::memcpy(out.ptr + at, in.ptr + at, std::min(chunk, bytes - at));
     return 0;
   }
-#pragma omp parallel for if (in.numel > 65536)
-  for (int64_t i = 0; i < in.numel; ++i)
+  // The conversions every step makes (FP32 masters to BF16 weights, and
+  // back), without the per-element dispatch of set() / get().
+  if (in.dtype == INFIR2RT_F32 && out.dtype == INFIR2RT_BF16) {
+    const float *x = reinterpret_cast<const float *>(in.ptr);
+    uint16_t *y = reinterpret_cast<uint16_t *>(out.ptr);
+#pragma omp parallel for simd if (n > 65536)
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = floatToBF16(x[i]);
+    return 0;
+  }
+  if (in.dtype == INFIR2RT_BF16 && out.dtype == INFIR2RT_F32) {
+    const uint16_t *x = reinterpret_cast<const uint16_t *>(in.ptr);
+    float *y = reinterpret_cast<float *>(out.ptr);
+#pragma omp parallel for simd if (n > 65536)
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = bf16ToFloat(x[i]);
+    return 0;
+  }
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i)
     out.set(i, in.get(i));
   return 0;
 }
@@ -80,7 +111,7 @@ int32_t embedding(const Call &c) {
 int32_t embedding_grad(const Call &c) {
   Operand ids = c.operand(0), dy = c.operand(1), out = c.operand(2);
   int64_t vocab = out.dim(0), dim = out.dim(1);
-  std::vector<float> bd, bo;
+  Buffer bd, bo;
   const float *D = dy.floats(bd);
   float *O = out.output(bo, true);
   for (int64_t t = 0; t < ids.numel; ++t) {
@@ -117,7 +148,7 @@ int32_t cache_write(const Call &c) {
 
 int32_t reduce_sum(const Call &c) {
   Operand x = c.operand(0), out = c.operand(1);
-  std::vector<float> bx;
+  Buffer bx;
   const float *X = x.floats(bx);
   int64_t n = out.numel, rows = x.numel / n;
   std::vector<double> acc(n, 0.0);

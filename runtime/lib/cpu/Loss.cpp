@@ -60,7 +60,7 @@ int32_t cross_entropy(const Call &c) {
   TokenWeights w;
   if (int32_t err = tokenWeights(c, targets, hasMask, vocab, w))
     return err;
-  std::vector<float> bl;
+  Buffer bl;
   const float *L = logits.floats(bl);
   double total = 0.0; // FP64 sum over tokens: order-independent enough
 #pragma omp parallel for reduction(+ : total)
@@ -84,7 +84,7 @@ int32_t cross_entropy_grad(const Call &c) {
   if (int32_t err = tokenWeights(c, targets, hasMask, vocab, w))
     return err;
   float g = dloss.get(0);
-  std::vector<float> bl, bo;
+  Buffer bl, bo;
   const float *L = logits.floats(bl);
   float *O = out.output(bo);
 #pragma omp parallel for

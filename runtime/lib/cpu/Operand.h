@@ -16,6 +16,8 @@
 #ifndef INFIR2_RUNTIME_CPU_OPERAND_H
 #define INFIR2_RUNTIME_CPU_OPERAND_H
 
+#include "Buffer.h"
+
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/FP8.h"
@@ -96,11 +98,10 @@ struct Operand : DescOperand {
   }
 
   /// The operand as FP32: the storage itself when it is FP32, else a copy.
-  const float *floats(std::vector<float> &buffer) const {
+  const float *floats(Buffer &buffer) const {
     if (dtype == INFIR2RT_F32)
       return reinterpret_cast<const float *>(ptr);
-    buffer.resize(numel);
-    float *out = buffer.data();
+    float *out = buffer.resize(numel);
     if (dtype == INFIR2RT_BF16) { // the common case, kept branch-free
       const uint16_t *in = reinterpret_cast<const uint16_t *>(ptr);
 #pragma omp parallel for if (numel > 65536)
@@ -116,15 +117,14 @@ struct Operand : DescOperand {
 
   /// A place to write FP32 results: the storage itself when it is FP32,
   /// else `buffer` (then call store()). Zeroed only when `zero` is set, for
-  /// kernels that accumulate into their output.
-  float *output(std::vector<float> &buffer, bool zero = false) const {
-    if (dtype == INFIR2RT_F32) {
-      if (zero)
-        std::memset(ptr, 0, numel * sizeof(float));
-      return reinterpret_cast<float *>(ptr);
-    }
-    buffer.assign(numel, 0.0f);
-    return buffer.data();
+  /// kernels that accumulate into their output; otherwise its values are
+  /// unspecified until the kernel writes them.
+  float *output(Buffer &buffer, bool zero = false) const {
+    float *out = dtype == INFIR2RT_F32 ? reinterpret_cast<float *>(ptr)
+                                       : buffer.resize(numel);
+    if (zero)
+      std::memset(out, 0, numel * sizeof(float));
+    return out;
   }
 
   /// Rounds `values` (from output()) into the storage.

@@ -26,7 +26,7 @@ int32_t global_norm(const Call &c) {
   double ss = 0.0;
   for (int64_t g = 0; g < n - 2; ++g) {
     Operand o = c.operand(g);
-    std::vector<float> buf;
+    Buffer buf;
     const float *x = o.floats(buf);
     double local = 0.0;
 #pragma omp parallel for reduction(+ : local)

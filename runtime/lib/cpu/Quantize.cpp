@@ -115,11 +115,12 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
 
 } // namespace
 
-std::vector<float> dequantized(const Operand &data, const Operand &scale,
-                               const int64_t *block) {
+Buffer dequantized(const Operand &data, const Operand &scale,
+                   const int64_t *block) {
   Blocks g(data, block);
   int64_t rows = data.numel / g.C;
-  std::vector<float> s(scale.numel), out(data.numel);
+  std::vector<float> s(scale.numel);
+  Buffer out(data.numel);
   for (int64_t b = 0; b < scale.numel; ++b)
     s[b] = scale.get(b);
   FP8Format format =
@@ -132,13 +133,36 @@ std::vector<float> dequantized(const Operand &data, const Operand &scale,
   return out;
 }
 
+bool dequantizedBf16(const Operand &data, const Operand &scale,
+                     const int64_t *block, Scratch<uint16_t> &out) {
+  Blocks g(data, block);
+  int64_t rows = data.numel / g.C;
+  std::vector<float> s(scale.numel);
+  for (int64_t b = 0; b < scale.numel; ++b)
+    s[b] = scale.get(b);
+  FP8Format format =
+      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3;
+  uint16_t *o = out.resize(data.numel);
+  uint32_t lost = 0; // the low 16 bits of any value: not exact in BF16
+#pragma omp parallel for reduction(| : lost) if (data.numel > 65536)
+  for (int64_t q = 0; q < rows; ++q)
+    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+      float v = fp8ToFloat(data.ptr[i], format) * s[b];
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      lost |= bits & 0xffffu;
+      o[i] = uint16_t(bits >> 16);
+    });
+  return lost == 0;
+}
+
 int32_t quantize(const Call &c) {
   Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2);
   FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
   std::vector<int64_t> block(x.rank);
   for (int64_t i = 0; i < x.rank; ++i)
     block[i] = c.intAttr(2 + i);
-  std::vector<float> bx;
+  Buffer bx;
   return quantizeInto(c, x.floats(bx), data, scale, format, c.attr(1) != 0.0,
                       block.data());
 }
@@ -152,13 +176,13 @@ int32_t quantize_dual(const Call &c) {
   for (int64_t i = 0; i < x.rank; ++i)
     block[i] = c.intAttr(2 + i);
   int64_t blockT[2] = {c.intAttr(2 + x.rank), c.intAttr(3 + x.rank)};
-  std::vector<float> bx;
+  Buffer bx;
   const float *X = x.floats(bx);
   if (int32_t err = quantizeInto(c, X, data, scale, format, pow2, block.data()))
     return err;
   // The [K, T] transpose of the [T, K] view.
   int64_t cols = x.last(), rows = x.rows();
-  std::vector<float> t(x.numel);
+  Buffer t(x.numel);
 #pragma omp parallel for
   for (int64_t j = 0; j < cols; ++j)
     for (int64_t i = 0; i < rows; ++i)
@@ -171,7 +195,7 @@ int32_t dequantize(const Call &c) {
   std::vector<int64_t> block(data.rank);
   for (int64_t i = 0; i < data.rank; ++i)
     block[i] = c.intAttr(i);
-  std::vector<float> x = dequantized(data, scale, block.data());
+  Buffer x = dequantized(data, scale, block.data());
   for (int64_t i = 0; i < out.numel; ++i)
     out.set(i, x[i]);
   return 0;

@@ -128,6 +128,15 @@ typedef struct infir2rt_context {
                           const char *where);
 #include "infir2/runtime/ABI.def"
 
+/// How the CPU backend runs its GEMMs (BF16 products through oneDNN where
+/// the CPU has BF16 instructions, else FP32 SGEMM), in words for the
+/// trainer's start-up line. Decided once per process; INFIR2_CPU_GEMM=fp32
+/// in the environment chooses FP32 SGEMM.
+const char *infir2rt_cpu_gemm_info(void);
+/// Bytes the CPU backend holds for its kernels' temporary copies (outside
+/// the planned regions; reused from step to step).
+int64_t infir2rt_cpu_pool_bytes(void);
+
 /// Bytes per element of a dtype.
 static inline int64_t infir2rt_dtype_size(int64_t dtype) {
   switch (dtype) {

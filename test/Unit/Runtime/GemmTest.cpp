@@ -1,0 +1,185 @@
+//===- GemmTest.cpp - The CPU backend's GEMMs against FP64 sums -----------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// matmul on BF16 operands and scaled_matmul on FP8 operands, through
+// whichever path this process takes (BF16 products through oneDNN, or FP32
+// SGEMM with INFIR2_CPU_GEMM=fp32: ctest runs this binary both ways), against
+// FP64 sums of the same products written here.
+//
+// Tolerance: the products of BF16 (or FP8 times power-of-two scale) values
+// are exact in FP32 on both paths, so the only error of an FP32 result is
+// the FP32 summation's, bounded in any order by (K - 1)·2^-24·Σ|a·b| (Higham,
+// Accuracy and Stability, §3.1), taken here as K·2^-24·Σ|a·b|. A BF16 result
+// adds its one rounding, 2^-8·|c| (RNE, 8-bit significand). A product that
+// was not exact (a value rounded to BF16 on the way in) errs by up to
+// 2^-8·|a·b| each, far outside the bound at K = 256.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DescriptorBuilder.h"
+
+#include "infir2/runtime/FP8.h"
+#include "infir2/runtime/Float.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+using infir2::test::Call;
+using namespace infir2::rt;
+
+namespace {
+
+constexpr uint32_t kSeed = 20261126;
+
+/// Which path this process must take, decided independently of the
+/// runtime: the environment, then the CPU's own feature flags.
+bool expectBf16Path() {
+  const char *v = std::getenv("INFIR2_CPU_GEMM");
+  if (v && std::string(v) == "fp32")
+    return false;
+  return __builtin_cpu_supports("avx512bf16");
+}
+
+TEST(CpuGemm, TakesTheExpectedPath) {
+  std::string info = infir2rt_cpu_gemm_info();
+  std::printf("GEMM path: %s\n", info.c_str());
+  if (expectBf16Path())
+    EXPECT_NE(info.find("oneDNN"), std::string::npos) << info;
+  else
+    EXPECT_EQ(info.find("BF16 products"), std::string::npos) << info;
+}
+
+struct Shape {
+  bool ta, tb, sharedRhs, bf16Out;
+  int64_t batch;
+};
+
+class CpuMatmul : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CpuMatmul, Bf16OperandsAgreeWithFp64Sums) {
+  const Shape s = GetParam();
+  const int64_t m = 40, n = 72, k = 256, batch = s.batch;
+  std::mt19937 rng(kSeed);
+  SCOPED_TRACE("seed " + std::to_string(kSeed));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Call c;
+  std::vector<int64_t> aShape = s.ta ? std::vector<int64_t>{k, m}
+                                     : std::vector<int64_t>{m, k};
+  std::vector<int64_t> bShape = s.tb ? std::vector<int64_t>{n, k}
+                                     : std::vector<int64_t>{k, n};
+  aShape.insert(aShape.begin(), batch);
+  if (!s.sharedRhs)
+    bShape.insert(bShape.begin(), batch);
+  int a = c.add(aShape, INFIR2RT_BF16), b = c.add(bShape, INFIR2RT_BF16);
+  int y = c.add({batch, m, n}, s.bf16Out ? INFIR2RT_BF16 : INFIR2RT_F32);
+  c.attrs({double(s.ta), double(s.tb)});
+  auto *A = reinterpret_cast<uint16_t *>(c.u8(a));
+  auto *B = reinterpret_cast<uint16_t *>(c.u8(b));
+  int64_t na = batch * m * k, nb = (s.sharedRhs ? 1 : batch) * k * n;
+  for (int64_t i = 0; i < na; ++i)
+    A[i] = floatToBF16(normal(rng));
+  for (int64_t i = 0; i < nb; ++i)
+    B[i] = floatToBF16(normal(rng));
+  ASSERT_EQ(c.run(infir2rt_matmul), 0);
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0, abs = 0.0;
+        for (int64_t q = 0; q < k; ++q) {
+          double x = bf16ToFloat(A[p * m * k + (s.ta ? q * m + i : i * k + q)]);
+          double w = bf16ToFloat(B[(s.sharedRhs ? 0 : p * k * n) +
+                                   (s.tb ? j * k + q : q * n + j)]);
+          sum += x * w;
+          abs += std::fabs(x * w);
+        }
+        int64_t at = (p * m + i) * n + j;
+        double got = s.bf16Out
+                         ? bf16ToFloat(reinterpret_cast<uint16_t *>(c.u8(y))[at])
+                         : c.f32(y)[at];
+        double bound = k * std::ldexp(abs, -24) +
+                       (s.bf16Out ? std::ldexp(std::fabs(sum), -8) : 0);
+        ASSERT_LE(std::fabs(got - sum), bound)
+            << "C[" << p << "," << i << "," << j << "]";
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, CpuMatmul,
+    ::testing::Values(Shape{false, false, true, false, 2},
+                      Shape{false, true, true, false, 2},
+                      Shape{true, false, false, false, 2},
+                      Shape{true, true, false, true, 3},
+                      Shape{false, true, false, true, 1},
+                      Shape{false, false, false, false, 3}));
+
+/// scaled_matmul of E4M3 data, A in 1x128 groups and B in 128x128 blocks,
+/// with power-of-two scales (the recipe's: the BF16 path) or arbitrary FP32
+/// ones (not exact in BF16: the FP32 path, whatever the CPU).
+void checkScaledMatmul(bool pow2) {
+  const int64_t m = 64, n = 256, k = 256;
+  std::mt19937 rng(kSeed + pow2);
+  SCOPED_TRACE("seed " + std::to_string(kSeed + pow2));
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_int_distribution<int> exponent(-12, 4);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  Call c;
+  int a = c.add({m, k}, INFIR2RT_E4M3), as = c.add({m, k / 128}, INFIR2RT_F32),
+      b = c.add({n, k}, INFIR2RT_E4M3),
+      bs = c.add({n / 128, k / 128}, INFIR2RT_F32),
+      y = c.add({m, n}, INFIR2RT_F32);
+  c.attrs({1, 128, 128, 128});
+  auto fp8 = [&](uint8_t *p, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) {
+      int v;
+      do
+        v = byte(rng);
+      while ((v & 0x7f) == 0x7f); // not NaN
+      p[i] = uint8_t(v);
+    }
+  };
+  auto scales = [&](float *p, int64_t count) {
+    for (int64_t i = 0; i < count; ++i)
+      p[i] = std::ldexp(pow2 ? 1.0f : mantissa(rng), exponent(rng));
+  };
+  fp8(c.u8(a), m * k);
+  fp8(c.u8(b), n * k);
+  scales(c.f32(as), m * k / 128);
+  scales(c.f32(bs), n * k / 128 / 128);
+  ASSERT_EQ(c.run(infir2rt_scaled_matmul), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0, abs = 0.0;
+      for (int64_t q = 0; q < k; ++q) {
+        double x = double(e4m3ToFloat(c.u8(a)[i * k + q])) *
+                   c.f32(as)[i * (k / 128) + q / 128];
+        double w = double(e4m3ToFloat(c.u8(b)[j * k + q])) *
+                   c.f32(bs)[(j / 128) * (k / 128) + q / 128];
+        // The FP32 path multiplies the dequantized FP32 values: under FP32
+        // scales each is rounded once to FP32.
+        if (!pow2) {
+          x = float(x);
+          w = float(w);
+        }
+        sum += x * w;
+        abs += std::fabs(x * w);
+      }
+      ASSERT_LE(std::fabs(c.f32(y)[i * n + j] - sum), k * std::ldexp(abs, -24))
+          << "C[" << i << "," << j << "]";
+    }
+}
+
+TEST(CpuScaledMatmul, PowerOfTwoScalesAgreeWithFp64Sums) {
+  checkScaledMatmul(true);
+}
+
+TEST(CpuScaledMatmul, Fp32ScalesAgreeWithFp64Sums) { checkScaledMatmul(false); }
+
+} // namespace
