@@ -16,14 +16,25 @@ using namespace infir2::rt;
 Expected<int64_t> infir2::rt::sampleToken(const float *logits, int64_t vocab,
                                           double temperature, double topP,
                                           std::mt19937_64 &rng) {
+  if (vocab < 1)
+    return fail("there are no tokens to choose from");
+  if (!(temperature == 0.0 ||
+        (temperature >= kMinTemperature && std::isfinite(temperature))))
+    return fail("the temperature must be 0 (greedy) or in [%g, inf), got %g",
+                kMinTemperature, temperature);
+  if (!(topP > 0.0 && topP <= 1.0))
+    return fail("top-p must be in (0, 1], got %g", topP);
   int64_t best = 0;
   for (int64_t i = 0; i < vocab; ++i) {
-    if (std::isnan(logits[i]))
-      return fail("the logit of token %lld is NaN", (long long)i);
+    if (!std::isfinite(logits[i]))
+      return fail("the logit of token %lld is %s", (long long)i,
+                  std::isnan(logits[i]) ? "NaN"
+                  : logits[i] > 0       ? "+inf"
+                                        : "-inf");
     if (logits[i] > logits[best])
       best = i;
   }
-  if (temperature <= 0.0)
+  if (temperature == 0.0)
     return best;
   // Probabilities in FP64, most likely first (ties by id, so that a seed
   // always gives the same draw).
@@ -33,9 +44,11 @@ Expected<int64_t> infir2::rt::sampleToken(const float *logits, int64_t vocab,
     return logits[a] > logits[b];
   });
   std::vector<double> p(vocab);
-  double top = double(logits[best]) / temperature, sum = 0.0;
+  // Differences from the largest logit first: finite whatever the logits,
+  // and every term in (0, 1] (the largest is 1, so the sum is at least 1).
+  double top = double(logits[best]), sum = 0.0;
   for (int64_t i = 0; i < vocab; ++i)
-    sum += p[i] = std::exp(double(logits[order[i]]) / temperature - top);
+    sum += p[i] = std::exp((double(logits[order[i]]) - top) / temperature);
   // The nucleus: the most likely tokens until their mass reaches top-p.
   int64_t kept = 0;
   double mass = 0.0;

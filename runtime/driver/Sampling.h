@@ -22,11 +22,17 @@
 
 namespace infir2::rt {
 
+/// The smallest positive temperature: below it, logits divided by the
+/// temperature leave any range a softmax can be computed in; 0 is greedy.
+inline constexpr double kMinTemperature = 1e-6;
+
 /// The next token given one logit per vocabulary entry. Temperature 0 is
 /// greedy: the largest logit, the lowest id among equal ones (as
 /// torch.argmax). Otherwise a draw from softmax(logits / temperature) over
 /// the smallest set of most likely tokens whose probabilities reach `topP`
-/// (1 keeps them all). A NaN logit is an error.
+/// (1 keeps them all). A logit that is NaN or infinite, a temperature that
+/// is neither 0 nor in [kMinTemperature, inf), and a `topP` outside (0, 1]
+/// are errors.
 Expected<int64_t> sampleToken(const float *logits, int64_t vocab,
                               double temperature, double topP,
                               std::mt19937_64 &rng);

@@ -16,11 +16,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace infir2::rt;
 
 namespace {
+
+/// The draws' seed: fixed, so that a failure reproduces, and printed.
+constexpr uint64_t kSeed = 20250611;
 
 TEST(Sampling, GreedyTakesTheLargestLogitAndTheLowestIdOfTies) {
   std::mt19937_64 rng(1);
@@ -38,6 +42,54 @@ TEST(Sampling, NaNLogitsAreAnError) {
   Expected<int64_t> t = sampleToken(logits.data(), 3, 0.0, 1.0, rng);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.message(), "the logit of token 1 is NaN");
+}
+
+TEST(Sampling, InfiniteLogitsAreAnError) {
+  std::mt19937_64 rng(1);
+  for (double temperature : {0.0, 1.0}) {
+    std::vector<float> logits = {0.5f, INFINITY, 1.0f};
+    Expected<int64_t> t = sampleToken(logits.data(), 3, temperature, 1.0, rng);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.message(), "the logit of token 1 is +inf");
+    logits = {0.5f, 1.0f, -INFINITY};
+    t = sampleToken(logits.data(), 3, temperature, 1.0, rng);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.message(), "the logit of token 2 is -inf");
+  }
+}
+
+TEST(Sampling, TemperatureAndTopPOutOfRangeAreErrors) {
+  std::mt19937_64 rng(1);
+  std::vector<float> logits = {0.5f, 2.0f, -1.0f};
+  for (double temperature :
+       {1e-300, 1e-7, -1.0, double(INFINITY), double(NAN)}) {
+    Expected<int64_t> t = sampleToken(logits.data(), 3, temperature, 1.0, rng);
+    ASSERT_FALSE(t) << temperature;
+    EXPECT_NE(t.message().find("the temperature must be 0 (greedy) or in "
+                               "[1e-06, inf)"),
+              std::string::npos)
+        << t.message();
+  }
+  for (double topP : {0.0, -0.5, 1.5, double(NAN)}) {
+    Expected<int64_t> t = sampleToken(logits.data(), 3, 1.0, topP, rng);
+    ASSERT_FALSE(t) << topP;
+    EXPECT_NE(t.message().find("top-p must be in (0, 1]"), std::string::npos)
+        << t.message();
+  }
+}
+
+TEST(Sampling, TheSmallestTemperatureIsAlmostGreedyAndNeverNaN) {
+  // Logits far apart and at the ends of the float range: every probability
+  // stays finite, and the largest logit is drawn.
+  std::mt19937_64 rng(kSeed);
+  SCOPED_TRACE("seed " + std::to_string(kSeed));
+  std::vector<float> logits = {-3e38f, 3e38f, 2.9e38f, 0.0f};
+  for (int i = 0; i < 100; ++i) {
+    Expected<int64_t> t =
+        sampleToken(logits.data(), 4, kMinTemperature, 1.0, rng);
+    ASSERT_TRUE(t) << t.message();
+    EXPECT_EQ(*t, 1);
+  }
 }
 
 /// Draws `n` tokens and returns each token's frequency.
@@ -60,7 +112,8 @@ TEST(Sampling, TemperatureSamplesTheSoftmax) {
   for (float l : logits)
     p.push_back(std::exp(l / temp) / z);
   const int n = 200000;
-  uint64_t seed = std::random_device{}();
+  const uint64_t seed = kSeed;
+  SCOPED_TRACE("seed " + std::to_string(seed));
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::vector<double> f = frequencies(logits, temp, 1.0, n, seed);
   for (size_t i = 0; i < p.size(); ++i)
@@ -74,7 +127,8 @@ TEST(Sampling, TopPKeepsTheSmallestNucleusReachingP) {
   std::vector<float> logits = {std::log(0.5f), std::log(0.3f),
                                std::log(0.15f), std::log(0.05f)};
   const int n = 100000;
-  uint64_t seed = std::random_device{}();
+  const uint64_t seed = kSeed;
+  SCOPED_TRACE("seed " + std::to_string(seed));
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::vector<double> f = frequencies(logits, 1.0, 0.7, n, seed);
   EXPECT_EQ(f[2], 0.0);
