@@ -9,7 +9,7 @@
 // value at its position, then cache_attention of its query) must give,
 // row for row, what causal attention over the whole sequence gives. The
 // same FP32 loops run in both, so the rows must be identical, bit for bit.
-// Inputs are N(0, 1) with a printed seed. Out-of-range positions are
+// Inputs are N(0, 1) from a fixed, printed seed. Out-of-range positions are
 // refused by name.
 //
 //===----------------------------------------------------------------------===//
@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 using infir2::test::Call;
 
@@ -32,7 +33,9 @@ constexpr int64_t kSeq = 12, kLen = 16, kHeads = 4, kKvHeads = 2, kHd = 8;
 constexpr int64_t kQw = kHeads * kHd, kKw = kKvHeads * kHd;
 
 TEST(DecodeKernels, TokenByTokenEqualsCausalAttention) {
-  uint64_t seed = std::random_device{}();
+  // A fixed seed, so that a failure reproduces; named in any failure.
+  const uint64_t seed = 20250611;
+  SCOPED_TRACE("seed " + std::to_string(seed));
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal;
