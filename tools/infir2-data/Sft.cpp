@@ -6,8 +6,9 @@
 //
 // Chat data for supervised fine-tuning: JSONL lines
 //   {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}]}
-// rendered with Qwen2.5's chat template as its tokenizer_config.json renders
-// them for training (no tools, no generation prompt):
+// rendered with Qwen2.5's chat template (ChatTemplate.h, shared with the
+// trainer's --chat) as its tokenizer_config.json renders them for training
+// (no tools, no generation prompt):
 //   <|im_start|>system\n{system, or Qwen's default}<|im_end|>\n
 //   <|im_start|>{role}\n{content}<|im_end|>\n      for every other message
 // and written as a token dataset P plus a loss-mask dataset P.mask (uint8,
@@ -25,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ChatTemplate.h"
 #include "Commands.h"
 #include "Jsonl.h"
 #include "Tokenizer.h"
@@ -41,9 +43,6 @@ using namespace infir2::data;
 using rt::Expected;
 
 namespace {
-
-constexpr const char *kQwenDefaultSystem =
-    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
 struct SftOptions {
   std::string tokenizer, input, outputPrefix, chatTemplate = "qwen2.5";
@@ -91,8 +90,8 @@ public:
   static Expected<ChatEncoder> create(rt::Tokenizer tokenizer,
                                       const std::string &path) {
     ChatEncoder e(std::move(tokenizer));
-    for (auto [text, id] : {std::pair{"<|im_start|>", &e.start_},
-                            std::pair{"<|im_end|>", &e.end_}}) {
+    for (auto [text, id] : {std::pair{rt::chatml::kImStart, &e.start_},
+                            std::pair{rt::chatml::kImEnd, &e.end_}}) {
       std::optional<uint32_t> found = e.tokenizer_.tokenId(text);
       if (!found)
         return rt::fail("%s has no '%s' token: not a ChatML (Qwen) tokenizer",
@@ -111,8 +110,8 @@ public:
     size_t first = 0;
     if (messages[0].role == "system")
       first = 1;
-    turn("system", first ? messages[0].content : kQwenDefaultSystem, false,
-         ids, mask);
+    turn("system", first ? messages[0].content : rt::chatml::kQwenDefaultSystem,
+         false, ids, mask);
     for (size_t i = first; i < messages.size(); ++i)
       turn(messages[i].role, messages[i].content,
            messages[i].role == "assistant", ids, mask);
@@ -128,7 +127,7 @@ private:
     return std::vector<int64_t>(t.begin(), t.end());
   }
 
-  /// <|im_start|>{role}\n{content}<|im_end|>\n
+  /// rt::chatml::turn(role, content), encoded piece by piece for the mask.
   void turn(const std::string &role, const std::string &content, bool trains,
             std::vector<int64_t> &ids, std::vector<int64_t> &mask) {
     auto put = [&](const std::vector<int64_t> &t, bool on) {
