@@ -15,6 +15,7 @@
 
 #include "Cli.h"
 #include "RunConfigFile.h"
+#include "Sampling.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -113,8 +114,8 @@ const Flag kFlags[] = {
      "write an FP8 inference export of the --load'ed model to DIR and exit, "
      "training nothing; --data is not needed"},
     {"--generate", ValueKind::Bool, &RunConfig::generate, "",
-     "generate text from --prompt (after --load) with the compiled decode "
-     "step, print it as it comes, and exit"},
+     "generate text from --prompt with the --load'ed model and the compiled "
+     "decode step, print it as it comes, and exit"},
     {"--prompt", ValueKind::Text, &RunConfig::prompt, "TEXT",
      "--generate's prompt"},
     {"--chat", ValueKind::Bool, &RunConfig::chat, "",
@@ -123,8 +124,8 @@ const Flag kFlags[] = {
     {"--max-new-tokens", ValueKind::Integer, &RunConfig::maxNewTokens, "N",
      "--generate: at most N new tokens (default 64)"},
     {"--temperature", ValueKind::Real, &RunConfig::temperature, "T",
-     "--generate: 0 (default) for greedy decoding, else sample from "
-     "softmax(logits / T)"},
+     "--generate: 0 (default) for greedy decoding, else (1e-6 or more) "
+     "sample from softmax(logits / T)"},
     {"--top-p", ValueKind::Real, &RunConfig::topP, "P",
      "--generate with a temperature: sample within the most likely tokens "
      "whose probabilities reach P (default 1: all); --seed seeds the draws"},
@@ -160,6 +161,7 @@ public:
            "       trainer --eval-only --eval-data FILE [--load PATH] "
            "[options]\n"
            "       trainer --load PATH --export-fp8 DIR [options]\n"
+           "       trainer --load PATH --generate --prompt TEXT [options]\n"
            "       any of these with --config FILE (.json or .toml) holding "
            "the options\n\n" +
            compiled_;
@@ -265,6 +267,8 @@ Status infir2::rt::validate(RunConfig &o) {
     return fail("--export-fp8 needs --load (the model to export)");
   if (o.generate && (o.evalOnly || !o.exportFp8.empty()))
     return fail("--generate cannot be used with --eval-only or --export-fp8");
+  if (o.generate && o.load.empty())
+    return fail("--generate needs --load PATH (the model to generate with)");
   if (o.generate && o.prompt.empty())
     return fail("--generate needs --prompt TEXT");
   if (!o.generate && (!o.prompt.empty() || o.chat))
@@ -272,9 +276,11 @@ Status infir2::rt::validate(RunConfig &o) {
   if (o.maxNewTokens < 1)
     return fail("--max-new-tokens must be at least 1, got %lld",
                 (long long)o.maxNewTokens);
-  if (!(o.temperature >= 0.0))
-    return fail("--temperature must be 0 (greedy) or positive, got %g",
-                o.temperature);
+  if (!(o.temperature == 0.0 ||
+        (o.temperature >= kMinTemperature && std::isfinite(o.temperature))))
+    return fail("--temperature must be 0 (greedy) or a number from %g up, "
+                "got %g",
+                kMinTemperature, o.temperature);
   if (!(o.topP > 0.0 && o.topP <= 1.0))
     return fail("--top-p must be in (0, 1], got %g", o.topP);
   if (o.data.empty() && o.dumpStep.empty() && !o.evalOnly &&

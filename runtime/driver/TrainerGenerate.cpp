@@ -8,7 +8,12 @@
 // (--infir2-derive-decode): the prompt's tokens go through it one at a
 // time, filling the key/value caches, then each new token comes from the
 // last logits (greedy, or sampled) and goes back in, until an end-of-turn
-// or end-of-text token, --max-new-tokens, or the compiled cache length.
+// or end-of-text token, --max-new-tokens, or the compiled cache length L:
+// the prompt and the new tokens together are at most L tokens (the last
+// new token is never fed back, so its row of the cache is not needed).
+// Only ids the text can be decoded from are chosen: the tokenizer's (a
+// model's embedding is often padded beyond them, as Qwen's), or bytes for
+// a model without a tokenizer.
 // The text is printed as it is produced; --log-jsonl records the token ids
 // and, per new token, its logit and the softmax's log-normalizer.
 //
@@ -16,6 +21,7 @@
 
 #include "Trainer.h"
 
+#include "ChatTemplate.h"
 #include "Sampling.h"
 #include "Tokenizer.h"
 
@@ -28,17 +34,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 
 using namespace infir2::rt;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// Qwen2.5's default system prompt, as its chat template writes it when a
-/// conversation has none (and infir2-data sft renders training chats).
-constexpr const char *kQwenDefaultSystem =
-    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
 /// The tokenizer.json of `source` (a file, or a folder holding one).
 std::string tokenizerJson(const std::string &source) {
@@ -49,20 +51,37 @@ std::string tokenizerJson(const std::string &source) {
 }
 
 /// Text to token ids and back: a tokenizer.json, or bytes (as --data-format
-/// text reads text) for a byte-level model without one.
+/// text reads text, 0 to 255) for a byte-level model without one.
 struct TextCodec {
   std::optional<Tokenizer> tokenizer;
   std::vector<uint32_t> stopIds;
 
+  /// One more than the largest id there is text for.
+  int64_t vocabSize() const {
+    return tokenizer ? int64_t(tokenizer->vocabSize()) : 256;
+  }
   std::vector<uint32_t> encode(const std::string &text) {
     if (tokenizer)
       return tokenizer->encode(text, /*addSpecialTokens=*/false);
-    return std::vector<uint32_t>(text.begin(), text.end());
+    std::vector<uint32_t> bytes;
+    for (char c : text)
+      bytes.push_back(static_cast<unsigned char>(c));
+    return bytes;
   }
+  /// The bytes of `ids`: each id's bytes one after another (as
+  /// Tokenizer::decode joins them), so a token decodes alone.
   Expected<std::string> decode(const std::vector<uint32_t> &ids) const {
     if (tokenizer)
       return tokenizer->decode(ids);
-    return std::string(ids.begin(), ids.end());
+    std::string bytes;
+    for (uint32_t id : ids) {
+      if (id > 255)
+        return fail("token %u is not a byte, and the model has no tokenizer "
+                    "to decode it with (give --tokenizer)",
+                    id);
+      bytes.push_back(char(id));
+    }
+    return bytes;
   }
 };
 
@@ -93,7 +112,7 @@ Status Trainer::generate() {
     if (!t)
       return t.failure();
     codec.tokenizer.emplace(std::move(*t));
-    for (const char *stop : {"<|im_end|>", "<|endoftext|>"})
+    for (const char *stop : {chatml::kImEnd, "<|endoftext|>"})
       if (std::optional<uint32_t> id = codec.tokenizer->tokenId(stop))
         codec.stopIds.push_back(*id);
   } else if (vocab < 256) {
@@ -104,24 +123,37 @@ Status Trainer::generate() {
   }
   std::string text = o_.prompt;
   if (o_.chat) {
-    if (!codec.tokenizer || !codec.tokenizer->tokenId("<|im_start|>"))
-      return fail("--chat needs a ChatML (Qwen) tokenizer with <|im_start|> "
-                  "and <|im_end|> tokens");
-    text = std::string("<|im_start|>system\n") + kQwenDefaultSystem +
-           "<|im_end|>\n<|im_start|>user\n" + o_.prompt +
-           "<|im_end|>\n<|im_start|>assistant\n";
+    if (!codec.tokenizer || !codec.tokenizer->tokenId(chatml::kImStart) ||
+        !codec.tokenizer->tokenId(chatml::kImEnd))
+      return fail("--chat needs a ChatML (Qwen) tokenizer with %s and %s "
+                  "tokens",
+                  chatml::kImStart, chatml::kImEnd);
+    text = chatml::promptForAnswer(o_.prompt);
   }
   std::vector<uint32_t> prompt = codec.encode(text);
-  if (int64_t(prompt.size()) > maxLength)
-    return fail("the prompt is %zu tokens, longer than the %lld the decode "
-                "step was compiled for (its key/value cache; recompile with "
-                "--recipe-options=\"decode-length=N\")",
-                prompt.size(), (long long)maxLength);
+  if (prompt.empty())
+    return fail("the prompt encodes to no tokens");
+  if (int64_t(prompt.size()) >= maxLength)
+    return fail("the prompt is %zu tokens, but the decode step was compiled "
+                "for %lld, the prompt and the new tokens together (its "
+                "key/value cache; recompile with "
+                "--recipe-options=\"decode-length=N\" for N > %zu)",
+                prompt.size(), (long long)maxLength, prompt.size());
   for (uint32_t id : prompt)
     if (int64_t(id) >= vocab)
       return fail("the prompt's token %u is outside the model's %lld-token "
                   "vocabulary (a tokenizer for another model?)",
                   id, (long long)vocab);
+
+  // The ids that may be chosen: those below both the model's and the
+  // codec's vocabulary sizes that decode (a tokenizer may skip ids). Every
+  // other row of the logits is masked (the lowest float: never the largest,
+  // and 0 after the softmax).
+  int64_t choosable = std::min(vocab, codec.vocabSize());
+  std::vector<int64_t> holes;
+  for (int64_t i = 0; codec.tokenizer && i < choosable; ++i)
+    if (!codec.decode({uint32_t(i)}))
+      holes.push_back(i);
 
   // One token through the decode step at `position`: its next-token logits.
   std::vector<float> next(size_t(vocab), 0.0f);
@@ -148,17 +180,23 @@ Status Trainer::generate() {
   // Per new token, for checks against other implementations: the chosen
   // token's logit and the log of the softmax's normalizer.
   std::vector<double> chosenLogits, logNormalizers;
-  std::string printed, stop = "max-new-tokens";
+  // The decoded bytes not printed yet: the end of the text when it stops
+  // inside a UTF-8 character.
+  std::string pending, stop = "max-new-tokens";
   for (;;) {
+    // Over all of the model's logits, as another implementation of the
+    // forward computes them, before the mask.
+    double top = *std::max_element(next.begin(), next.end()), sum = 0.0;
+    for (float x : next)
+      sum += std::exp(double(x) - top);
+    for (int64_t i : holes)
+      next[size_t(i)] = std::numeric_limits<float>::lowest();
     Expected<int64_t> token =
-        sampleToken(next.data(), vocab, o_.temperature, o_.topP, rng);
+        sampleToken(next.data(), choosable, o_.temperature, o_.topP, rng);
     if (!token)
       return fail("after %zu new tokens: %s", generated.size(),
                   token.message().c_str());
     uint32_t t = uint32_t(*token);
-    double top = *std::max_element(next.begin(), next.end()), sum = 0.0;
-    for (float x : next)
-      sum += std::exp(double(x) - top);
     chosenLogits.push_back(next[t]);
     logNormalizers.push_back(top + std::log(sum));
     if (std::find(codec.stopIds.begin(), codec.stopIds.end(), t) !=
@@ -169,16 +207,15 @@ Status Trainer::generate() {
     }
     generated.push_back(t);
     // Print what is complete of the text so far (a token can end inside a
-    // character); decoding the whole keeps byte-level merges right.
-    Expected<std::string> sofar = codec.decode(generated);
-    if (!sofar)
-      return sofar.failure();
-    size_t complete = completeUtf8Prefix(*sofar);
-    if (complete > printed.size()) {
-      std::fwrite(sofar->data() + printed.size(), 1,
-                  complete - printed.size(), stdout);
+    // character).
+    Expected<std::string> piece = codec.decode({t});
+    if (!piece)
+      return piece.failure();
+    pending += *piece;
+    if (size_t complete = completeUtf8Prefix(pending)) {
+      std::fwrite(pending.data(), 1, complete, stdout);
       std::fflush(stdout);
-      printed.assign(*sofar, 0, complete);
+      pending.erase(0, complete);
     }
     int64_t length = int64_t(prompt.size() + generated.size());
     if (int64_t(generated.size()) >= o_.maxNewTokens)
@@ -195,9 +232,7 @@ Status Trainer::generate() {
   Expected<std::string> all = codec.decode(shown);
   if (!all)
     return all.failure();
-  if (all->size() > printed.size())
-    std::fwrite(all->data() + printed.size(), 1, all->size() - printed.size(),
-                stdout);
+  std::fwrite(pending.data(), 1, pending.size(), stdout);
   std::printf("\n");
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)

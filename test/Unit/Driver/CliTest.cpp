@@ -252,6 +252,10 @@ TEST(Cli, ModeFlagsAndTheirRequirements) {
   EXPECT_EQ(cl->config.exportFp8, "out");
   EXPECT_FALSE(cl->config.evalOnly);
   EXPECT_EQ(cl->config.maxShardSize, 5'000'000'000);
+  cl = parse({"--load", "ck", "--generate", "--prompt", "x", "--temperature",
+              "1e-6", "--top-p", "1"});
+  ASSERT_TRUE(cl) << cl.message(); // the smallest temperature, all tokens
+  EXPECT_TRUE(cl->config.generate);
 
   std::string missing = dir / "nope";
   std::string noTokenizer =
@@ -268,6 +272,14 @@ TEST(Cli, ModeFlagsAndTheirRequirements) {
       {{"--data", "a", "--eval-only=maybe"},
        "--eval-only expects true or false, got 'maybe'"},
       {{"--data", "a", "--tokenizer", missing.c_str()}, noTokenizer},
+      {{"--generate", "--prompt", "x"},
+       "--generate needs --load PATH (the model to generate with)"},
+      {{"--load", "ck", "--generate"}, "--generate needs --prompt TEXT"},
+      {{"--load", "ck", "--generate", "--prompt", "x", "--temperature", "1e-9"},
+       "--temperature must be 0 (greedy) or a number from 1e-06 up, got "
+       "1e-09"},
+      {{"--load", "ck", "--generate", "--prompt", "x", "--top-p", "1.5"},
+       "--top-p must be in (0, 1], got 1.5"},
   };
   for (const Case &c : cases) {
     Expected<CommandLine> bad = parse(c.args);
