@@ -9,12 +9,47 @@
 #include "infir2/Conversion/Passes.h"
 #include "infir2/Transforms/Passes.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace infir2;
+
+namespace {
+
+/// Fails with `message` at the module: a pipeline option out of range that
+/// reached the builder unchecked (infir2-opt, the C API), refused before any
+/// pass runs rather than read as another value.
+struct BadPipelineOptionPass
+    : public PassWrapper<BadPipelineOptionPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(BadPipelineOptionPass)
+
+  explicit BadPipelineOptionPass(std::string message)
+      : message(std::move(message)) {}
+  StringRef getArgument() const override {
+    return "infir2-bad-pipeline-option";
+  }
+  void runOnOperation() override {
+    // At the module's location, without the module attached as a note.
+    emitError(getOperation().getLoc()) << message;
+    signalPassFailure();
+  }
+
+  std::string message;
+};
+
+} // namespace
+
+std::optional<std::string> infir2::checkDecodeLength(int64_t value) {
+  if (value >= -1)
+    return std::nullopt;
+  return "decode-length must be -1 (the training sequence length), 0 (no "
+         "decode step) or a positive length, got " +
+         std::to_string(value);
+}
 
 /// Derives the training step unless the module already has one, and makes
 /// it data-parallel when asked.
@@ -84,11 +119,16 @@ void infir2::buildBF16RecipePipeline(OpPassManager &pm,
 
 void infir2::buildTrainerPipeline(OpPassManager &pm,
                                   const TrainerPipelineOptions &options) {
+  if (std::optional<std::string> bad =
+          checkDecodeLength(options.decodeLength)) {
+    pm.addPass(std::make_unique<BadPipelineOptionPass>(*bad));
+    return;
+  }
   // From the forward as written, before the recipe rewrites its GEMMs.
   if (options.decodeLength != 0) {
     DeriveDecodePassOptions decode;
-    decode.maxLength = std::max<int64_t>(options.decodeLength, 0);
-    decode.ifSupported = options.decodeLength < 0;
+    decode.maxLength = options.decodeLength == -1 ? 0 : options.decodeLength;
+    decode.ifSupported = options.decodeLength == -1;
     pm.addPass(createDeriveDecodePass(decode));
   }
   if (options.recipe == Recipe::fp8)

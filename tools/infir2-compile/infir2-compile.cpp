@@ -198,6 +198,9 @@ static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
                 " is for zero1=true only: the gradient all-reduce runs at "
                 "any world size"),
            failure();
+  if (std::optional<std::string> bad =
+          infir2::checkDecodeLength(options.decodeLength))
+    return fail("bad --recipe-options: " + *bad), failure();
   if (std::optional<std::string> bad = infir2::checkOptimizerSettings(
           options.beta1, options.beta2, options.eps, options.weightDecay,
           options.gradClip))

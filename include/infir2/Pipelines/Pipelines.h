@@ -23,6 +23,9 @@
 
 #include "mlir/Pass/PassOptions.h"
 
+#include <optional>
+#include <string>
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -148,7 +151,7 @@ struct TrainerPipelineOptions : public FP8OptionsBase<TrainerPipelineOptions> {
                      "prompt plus generated text: -1 for the training "
                      "sequence length when the model is a causal language "
                      "model, 0 for no decode step, N for N tokens (an error "
-                     "if the model cannot decode)"),
+                     "if the model cannot decode); below -1 is an error"),
       llvm::cl::init(-1)};
 
   TrainerPipelineOptions() { dataParallel.setInitialValue(true); }
@@ -165,10 +168,16 @@ void buildFP8RecipePipeline(mlir::OpPassManager &pm,
 void buildBF16RecipePipeline(mlir::OpPassManager &pm,
                              const BF16RecipeOptions &options);
 
+/// Why `decode-length` cannot be `value` (below -1), or std::nullopt. Tools
+/// check it with the other options, before any work; the pipeline refuses it
+/// too, for callers that do not.
+std::optional<std::string> checkDecodeLength(int64_t value);
+
 /// Adds the whole way from a model to the LLVM dialect, in stages (each
 /// verified by the pass manager): the decode step (--infir2-derive-decode,
 /// per `decode-length`), the recipe, --infir2-plan-memory,
 /// --infir2-lower-to-runtime, --convert-infir2rt-to-llvm; up to `stop-after`.
+/// A `decode-length` below -1 adds only a pass that fails, naming it.
 void buildTrainerPipeline(mlir::OpPassManager &pm,
                           const TrainerPipelineOptions &options);
 
