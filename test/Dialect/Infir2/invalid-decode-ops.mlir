@@ -9,6 +9,15 @@ func.func @cache_rank(%u: tensor<1x1x8xf32>, %c: tensor<16x8xf32>, %p: tensor<1x
 
 // -----
 
+// Tests that cache_write's update is [batch, new rows, width].
+func.func @update_rank(%u: tensor<1x8xf32>, %c: tensor<1x16x8xf32>, %p: tensor<1x1xi32>) -> tensor<1x16x8xf32> {
+  // expected-error @+1 {{expects 'update' of rank 3 ([batch, seq, width]), got shape [1, 8]}}
+  %r = infir2.cache_write %u into %c at %p : tensor<1x8xf32> into tensor<1x16x8xf32>, tensor<1x1xi32>
+  return %r : tensor<1x16x8xf32>
+}
+
+// -----
+
 // Tests that the update has the cache's batch and width.
 func.func @cache_width(%u: tensor<1x1x4xf32>, %c: tensor<1x16x8xf32>, %p: tensor<1x1xi32>) -> tensor<1x16x8xf32> {
   // expected-error @+1 {{expects 'update' [1, 1, 4] to have the batch and width of 'cache' [1, 16, 8]}}
