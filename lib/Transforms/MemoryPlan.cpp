@@ -239,6 +239,45 @@ static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
   out.push_back(op);
 }
 
+/// Whether `op` reads element i of `operand` before it writes element i of
+/// `result`, so that the two may share a buffer: the optimizer updates
+/// (every operand and result of one shape), and add / mul with an operand of
+/// the result's shape (not the broadcast one).
+static bool readsBeforeWriting(Operation *op, Value operand, Value result) {
+  if (isa<AdamWOp, SGDOp>(op))
+    return true;
+  if (isa<AddOp, MulOp>(op))
+    return operand.getType() == result.getType();
+  return false;
+}
+
+/// Whether result `v` of a step may be written straight into its state slot
+/// at `offset` instead of the arena and then copied there: no argument of
+/// the step in that slot is read after the op that makes `v`, nor by that op
+/// unless it reads each element before writing it (the optimizer updates
+/// the masters and moments in place, the accumulators add in place).
+static bool writesIntoSlot(Block &entry, Value v, int64_t offset,
+                           const FunctionPlan &fp,
+                           const DenseMap<Value, int64_t> &defAt,
+                           const DenseMap<Value, int64_t> &lastUse) {
+  auto def = defAt.find(v);
+  if (isa<BlockArgument>(v) || def == defAt.end())
+    return false;
+  for (BlockArgument arg : entry.getArguments()) {
+    const Buffer &b = fp.buffers.lookup(arg);
+    if (b.scratch || b.offset != offset)
+      continue;
+    auto last = lastUse.find(arg);
+    if (last == lastUse.end() || last->second < def->second)
+      continue;
+    if (last->second > def->second ||
+        !llvm::is_contained(v.getDefiningOp()->getOperands(), arg) ||
+        !readsBeforeWriting(v.getDefiningOp(), arg, v))
+      return false;
+  }
+  return true;
+}
+
 LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
   FunctionPlan fp;
   fp.symbol = symbol.str();
@@ -278,12 +317,17 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       }
   }
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  DenseMap<Value, int64_t> inPlace; // result -> its state slot's offset
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     FailureOr<int64_t> s = resultSlot(fn, i);
     if (failed(s))
       return failure();
     fp.copyOut.push_back({root(v), *s});
     lastUse[root(v)] = end;
+    if (writesIntoSlot(entry, root(v), plan.state[*s].offset, fp, defAt,
+                       lastUse) &&
+        !inPlace.count(root(v)))
+      inPlace[root(v)] = plan.state[*s].offset;
   }
   // Allocation in schedule order; a buffer is released after its last
   // reader, never before the op that writes its successor runs.
@@ -304,6 +348,10 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       if (!type || !type.hasStaticShape())
         return op->emitError() << "result is not a statically shaped tensor";
       int64_t bytes = storedBytes(type);
+      if (auto it = inPlace.find(r); it != inPlace.end()) {
+        fp.buffers[r] = {false, it->second}; // state: no scratch, no copy
+        continue;
+      }
       fp.buffers[r] = {true, arena.allocate(bytes)};
       MemoryCategory c = categoryOf(r, i, lastUse[r], lossAt, isTrainStep);
       category[r] = c;
@@ -320,6 +368,8 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
     if (it == releaseAfter.end())
       continue;
     for (Value v : it->second) {
+      if (inPlace.count(v))
+        continue;
       int64_t bytes = storedBytes(cast<RankedTensorType>(v.getType()));
       arena.release(fp.buffers[v].offset, bytes);
       live[static_cast<int>(category[v])] -= aligned(bytes);
@@ -436,4 +486,9 @@ void infir2::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
     os << llvm::format("  scratch arena of %-15s %12.3f GiB %16lld bytes\n",
                        f.fn.getSymName().str().c_str(), gib(f.scratchBytes),
                        (long long)f.scratchBytes);
+  // What the trainer allocates: the state and one arena for every step.
+  int64_t allocated = plan.stateBytes + plan.scratchBytes;
+  os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
+                     "allocated (state + arena)", gib(allocated),
+                     (long long)allocated);
 }
