@@ -11,11 +11,13 @@
 #endif
 #include "infir2/runtime/Error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
 #include <unistd.h>
 
 using namespace infir2::rt;
@@ -37,11 +39,20 @@ Device::~Device() {
 #endif
 }
 
+/// Sets `bytes` at `p` to zero, a slice per thread.
+static void zeroInParallel(uint8_t *p, size_t bytes) {
+  constexpr size_t kSlice = size_t(1) << 22;
+  int64_t slices = int64_t((bytes + kSlice - 1) / kSlice);
+#pragma omp parallel for schedule(static) if (slices > 1)
+  for (int64_t i = 0; i < slices; ++i)
+    std::memset(p + i * kSlice, 0, std::min(kSlice, bytes - i * kSlice));
+}
+
 /// Allocates `bytes` (+ slack) of zeroed host memory into `region`, after
 /// `others` bytes already taken; false with `error` when the machine has
 /// less physical memory than the two need, or the allocation fails.
-static bool allocateHost(std::vector<uint8_t> &region, int64_t bytes,
-                         int64_t others, std::string &error) {
+static bool allocateHost(uint8_t *&region, int64_t bytes, int64_t others,
+                         std::string &error) {
   auto gib = [](double b) { return b / (1024.0 * 1024.0 * 1024.0); };
   double physical = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   char text[256];
@@ -53,9 +64,13 @@ static bool allocateHost(std::vector<uint8_t> &region, int64_t bytes,
     error = text;
     return false;
   }
-  try {
-    region.assign(size_t(bytes + 64), 0);
-  } catch (const std::bad_alloc &) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  size_t size = (size_t(bytes) + 64 + kHuge - 1) / kHuge * kHuge;
+  region = static_cast<uint8_t *>(std::aligned_alloc(kHuge, size));
+  if (region) {
+    madvise(region, size, MADV_HUGEPAGE);
+    zeroInParallel(region, size);
+  } else {
     std::snprintf(text, sizeof text,
                   "cannot allocate %.1f GiB of host memory for the model "
                   "(%.1f GiB already allocated)",
@@ -76,10 +91,10 @@ bool Device::open(const std::string &choice, int local, int64_t stateBytes,
   // The host copy of the state; 64 bytes of slack as the compiled step's
   // alignment allows. A model larger than the machine is an error naming
   // the planned and the available memory, not an abort.
-  if (!allocateHost(state_, stateBytes, 0, error))
+  if (!allocateHost(state_.p, stateBytes, 0, error))
     return false;
   auto useCpu = [&] {
-    return allocateHost(scratch_, scratchBytes, stateBytes, error);
+    return allocateHost(scratch_.p, scratchBytes, stateBytes, error);
   };
   if (choice == "cpu")
     return useCpu();
@@ -176,7 +191,7 @@ bool Device::download(int64_t offset, int64_t bytes, std::string &error) {
 }
 
 bool Device::zero(int64_t offset, int64_t bytes, std::string &error) {
-  std::memset(state_.data() + offset, 0, size_t(bytes));
+  zeroInParallel(state_.data() + offset, size_t(bytes));
   if (!gpu_)
     return true;
 #ifdef INFIR2_HAVE_CUDA

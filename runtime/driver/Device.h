@@ -18,6 +18,7 @@
 
 #include "infir2/runtime/ABI.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,18 @@ public:
 private:
   bool gpu_ = false;
   std::string name_ = "the CPU";
-  std::vector<uint8_t> state_, scratch_;
+  /// Host memory for a region: 2 MiB-aligned, with transparent huge pages,
+  /// and touched (zeroed) once when allocated, by every thread, so that no
+  /// step pays for page faults.
+  struct HostRegion {
+    uint8_t *p = nullptr;
+    HostRegion() = default;
+    HostRegion(const HostRegion &) = delete;
+    HostRegion &operator=(const HostRegion &) = delete;
+    ~HostRegion() { std::free(p); }
+    uint8_t *data() const { return p; }
+  };
+  HostRegion state_, scratch_;
   uint8_t *deviceState_ = nullptr, *deviceScratch_ = nullptr;
   void *stream_ = nullptr;
 };

@@ -9,6 +9,8 @@
 #include "infir2/runtime/Float.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstring>
 
 using namespace infir2::rt;
@@ -94,35 +96,145 @@ Extent StateLayout::extentOf(const ManifestSlot &s, int rank) const {
   return {whole->shape, first * rowElems, mine * rowElems};
 }
 
+namespace {
+
+/// An element type, decoded once per tensor rather than per element.
+enum class Kind { F32, BF16, F16, F64 };
+
+Kind kindOf(const std::string &dtype) { // "bf16" (manifest) or "BF16"
+  std::string d = dtype;
+  std::transform(d.begin(), d.end(), d.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  return d == "bf16"  ? Kind::BF16
+         : d == "f16" ? Kind::F16
+         : d == "f64" ? Kind::F64
+                      : Kind::F32;
+}
+
+/// Elements [begin, begin + count) of `data` as FP32.
+void toFloats(Kind k, const uint8_t *data, int64_t begin, int64_t count,
+              float *out) {
+  switch (k) {
+  case Kind::F32:
+    std::memcpy(out, data + 4 * begin, 4 * count);
+    return;
+  case Kind::F64:
+    for (int64_t i = 0; i < count; ++i) {
+      double d;
+      std::memcpy(&d, data + 8 * (begin + i), 8);
+      out[i] = float(d);
+    }
+    return;
+  case Kind::BF16:
+  case Kind::F16:
+    for (int64_t i = 0; i < count; ++i) {
+      uint16_t h;
+      std::memcpy(&h, data + 2 * (begin + i), 2);
+      out[i] = k == Kind::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+    }
+    return;
+  }
+}
+
+/// `count` FP32 values into elements [begin, begin + count) of `data`,
+/// rounded once to its type.
+void fromFloats(Kind k, const float *in, int64_t begin, int64_t count,
+                uint8_t *data) {
+  switch (k) {
+  case Kind::F32:
+    std::memcpy(data + 4 * begin, in, 4 * count);
+    return;
+  case Kind::F64:
+    for (int64_t i = 0; i < count; ++i) {
+      double d = in[i];
+      std::memcpy(data + 8 * (begin + i), &d, 8);
+    }
+    return;
+  case Kind::BF16:
+  case Kind::F16:
+    for (int64_t i = 0; i < count; ++i) {
+      uint16_t h = k == Kind::BF16 ? floatToBF16(in[i]) : floatToHalf(in[i]);
+      std::memcpy(data + 2 * (begin + i), &h, 2);
+    }
+    return;
+  }
+}
+
+uint64_t splitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// Elements [begin, begin + count) of the normal(0, std) draws keyed by
+/// `key`: element i is one half of the Box-Muller pair i / 2, made from the
+/// hash of (key, i / 2). Any element can be drawn on its own, so threads
+/// share the work and the values do not depend on how many there are.
+void normals(uint64_t key, float std, int64_t begin, int64_t count,
+             float *out) {
+  for (int64_t i = begin; i < begin + count;) {
+    uint64_t h = splitMix64(key ^ splitMix64(uint64_t(i >> 1)));
+    // u1 in (0, 1] from 24 bits, so |z| < 5.8; u2 in [0, 1).
+    float u1 = (float(h >> 40) + 1.0f) * 0x1p-24f;
+    float u2 = float(h & 0xffffffu) * 0x1p-24f;
+    float r = std::sqrt(-2.0f * std::log(u1));
+    float z[2] = {r * std::cos(6.28318531f * u2),
+                  r * std::sin(6.28318531f * u2)};
+    for (int c = int(i & 1); c < 2 && i < begin + count; ++c, ++i)
+      out[i - begin] = std * z[c];
+  }
+}
+
+} // namespace
+
 Status StateLayout::writeParameter(
     const ManifestSlot &param, uint8_t *state, int rank,
-    const std::function<float(int64_t)> &value) const {
+    const std::function<void(int64_t, int64_t, float *)> &values) const {
   Expected<const ManifestSlot *> master = get("master", param.name);
   if (!master)
     return master.failure();
   Extent e = extentOf(**master, rank);
   uint8_t *mw = state + (*master)->offset;
   uint8_t *w = state + param.offset;
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
-    float v = value(i);
-    if (e.contains(i))
-      writeElement("f32", mw, i - e.begin, v);
-    writeElement(param.dtype, w, i, v);
+  Kind kind = kindOf(param.dtype);
+  constexpr int64_t kChunk = 16384;
+  int64_t n = param.numel(), chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    float chunk[kChunk];
+    int64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
+    values(begin, count, chunk);
+    int64_t lo = std::max(begin, e.begin),
+            hi = std::min(begin + count, e.begin + e.count);
+    if (hi > lo) // this rank's rows of the FP32 master
+      std::memcpy(mw + 4 * (lo - e.begin), chunk + (lo - begin),
+                  4 * (hi - lo));
+    fromFloats(kind, chunk, begin, count, w);
   }
   return Status::ok();
 }
 
 Status StateLayout::initialize(uint8_t *state, std::mt19937_64 &rng,
                                int rank) const {
-  std::normal_distribution<double> normal(0.0, 1.0);
+  // One draw of the run's generator keys every parameter's values.
+  uint64_t seed = rng();
   for (const ManifestSlot &s : m_.slots) {
     if (s.kind != "param")
       continue;
-    Status written = writeParameter(s, state, rank, [&](int64_t) {
-      return s.init == "ones"     ? 1.0f
-             : s.init == "normal" ? float(s.std * normal(rng))
-                                  : 0.0f;
-    });
+    uint64_t key = seed;
+    for (char ch : s.name) // FNV-1a of the name, from the seed
+      key = (key ^ uint8_t(ch)) * 0x100000001b3ull;
+    key = splitMix64(key);
+    bool normal = s.init == "normal";
+    float value = s.init == "ones" ? 1.0f : 0.0f, std = float(s.std);
+    Status written = writeParameter(
+        s, state, rank, [&](int64_t begin, int64_t count, float *out) {
+          if (normal)
+            normals(key, std, begin, count, out);
+          else
+            std::fill(out, out + count, value);
+        });
     if (!written)
       return written;
   }
@@ -146,8 +258,11 @@ Status StateLayout::loadParameter(const ManifestSlot &s, const StoredTensor &t,
     return fail("%s: tensor '%s' has dtype %s (expected F32, BF16, F16 or "
                 "F64)",
                 path.c_str(), s.name.c_str(), t.dtype.c_str());
+  Kind kind = kindOf(t.dtype);
   return writeParameter(s, state, rank,
-                        [&](int64_t i) { return storedFloat(t, i); });
+                        [&](int64_t begin, int64_t count, float *out) {
+                          toFloats(kind, t.bytes.data(), begin, count, out);
+                        });
 }
 
 Status

@@ -76,9 +76,11 @@ public:
   /// The whole tensor of slot `s` and the part of it `rank` holds.
   Extent extentOf(const ManifestSlot &s, int rank) const;
 
-  /// Draws every parameter (normal(0, std), ones or zeros) from `rng`, into
-  /// its working copy and into this rank's part of its FP32 master. Every
-  /// rank draws every value, so all hold the same weights.
+  /// Draws every parameter (normal(0, std), ones or zeros), into its working
+  /// copy and into this rank's part of its FP32 master. One draw of `rng`
+  /// keys a counter-based generator (each element a function of that key,
+  /// the parameter's name and the element's index), so the threads share
+  /// the work and every rank, whatever its threads, holds the same weights.
   Status initialize(uint8_t *state, std::mt19937_64 &rng, int rank) const;
 
   /// Sets parameter `s` (and this rank's part of its master) from `t`, a
@@ -96,10 +98,13 @@ public:
                         int rank) const;
 
 private:
-  /// Writes value(i) into element i of `param`'s working copy (rounded to
-  /// its type) and, where this rank holds it, of its FP32 master.
-  Status writeParameter(const ManifestSlot &param, uint8_t *state, int rank,
-                        const std::function<float(int64_t)> &value) const;
+  /// Writes the values that values(begin, count, out) puts in `out` for
+  /// elements [begin, begin + count) into `param`'s working copy (rounded to
+  /// its type) and, where this rank holds them, into its FP32 master; the
+  /// chunks are filled and written by several threads at once.
+  Status writeParameter(
+      const ManifestSlot &param, uint8_t *state, int rank,
+      const std::function<void(int64_t, int64_t, float *)> &values) const;
 
   Manifest m_;
 };

@@ -12,6 +12,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <omp.h>
+#include <vector>
 
 using namespace infir2::rt;
 
@@ -89,6 +91,49 @@ TEST(StateLayout, InitializesF16WorkingCopiesFromTheFp32Masters) {
   ASSERT_TRUE(layout.initialize(again.data(), rng2, 0));
   EXPECT_EQ(std::vector<uint8_t>(state.begin(), state.begin() + 16),
             std::vector<uint8_t>(again.begin(), again.begin() + 16));
+}
+
+TEST(StateLayout, InitialWeightsAreNormalWhateverTheThreads) {
+  // 2 x 40000 elements of normal(0, 0.5), more than one chunk per thread.
+  const int64_t rows = 40000, n = rows * 2;
+  Manifest m;
+  m.slots.push_back({"param", "w", "f32", 0, n * 4, {rows, 2}, "normal", 0.5});
+  m.slots.push_back(
+      {"master", "w", "f32", n * 4, n * 4, {rows, 2}, "zeros", 0.0});
+  m.stateBytes = 2 * n * 4;
+  StateLayout layout(m);
+  const uint64_t seed = 11;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto draw = [&](int threads) {
+    std::vector<uint8_t> state(m.stateBytes, 0);
+    std::mt19937_64 rng(seed);
+    int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    EXPECT_TRUE(layout.initialize(state.data(), rng, 0));
+    omp_set_num_threads(before);
+    return state;
+  };
+  std::vector<uint8_t> one = draw(1), two = draw(2), three = draw(3);
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one, three);
+  // The sample's mean and standard deviation: within 5 standard errors of
+  // 0 and 0.5 (the mean's is 0.5 / sqrt(n), the deviation's about
+  // 0.5 / sqrt(2n)); |z| < 5.8 by construction (24-bit uniforms).
+  std::vector<float> w(n);
+  std::memcpy(w.data(), one.data(), n * 4);
+  double sum = 0, sq = 0, biggest = 0;
+  for (float v : w) {
+    sum += v;
+    sq += double(v) * v;
+    biggest = std::max(biggest, double(std::fabs(v)));
+  }
+  double mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+  EXPECT_LT(std::fabs(mean), 5 * 0.5 / std::sqrt(double(n)));
+  EXPECT_LT(std::fabs(sd - 0.5), 5 * 0.5 / std::sqrt(2.0 * n));
+  EXPECT_LT(biggest, 0.5 * 5.8);
+  EXPECT_GT(biggest, 0.5 * 3.5); // the tails are there
+  // The master holds the same values as the FP32 working copy.
+  EXPECT_EQ(0, std::memcmp(one.data(), one.data() + n * 4, n * 4));
 }
 
 TEST(StateLayout, Zero1ShardsAreRowsWithPadding) {
