@@ -8,8 +8,8 @@
 // segment ids (packed samples see only themselves), and attention of new
 // tokens over a key/value cache up to their positions (the decode step's
 // cache_attention, the same loops with another visible range): FP32 dot
-// products, the
-// softmax recomputed in the backward pass; one thread per (batch, head),
+// products (vectorized: summed in lanes, then across them), the softmax
+// recomputed in the backward pass; one thread per (batch, head),
 // or per (batch, KV head) for the gradient, whose dK and dV collect from every
 // query head of the group.
 //
@@ -86,6 +86,7 @@ struct Attention {
       }
       const float *kv = k + (b * skv + t) * kw + (h / group) * hd;
       float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
       for (int64_t i = 0; i < hd; ++i)
         dot += qv[i] * kv[i];
       p[t] = scale * dot;
@@ -128,6 +129,7 @@ static int32_t attend(const Call &c, bool overCache) {
           std::fill(o, o + a.hd, 0.0f);
           for (int64_t t = 0; t < visible; ++t) {
             const float *vv = V + (b * a.skv + t) * a.kw + (h / a.group) * a.hd;
+#pragma omp simd
             for (int64_t i = 0; i < a.hd; ++i)
               o[i] += p[t] * vv[i];
           }
@@ -169,6 +171,7 @@ int32_t attention_grad(const Call &c) {
             for (int64_t t = 0; t < visible; ++t) {
               const float *vv = V + (b * a.skv + t) * a.kw + kh * a.hd;
               float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
               for (int64_t i = 0; i < a.hd; ++i)
                 dot += go[i] * vv[i];
               dp[t] = dot;
@@ -178,10 +181,12 @@ int32_t attention_grad(const Call &c) {
             for (int64_t t = 0; t < visible; ++t) {
               float ds = p[t] * (dp[t] - pdp) * a.scale;
               int64_t kvOff = (b * a.skv + t) * a.kw + kh * a.hd;
+              float pt = p[t];
+#pragma omp simd
               for (int64_t i = 0; i < a.hd; ++i) {
                 dqv[i] += ds * K[kvOff + i];
                 DK[kvOff + i] += ds * qv[i];
-                DV[kvOff + i] += p[t] * go[i];
+                DV[kvOff + i] += pt * go[i];
               }
             }
           }
