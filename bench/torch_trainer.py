@@ -2,9 +2,11 @@
 """The PyTorch CPU baseline for the trainer benchmark: the same Qwen2-style
 model as an HF config describes, the same micro-batch, AdamW with the same
 hyper-parameters and global-norm clipping, trained on the same byte-tokenized
-text, in FP32 (PyTorch's CPU default). Prints tokens/s over the timed steps.
+text, in FP32 (PyTorch's CPU default) or with CPU BF16 autocast (what a user
+would try first for speed: BF16 GEMMs through oneDNN, FP32 weights). Prints
+tokens/s over the timed steps.
 
-Usage: torch_trainer.py CONFIG.json DATA.txt BATCH SEQ STEPS [THREADS]
+Usage: torch_trainer.py CONFIG.json DATA.txt BATCH SEQ STEPS [THREADS [fp32|bf16-autocast]]
 """
 import json
 import sys
@@ -17,6 +19,8 @@ cfg = json.load(open(sys.argv[1]))
 data = open(sys.argv[2], "rb").read()
 B, S, steps = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 torch.set_num_threads(int(sys.argv[6]) if len(sys.argv) > 6 else 2)
+mode = sys.argv[7] if len(sys.argv) > 7 else "fp32"
+assert mode in ("fp32", "bf16-autocast"), mode
 torch.manual_seed(0)
 
 D, H = cfg["hidden_size"], cfg["num_attention_heads"]
@@ -78,6 +82,10 @@ class Model(torch.nn.Module):
         self.embed = torch.nn.Embedding(V, D)
         self.layers = torch.nn.ModuleList(Layer() for _ in range(L))
         self.norm = RMSNorm(D)
+        # Hugging Face's Qwen2 default is an untied LM head.
+        self.tied = cfg.get("tie_word_embeddings", False)
+        if not self.tied:
+            self.lm_head = torch.nn.Linear(D, V, bias=False)
         for p in self.parameters():
             if p.dim() == 2:
                 torch.nn.init.normal_(p, std=0.02)
@@ -90,7 +98,8 @@ class Model(torch.nn.Module):
         h = self.embed(ids)
         for layer in self.layers:
             h = layer(h, self.cos, self.sin)
-        logits = self.norm(h) @ self.embed.weight.T  # tied
+        head = self.embed.weight if self.tied else self.lm_head.weight
+        logits = self.norm(h) @ head.T
         return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
 
 
@@ -112,10 +121,11 @@ for step in range(warmup + steps):
         rows.append(tokens[pos : pos + S + 1])
         pos += S
     batch = torch.stack(rows)
-    loss = model(batch[:, :-1], batch[:, 1:])
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode != "fp32"):
+        loss = model(batch[:, :-1], batch[:, 1:])
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
 elapsed = time.perf_counter() - start
-print(f"pytorch fp32: {steps * B * S / elapsed:.0f} tok/s (loss {loss.item():.4f})")
+print(f"pytorch {mode}: {steps * B * S / elapsed:.0f} tok/s (loss {loss.item():.4f})")
