@@ -41,28 +41,78 @@ int32_t elementwise(const Call &c, int64_t inputs, Fn fn) {
   return 0;
 }
 
+inline float widen(float v) { return v; }
+inline float widen(uint16_t v) { return bf16ToFloat(v); }
+inline void narrow(float &out, float v) { out = v; }
+inline void narrow(uint16_t &out, float v) { out = floatToBF16(v); }
+
+/// o = fn(a, b) with b repeated over `rows` rows of n elements, each operand
+/// FP32 or BF16 as stored: no widened copies, no division per element.
+template <typename A, typename B, typename O, typename Fn>
+void broadcastRows(const A *a, const B *b, O *o, int64_t rows, int64_t n,
+                   Fn fn) {
+#pragma omp parallel for if (rows * n > 65536 && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const A *ar = a + r * n;
+    O *orow = o + r * n;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      narrow(orow[j], fn(widen(ar[j]), widen(b[j])));
+  }
+}
+
+/// The same over one row, split across the threads.
+template <typename A, typename B, typename O, typename Fn>
+void elementwiseRow(const A *a, const B *b, O *o, int64_t n, Fn fn) {
+#pragma omp parallel for simd if (n > 65536)
+  for (int64_t j = 0; j < n; ++j)
+    narrow(o[j], fn(widen(a[j]), widen(b[j])));
+}
+
+template <typename A, typename B, typename O, typename Fn>
+void broadcastTyped(const Operand &lhs, const Operand &rhs, const Operand &out,
+                    Fn fn) {
+  const A *a = reinterpret_cast<const A *>(lhs.ptr);
+  const B *b = reinterpret_cast<const B *>(rhs.ptr);
+  O *o = reinterpret_cast<O *>(out.ptr);
+  int64_t n = rhs.numel, rows = out.numel / n;
+  if (rows == 1)
+    elementwiseRow(a, b, o, n, fn);
+  else
+    broadcastRows(a, b, o, rows, n, fn);
+}
+
 /// out = fn(lhs, rhs) with rhs repeated over lhs's leading dimensions (its
-/// shape a suffix of lhs's): row by row, without a division per element.
+/// shape a suffix of lhs's). FP32 and BF16 operands and results are read
+/// and written as stored; other types go through FP32 copies.
 template <typename Fn> int32_t broadcasting(const Call &c, Fn fn) {
   Operand lhs = c.operand(0), rhs = c.operand(1), out = c.operand(2);
+  auto typed = [](int64_t t) {
+    return t == INFIR2RT_F32 || t == INFIR2RT_BF16;
+  };
+  if (typed(lhs.dtype) && typed(rhs.dtype) && typed(out.dtype)) {
+    bool a16 = lhs.dtype == INFIR2RT_BF16, b16 = rhs.dtype == INFIR2RT_BF16,
+         o16 = out.dtype == INFIR2RT_BF16;
+    using F = float;
+    using H = uint16_t;
+    int which = (a16 ? 4 : 0) | (b16 ? 2 : 0) | (o16 ? 1 : 0);
+    switch (which) {
+    case 0: broadcastTyped<F, F, F>(lhs, rhs, out, fn); break;
+    case 1: broadcastTyped<F, F, H>(lhs, rhs, out, fn); break;
+    case 2: broadcastTyped<F, H, F>(lhs, rhs, out, fn); break;
+    case 3: broadcastTyped<F, H, H>(lhs, rhs, out, fn); break;
+    case 4: broadcastTyped<H, F, F>(lhs, rhs, out, fn); break;
+    case 5: broadcastTyped<H, F, H>(lhs, rhs, out, fn); break;
+    case 6: broadcastTyped<H, H, F>(lhs, rhs, out, fn); break;
+    default: broadcastTyped<H, H, H>(lhs, rhs, out, fn); break;
+    }
+    return 0;
+  }
   Buffer bl, br, bo;
   const float *A = lhs.floats(bl), *B = rhs.floats(br);
   float *O = out.output(bo);
   int64_t n = rhs.numel, rows = out.numel / n;
-  if (rows == 1) {
-#pragma omp parallel for simd if (n > 65536)
-    for (int64_t i = 0; i < n; ++i)
-      O[i] = fn(A[i], B[i]);
-  } else {
-#pragma omp parallel for if (out.numel > 65536)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *a = A + r * n;
-      float *o = O + r * n;
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j)
-        o[j] = fn(a[j], B[j]);
-    }
-  }
+  broadcastRows(A, B, O, rows, n, fn);
   out.store(O);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "infir2/runtime/FP8.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -45,6 +46,39 @@ float blockAbsMax(const float *x, int64_t n) {
     p += poison[l];
   }
   return p == 0.0f ? r : std::numeric_limits<float>::quiet_NaN();
+}
+
+/// data = fp8(x · inv[b]) under power-of-two scales (the reciprocal is
+/// exact), else fp8(x / s[b]), with a branch-free conversion: along a row
+/// of the fast geometry each block of columns is one vectorized loop.
+template <typename Convert>
+void writeCodes(const Blocks &g, int64_t rows, const float *x,
+                const float *factor, bool multiply, uint8_t *out,
+                Convert convert) {
+#pragma omp parallel for if (rows * g.C > 65536)
+  for (int64_t q = 0; q < rows; ++q) {
+    if (!g.fast()) {
+      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+        out[i] = convert(multiply ? x[i] * factor[b] : x[i] / factor[b]);
+      });
+      continue;
+    }
+    int64_t base = g.rowBase(q);
+    for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb) {
+      const float *in = x + q * g.C + cb * g.bc;
+      uint8_t *o = out + q * g.C + cb * g.bc;
+      float f = factor[base + cb];
+      if (multiply) {
+#pragma omp simd
+        for (int64_t c = 0; c < g.bc; ++c)
+          o[c] = convert(in[c] * f);
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < g.bc; ++c)
+          o[c] = convert(in[c] / f);
+      }
+    }
+  }
 }
 
 /// Quantizes the FP32 values `x` (numel of `data`) into `data` and `scale`.
@@ -97,63 +131,93 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
   std::vector<float> inv(scale.numel);
   for (int64_t b = 0; b < scale.numel; ++b)
     inv[b] = 1.0f / s[b];
-  if (pow2) {
-#pragma omp parallel for if (data.numel > 65536)
-    for (int64_t q = 0; q < rows; ++q)
-      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
-        data.ptr[i] = floatToFP8(x[i] * inv[b], format);
-      });
-    return 0;
-  }
-#pragma omp parallel for if (data.numel > 65536)
-  for (int64_t q = 0; q < rows; ++q)
-    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
-      data.ptr[i] = floatToFP8(x[i] / s[b], format);
-    });
+  // Lambdas, not function pointers: the conversion inlines and vectorizes.
+  if (format == FP8Format::E4M3)
+    writeCodes(g, rows, x, pow2 ? inv.data() : s.data(), pow2, data.ptr,
+               [](float v) { return floatToE4M3Branchless(v); });
+  else
+    writeCodes(g, rows, x, pow2 ? inv.data() : s.data(), pow2, data.ptr,
+               [](float v) { return floatToE5M2Branchless(v); });
   return 0;
+}
+
+/// Every code of `format` decoded once (fp8ToFloat), for the dequantizers.
+const float *decodeTable(FP8Format format) {
+  static const auto tables = [] {
+    std::array<std::array<float, 256>, 2> t{};
+    for (int code = 0; code < 256; ++code) {
+      t[0][code] = e4m3ToFloat(uint8_t(code));
+      t[1][code] = e5m2ToFloat(uint8_t(code));
+    }
+    return t;
+  }();
+  return tables[format == FP8Format::E5M2].data();
+}
+
+/// Calls put(i, decoded value of element i · its scale) for every element,
+/// a block of columns at a time along the rows of the fast geometry.
+template <typename Put>
+void forEachDequantized(const Operand &data, const int64_t *block,
+                        const float *s, Put put) {
+  Blocks g(data, block);
+  int64_t rows = data.numel / g.C;
+  const float *table = decodeTable(
+      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3);
+  const uint8_t *codes = data.ptr;
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t q = 0; q < rows; ++q) {
+    if (!g.fast()) {
+      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+        put(i, table[codes[i]] * s[b]);
+      });
+      continue;
+    }
+    int64_t base = g.rowBase(q);
+    for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb) {
+      int64_t at = q * g.C + cb * g.bc;
+      float f = s[base + cb];
+#pragma omp simd
+      for (int64_t c = 0; c < g.bc; ++c)
+        put(at + c, table[codes[at + c]] * f);
+    }
+  }
 }
 
 } // namespace
 
 Buffer dequantized(const Operand &data, const Operand &scale,
                    const int64_t *block) {
-  Blocks g(data, block);
-  int64_t rows = data.numel / g.C;
   std::vector<float> s(scale.numel);
-  Buffer out(data.numel);
   for (int64_t b = 0; b < scale.numel; ++b)
     s[b] = scale.get(b);
-  FP8Format format =
-      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3;
-#pragma omp parallel for if (data.numel > 65536)
-  for (int64_t q = 0; q < rows; ++q)
-    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
-      out[i] = fp8ToFloat(data.ptr[i], format) * s[b];
-    });
+  Buffer out(data.numel);
+  float *o = out.data();
+  forEachDequantized(data, block, s.data(),
+                     [o](int64_t i, float v) { o[i] = v; });
   return out;
 }
 
 bool dequantizedBf16(const Operand &data, const Operand &scale,
                      const int64_t *block, Scratch<uint16_t> &out) {
-  Blocks g(data, block);
-  int64_t rows = data.numel / g.C;
   std::vector<float> s(scale.numel);
   for (int64_t b = 0; b < scale.numel; ++b)
     s[b] = scale.get(b);
-  FP8Format format =
-      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3;
   uint16_t *o = out.resize(data.numel);
-  uint32_t lost = 0; // the low 16 bits of any value: not exact in BF16
-#pragma omp parallel for reduction(| : lost) if (data.numel > 65536)
-  for (int64_t q = 0; q < rows; ++q)
-    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
-      float v = fp8ToFloat(data.ptr[i], format) * s[b];
-      uint32_t bits;
-      std::memcpy(&bits, &v, sizeof bits);
-      lost |= bits & 0xffffu;
-      o[i] = uint16_t(bits >> 16);
-    });
-  return lost == 0;
+  // Any value whose low 16 FP32 bits are not zero is not exact in BF16; the
+  // flags are per element, so the loops stay vectorizable.
+  Scratch<uint8_t> inexact(data.numel);
+  uint8_t *bad = inexact.data();
+  forEachDequantized(data, block, s.data(), [o, bad](int64_t i, float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    bad[i] = (bits & 0xffffu) != 0;
+    o[i] = uint16_t(bits >> 16);
+  });
+  uint8_t any = 0;
+#pragma omp parallel for simd reduction(| : any) if (data.numel > 65536)
+  for (int64_t i = 0; i < data.numel; ++i)
+    any |= bad[i];
+  return any == 0;
 }
 
 int32_t quantize(const Call &c) {

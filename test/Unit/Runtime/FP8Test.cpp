@@ -5,9 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // CUDA's own host-side conversions (cuda_fp8.h, no GPU needed) are the
-// oracle. Every one of the 2^32 float bit patterns is converted by both and
-// the bytes must be identical (tolerance: zero); every FP8 code must decode
-// to the same float.
+// oracle. Every one of the 2^32 float bit patterns is converted by CUDA and
+// by both of ours (the reference and the branch-free one the CPU quantizers
+// run) and the bytes must be identical (tolerance: zero); every FP8 code
+// must decode to the same float.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,7 +43,10 @@ void exhaustive(FP8Format f) {
                end = (1ull << 32) * (t + 1) / threads;
       for (uint64_t i = begin; i < end; ++i) {
         float x = detail::bitsFloat(static_cast<uint32_t>(i));
-        if (floatToFP8(x, f) != cudaConvert(x, f)) {
+        uint8_t branchless = f == FP8Format::E4M3 ? floatToE4M3Branchless(x)
+                                                  : floatToE5M2Branchless(x);
+        uint8_t cuda = cudaConvert(x, f);
+        if (floatToFP8(x, f) != cuda || branchless != cuda) {
           if (mismatches++ == 0)
             firstBad = i;
         }
@@ -54,6 +58,13 @@ void exhaustive(FP8Format f) {
       << "first mismatch at float bits 0x" << std::hex << firstBad.load()
       << ": ours 0x"
       << unsigned(floatToFP8(detail::bitsFloat(uint32_t(firstBad.load())), f))
+      << " (branch-free 0x"
+      << unsigned(f == FP8Format::E4M3
+                      ? floatToE4M3Branchless(
+                            detail::bitsFloat(uint32_t(firstBad.load())))
+                      : floatToE5M2Branchless(
+                            detail::bitsFloat(uint32_t(firstBad.load()))))
+      << ")"
       << ", CUDA 0x"
       << unsigned(cudaConvert(detail::bitsFloat(uint32_t(firstBad.load())), f));
 }

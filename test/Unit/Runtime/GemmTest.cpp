@@ -183,3 +183,51 @@ TEST(CpuScaledMatmul, PowerOfTwoScalesAgreeWithFp64Sums) {
 TEST(CpuScaledMatmul, Fp32ScalesAgreeWithFp64Sums) { checkScaledMatmul(false); }
 
 } // namespace
+
+namespace {
+
+/// transpose against the definition, out[idx] = in[idx permuted], for the
+/// tiled fast path (the last two dimensions swapped; 1, 2 and 4-byte
+/// elements; sizes not multiples of the tile) and the general one.
+void checkTranspose(std::vector<int64_t> shape, std::vector<int64_t> perm,
+                    int64_t dtype) {
+  Call c;
+  std::vector<int64_t> outShape;
+  for (int64_t p : perm)
+    outShape.push_back(shape[p]);
+  int in = c.add(shape, dtype), out = c.add(outShape, dtype);
+  std::vector<double> attrs(perm.begin(), perm.end());
+  c.attrs(attrs);
+  int64_t size = infir2rt_dtype_size(dtype), numel = 1;
+  for (int64_t d : shape)
+    numel *= d;
+  std::mt19937 rng(kSeed);
+  for (int64_t i = 0; i < numel * size; ++i)
+    c.u8(in)[i] = uint8_t(rng());
+  ASSERT_EQ(c.run(infir2rt_transpose), 0);
+  int64_t rank = int64_t(shape.size());
+  std::vector<int64_t> idx(rank, 0), stride(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    stride[i] = stride[i + 1] * shape[i + 1];
+  for (int64_t flat = 0; flat < numel; ++flat) {
+    int64_t src = 0, rest = flat;
+    for (int64_t i = rank - 1; i >= 0; --i) { // out's index, last first
+      idx[i] = rest % outShape[i];
+      rest /= outShape[i];
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      src += idx[i] * stride[perm[i]];
+    ASSERT_EQ(0, std::memcmp(c.u8(out) + flat * size, c.u8(in) + src * size,
+                             size))
+        << "element " << flat;
+  }
+}
+
+TEST(CpuLayout, TransposeAgreesWithItsDefinition) {
+  checkTranspose({70, 45}, {1, 0}, INFIR2RT_F32);
+  checkTranspose({3, 33, 130}, {0, 2, 1}, INFIR2RT_BF16);
+  checkTranspose({129, 64}, {1, 0}, INFIR2RT_E4M3);
+  checkTranspose({4, 5, 6}, {1, 0, 2}, INFIR2RT_F32); // the general path
+}
+
+} // namespace
