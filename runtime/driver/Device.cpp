@@ -30,6 +30,11 @@ int infir2::rt::localRank() {
   return 0;
 }
 
+Device::HostRegion::~HostRegion() {
+  if (p)
+    munmap(p, size);
+}
+
 Device::~Device() {
 #ifdef INFIR2_HAVE_CUDA
   if (stream_)
@@ -51,8 +56,8 @@ static void zeroInParallel(uint8_t *p, size_t bytes) {
 /// Allocates `bytes` (+ slack) of zeroed host memory into `region`, after
 /// `others` bytes already taken; false with `error` when the machine has
 /// less physical memory than the two need, or the allocation fails.
-static bool allocateHost(uint8_t *&region, int64_t bytes, int64_t others,
-                         std::string &error) {
+static bool allocateHost(uint8_t *&region, size_t &mapped, int64_t bytes,
+                         int64_t others, std::string &error) {
   auto gib = [](double b) { return b / (1024.0 * 1024.0 * 1024.0); };
   double physical = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   char text[256];
@@ -64,12 +69,21 @@ static bool allocateHost(uint8_t *&region, int64_t bytes, int64_t others,
     error = text;
     return false;
   }
-  constexpr size_t kHuge = size_t(2) << 20;
+  // Anonymous pages are zero; touching one byte of each (by every thread)
+  // faults them all in now, as huge pages where the kernel allows, instead
+  // of during the first steps.
+  constexpr size_t kHuge = size_t(2) << 20, kPage = 4096;
   size_t size = (size_t(bytes) + 64 + kHuge - 1) / kHuge * kHuge;
-  region = static_cast<uint8_t *>(std::aligned_alloc(kHuge, size));
+  void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  region = p == MAP_FAILED ? nullptr : static_cast<uint8_t *>(p);
+  mapped = region ? size : 0;
   if (region) {
     madvise(region, size, MADV_HUGEPAGE);
-    zeroInParallel(region, size);
+    int64_t pages = int64_t(size / kPage);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < pages; ++i)
+      region[i * kPage] = 0;
   } else {
     std::snprintf(text, sizeof text,
                   "cannot allocate %.1f GiB of host memory for the model "
@@ -91,10 +105,11 @@ bool Device::open(const std::string &choice, int local, int64_t stateBytes,
   // The host copy of the state; 64 bytes of slack as the compiled step's
   // alignment allows. A model larger than the machine is an error naming
   // the planned and the available memory, not an abort.
-  if (!allocateHost(state_.p, stateBytes, 0, error))
+  if (!allocateHost(state_.p, state_.size, stateBytes, 0, error))
     return false;
   auto useCpu = [&] {
-    return allocateHost(scratch_.p, scratchBytes, stateBytes, error);
+    return allocateHost(scratch_.p, scratch_.size, scratchBytes, stateBytes,
+                        error);
   };
   if (choice == "cpu")
     return useCpu();

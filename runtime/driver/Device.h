@@ -63,15 +63,16 @@ public:
 private:
   bool gpu_ = false;
   std::string name_ = "the CPU";
-  /// Host memory for a region: 2 MiB-aligned, with transparent huge pages,
-  /// and touched (zeroed) once when allocated, by every thread, so that no
+  /// Host memory for a region: anonymous pages (zero), with transparent huge
+  /// pages, all faulted in once when allocated, by every thread, so that no
   /// step pays for page faults.
   struct HostRegion {
     uint8_t *p = nullptr;
+    size_t size = 0;
     HostRegion() = default;
     HostRegion(const HostRegion &) = delete;
     HostRegion &operator=(const HostRegion &) = delete;
-    ~HostRegion() { std::free(p); }
+    ~HostRegion();
     uint8_t *data() const { return p; }
   };
   HostRegion state_, scratch_;
