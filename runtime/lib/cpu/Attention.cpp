@@ -7,15 +7,17 @@
 // Causal or full grouped-query attention and its gradient, with optional
 // segment ids (packed samples see only themselves), and attention of new
 // tokens over a key/value cache up to their positions (the decode step's
-// cache_attention, the same loops with another visible range): FP32 dot
-// products (vectorized: summed in lanes, then across them), the softmax
-// recomputed in the backward pass; one thread per (batch, head),
-// or per (batch, KV head) for the gradient, whose dK and dV collect from every
-// query head of the group.
+// cache_attention, one query at a time over the keys it sees): FP32
+// throughout, the products of attention and its gradient as OpenBLAS SGEMMs
+// per head, the softmax recomputed in the backward pass; one thread per
+// (batch, head), or per (batch, KV head) for the gradient, whose dK and dV
+// collect from every query head of the group.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Operand.h"
+
+#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -103,7 +105,8 @@ struct Attention {
 
 } // namespace
 
-/// attention and cache_attention: one loop, another visible range.
+/// cache_attention (and the reference loops): one query at a time over the
+/// keys it sees.
 static int32_t attend(const Call &c, bool overCache) {
   Attention a(c, 4, overCache);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
@@ -139,10 +142,87 @@ static int32_t attend(const Call &c, bool overCache) {
   return 0;
 }
 
-int32_t attention(const Call &c) { return attend(c, false); }
+namespace {
+
+/// One head's rows of Q (or dO, or O) and its KV head's rows of K and V,
+/// in the FP32 copies, as strided matrices.
+struct HeadView {
+  const Attention &a;
+  int64_t b;
+  const float *rowsOf(const float *x, int64_t width, int64_t seq,
+                      int64_t head) const {
+    return x + b * seq * width + head * a.hd;
+  }
+};
+
+/// The softmax probabilities P[s, t] (sq x skv, row-major) of one head from
+/// its scores S = scale · Q·Kᵀ (already in `p`), masked causally and by
+/// segment: masked entries are exactly 0.
+void softmaxRows(const Attention &a, int64_t b, float *p) {
+  for (int64_t s = 0; s < a.sq; ++s) {
+    float *row = p + s * a.skv;
+    int64_t visible = a.visible(b, s);
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t t = 0; t < visible; ++t)
+      if (a.sees(b, s, t))
+        mx = std::max(mx, row[t]);
+    float sum = 0.0f;
+    for (int64_t t = 0; t < visible; ++t)
+      sum += (row[t] = a.sees(b, s, t) ? std::exp(row[t] - mx) : 0.0f);
+    for (int64_t t = 0; t < visible; ++t)
+      row[t] /= sum;
+    std::fill(row + visible, row + a.skv, 0.0f);
+  }
+}
+
+/// P of head h of sequence b into `p`: S through SGEMM, then softmaxRows.
+void headProbabilities(const Attention &a, int64_t b, int64_t h,
+                       const float *Q, const float *K, float *p) {
+  HeadView v{a, b};
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a.sq, a.skv, a.hd,
+              a.scale, v.rowsOf(Q, a.qw, a.sq, h), a.qw,
+              v.rowsOf(K, a.kw, a.skv, h / a.group), a.kw, 0.0f, p, a.skv);
+  softmaxRows(a, b, p);
+}
+
+} // namespace
+
+/// attention: per (sequence, head), S = scale · Q·Kᵀ and O = P·V as FP32
+/// GEMMs (OpenBLAS, one thread each), the softmax between them row by row.
+/// Keys a query does not see get probability exactly 0, so their terms
+/// add exact zeros.
+int32_t attention(const Call &c) {
+  Attention a(c, 4);
+  Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
+          out = c.operand(3);
+  Buffer bq, bk, bv, bo;
+  const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv);
+  float *O = out.output(bo);
+#pragma omp parallel
+  {
+    Buffer p(a.sq * a.skv);
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t h = 0; h < a.heads; ++h) {
+        HeadView view{a, b};
+        headProbabilities(a, b, h, Q, K, p.data());
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a.sq, a.hd,
+                    a.skv, 1.0f, p.data(), a.skv,
+                    view.rowsOf(V, a.kw, a.skv, h / a.group), a.kw, 0.0f,
+                    O + b * a.sq * a.qw + h * a.hd, a.qw);
+      }
+  }
+  out.store(O);
+  return 0;
+}
 
 int32_t cache_attention(const Call &c) { return attend(c, true); }
 
+/// attention_grad: per (sequence, KV head), for each query head of its
+/// group, P recomputed as in attention, then dP = dO·Vᵀ, dS = P ∘ (dP −
+/// rowsum(P ∘ dP)) · scale, dQ = dS·K, dK += dSᵀ·Q, dV += Pᵀ·dO, all FP32
+/// GEMMs. dK and dV of a KV head collect from every query head of its group:
+/// one thread per (sequence, KV head) keeps the accumulation race-free.
 int32_t attention_grad(const Call &c) {
   Attention a(c, 7);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
@@ -153,43 +233,43 @@ int32_t attention_grad(const Call &c) {
               *GO = dout.floats(bo);
   float *DQ = dq.output(bdq, true), *DK = dk.output(bdk, true),
         *DV = dv.output(bdv, true);
-  // dK and dV of a KV head collect from every query head of its group: one
-  // thread per (batch, KV head) keeps the accumulation race-free.
   int64_t kvHeads = a.heads / a.group;
 #pragma omp parallel
   {
-    std::vector<float> p(a.skv), dp(a.skv);
+    Buffer bp(a.sq * a.skv), bds(a.sq * a.skv);
+    float *p = bp.data(), *ds = bds.data();
 #pragma omp for collapse(2)
     for (int64_t b = 0; b < a.batch; ++b)
-      for (int64_t kh = 0; kh < kvHeads; ++kh)
-        for (int64_t h = kh * a.group; h < (kh + 1) * a.group; ++h)
+      for (int64_t kh = 0; kh < kvHeads; ++kh) {
+        HeadView view{a, b};
+        const float *Kh = view.rowsOf(K, a.kw, a.skv, kh),
+                    *Vh = view.rowsOf(V, a.kw, a.skv, kh);
+        float *dKh = DK + b * a.skv * a.kw + kh * a.hd,
+              *dVh = DV + b * a.skv * a.kw + kh * a.hd;
+        for (int64_t h = kh * a.group; h < (kh + 1) * a.group; ++h) {
+          const float *Qh = view.rowsOf(Q, a.qw, a.sq, h),
+                      *dOh = view.rowsOf(GO, a.qw, a.sq, h);
+          headProbabilities(a, b, h, Q, K, p);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a.sq, a.skv,
+                      a.hd, 1.0f, dOh, a.qw, Vh, a.kw, 0.0f, ds, a.skv);
           for (int64_t s = 0; s < a.sq; ++s) {
-            int64_t visible = a.probabilities(Q, K, b, h, s, p.data());
-            const float *qv = Q + (b * a.sq + s) * a.qw + h * a.hd;
-            const float *go = GO + (b * a.sq + s) * a.qw + h * a.hd;
-            float pdp = 0.0f;
-            for (int64_t t = 0; t < visible; ++t) {
-              const float *vv = V + (b * a.skv + t) * a.kw + kh * a.hd;
-              float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-              for (int64_t i = 0; i < a.hd; ++i)
-                dot += go[i] * vv[i];
-              dp[t] = dot;
-              pdp += p[t] * dot;
-            }
-            float *dqv = DQ + (b * a.sq + s) * a.qw + h * a.hd;
-            for (int64_t t = 0; t < visible; ++t) {
-              float ds = p[t] * (dp[t] - pdp) * a.scale;
-              int64_t kvOff = (b * a.skv + t) * a.kw + kh * a.hd;
-              float pt = p[t];
+            const float *pr = p + s * a.skv;
+            float *dr = ds + s * a.skv, pdp = 0.0f;
+            for (int64_t t = 0; t < a.skv; ++t)
+              pdp += pr[t] * dr[t];
 #pragma omp simd
-              for (int64_t i = 0; i < a.hd; ++i) {
-                dqv[i] += ds * K[kvOff + i];
-                DK[kvOff + i] += ds * qv[i];
-                DV[kvOff + i] += pt * go[i];
-              }
-            }
+            for (int64_t t = 0; t < a.skv; ++t)
+              dr[t] = pr[t] * (dr[t] - pdp) * a.scale;
           }
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a.sq, a.hd,
+                      a.skv, 1.0f, ds, a.skv, Kh, a.kw, 1.0f,
+                      DQ + b * a.sq * a.qw + h * a.hd, a.qw);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, a.skv, a.hd,
+                      a.sq, 1.0f, ds, a.skv, Qh, a.qw, 1.0f, dKh, a.kw);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, a.skv, a.hd,
+                      a.sq, 1.0f, p, a.skv, dOh, a.qw, 1.0f, dVh, a.kw);
+        }
+      }
   }
   dq.store(DQ);
   dk.store(DK);
