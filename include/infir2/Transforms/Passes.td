@@ -382,7 +382,14 @@ def PlanMemoryPass : Pass<"infir2-plan-memory", "mlir::ModuleOp"> {
     the loss and the gradient norm); every tensor a step computes gets an
     offset in that step's scratch arena, first fit in execution order, freed
     after its last reader (`fp8.fused` bodies run in line; a reshape is a view
-    of its input). Nothing moves yet: the decisions are written into the IR.
+    of its input). A returned value is made directly in its state slot, with
+    no arena bytes and no copy at the end, when no argument in that slot is
+    read after the op that makes it, nor by that op unless it reads each
+    element before writing it (`adamw`, `sgd`, and `add` / `mul` on an
+    operand of the result's shape): the optimizer updates masters and
+    moments in place, gradient accumulators add in place, the loss and the
+    working copies are written where they live. Nothing moves yet: the
+    decisions are written into the IR.
 
     - the module gets `infir2rt.plan = #infir2rt.plan<...>`: the state
       region's slots and size, the largest arena, the batch geometry and the
@@ -400,8 +407,9 @@ def PlanMemoryPass : Pass<"infir2-plan-memory", "mlir::ModuleOp"> {
     ```
 
     With `report`, it also prints the planned memory by category (the state,
-    plus the arena's live bytes at the training step's peak) to standard
-    output: what `infir2-compile --report-memory` shows.
+    plus the arena's live bytes at the training step's peak), each step's
+    arena, and what the trainer allocates (the state and the largest arena)
+    to standard output: what `infir2-compile --report-memory` shows.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
