@@ -114,6 +114,9 @@ INFIR2_HD uint8_t toFP8Branchless(float x) {
   float units = bitsFloat(a) * bitsFloat(static_cast<uint32_t>(127 + Bias - 1 +
                                                                static_cast<int>(M))
                                          << 23);
+  // Clamped first (NaN too), so that the conversion to an integer is
+  // defined where the normal code is the one selected.
+  units = units < 16.0f ? units : 16.0f;
   uint32_t subnormal =
       static_cast<uint32_t>((units + 8388608.0f) - 8388608.0f);
   uint32_t code = a < kMinNormalBits ? subnormal : normal;
