@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // cross_entropy and its gradient, with the loss mask and the ignore index:
-// targets checked, the log-sum-exp and the sum over tokens in FP64.
+// targets checked, the log-sum-exp and the sum over tokens in FP64. Logits
+// are read, and gradients written, a row at a time: no FP32 copy of a
+// large vocabulary's logits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +52,25 @@ float logSumExp(const float *row, int64_t n) {
   return mx + float(std::log(sum));
 }
 
+/// Row t (n wide) of `x` as FP32: the storage itself when it is FP32, else
+/// widened into `buf`. A row at a time, so that BF16 logits of a large
+/// vocabulary need no FP32 copy of the whole tensor.
+const float *rowOf(const Operand &x, int64_t t, int64_t n, Buffer &buf) {
+  if (x.dtype == INFIR2RT_F32)
+    return reinterpret_cast<const float *>(x.ptr) + t * n;
+  float *out = buf.resize(n);
+  if (x.dtype == INFIR2RT_BF16) {
+    const uint16_t *in = reinterpret_cast<const uint16_t *>(x.ptr) + t * n;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = bf16ToFloat(in[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = x.get(t * n + i);
+  }
+  return out;
+}
+
 } // namespace
 
 int32_t cross_entropy(const Call &c) {
@@ -60,16 +81,18 @@ int32_t cross_entropy(const Call &c) {
   TokenWeights w;
   if (int32_t err = tokenWeights(c, targets, hasMask, vocab, w))
     return err;
-  Buffer bl;
-  const float *L = logits.floats(bl);
   double total = 0.0; // FP64 sum over tokens: order-independent enough
-#pragma omp parallel for reduction(+ : total)
-  for (int64_t t = 0; t < targets.numel; ++t) {
-    if (w.w[t] == 0.0f)
-      continue;
-    const float *row = L + t * vocab;
-    total += double(w.w[t]) *
-             double(logSumExp(row, vocab) - row[targets.getIndex(t)]);
+#pragma omp parallel reduction(+ : total)
+  {
+    Buffer rowBuffer;
+#pragma omp for
+    for (int64_t t = 0; t < targets.numel; ++t) {
+      if (w.w[t] == 0.0f)
+        continue;
+      const float *row = rowOf(logits, t, vocab, rowBuffer);
+      total += double(w.w[t]) *
+               double(logSumExp(row, vocab) - row[targets.getIndex(t)]);
+    }
   }
   out.set(0, w.total == 0.0 ? 0.0f : float(total / w.total));
   return 0;
@@ -84,23 +107,35 @@ int32_t cross_entropy_grad(const Call &c) {
   if (int32_t err = tokenWeights(c, targets, hasMask, vocab, w))
     return err;
   float g = dloss.get(0);
-  Buffer bl, bo;
-  const float *L = logits.floats(bl);
-  float *O = out.output(bo);
-#pragma omp parallel for
-  for (int64_t t = 0; t < targets.numel; ++t) {
-    float *o = O + t * vocab;
-    if (w.w[t] == 0.0f || w.total == 0.0) {
-      std::fill(o, o + vocab, 0.0f);
-      continue;
+  bool direct = out.dtype == INFIR2RT_F32;
+#pragma omp parallel
+  {
+    Buffer rowBuffer, outBuffer;
+#pragma omp for
+    for (int64_t t = 0; t < targets.numel; ++t) {
+      // FP32 results straight into the output, others a row at a time.
+      float *o = direct ? reinterpret_cast<float *>(out.ptr) + t * vocab
+                        : outBuffer.resize(vocab);
+      if (w.w[t] == 0.0f || w.total == 0.0) {
+        std::fill(o, o + vocab, 0.0f);
+      } else {
+        const float *row = rowOf(logits, t, vocab, rowBuffer);
+        float lse = logSumExp(row, vocab), coeff = float(g * w.w[t] / w.total);
+        int64_t target = targets.getIndex(t);
+        for (int64_t i = 0; i < vocab; ++i)
+          o[i] = coeff * (std::exp(row[i] - lse) - (i == target ? 1.0f : 0.0f));
+      }
+      if (out.dtype == INFIR2RT_BF16) {
+        uint16_t *dst = reinterpret_cast<uint16_t *>(out.ptr) + t * vocab;
+#pragma omp simd
+        for (int64_t i = 0; i < vocab; ++i)
+          dst[i] = floatToBF16(o[i]);
+      } else if (!direct) {
+        for (int64_t i = 0; i < vocab; ++i)
+          out.set(t * vocab + i, o[i]);
+      }
     }
-    const float *row = L + t * vocab;
-    float lse = logSumExp(row, vocab), coeff = float(g * w.w[t] / w.total);
-    int64_t target = targets.getIndex(t);
-    for (int64_t i = 0; i < vocab; ++i)
-      o[i] = coeff * (std::exp(row[i] - lse) - (i == target ? 1.0f : 0.0f));
   }
-  out.store(O);
   return 0;
 }
 
