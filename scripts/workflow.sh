@@ -92,7 +92,11 @@ rm -rf "$work/export" "$work/twin"
 /usr/bin/python3 "$root/scripts/fp8-twin.py" "$work/export" "$work/twin"
 eval_stage "FP8 export (its BF16 twin)" "$work/twin"
 
-echo "== 8. generation (greedy, chat template), from the SFT model and from the export's twin"
+echo "== 8. generation (greedy): a continuation from the decayed CPT model, then replies"
+echo "   (chat template) from the SFT model and from the export's twin"
+echo "-- $(basename "$(at "$work/decay" "$steps")"): The old man"
+"$T" --load "$(at "$work/decay" "$steps")" --generate --prompt "The old man" --max-new-tokens 24
+echo
 prompt="Where are you going?"
 for model in "$(at "$work/sft" "$sft")" "$work/twin"; do
   echo "-- $(basename "$model"): user: $prompt"

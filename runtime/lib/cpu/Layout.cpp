@@ -155,19 +155,39 @@ int32_t embedding(const Call &c) {
 
 int32_t embedding_grad(const Call &c) {
   Operand ids = c.operand(0), dy = c.operand(1), out = c.operand(2);
-  int64_t vocab = out.dim(0), dim = out.dim(1);
-  Buffer bd, bo;
-  const float *D = dy.floats(bd);
-  float *O = out.output(bo, true);
-  for (int64_t t = 0; t < ids.numel; ++t) {
+  int64_t vocab = out.dim(0), dim = out.dim(1), n = ids.numel;
+  std::vector<int64_t> order(n);
+  for (int64_t t = 0; t < n; ++t) {
     int64_t id = ids.getIndex(t);
     if (id < 0 || id >= vocab)
       return c.fail("token id %lld at position %lld is out of range [0, %lld)",
                     (long long)id, (long long)t, (long long)vocab);
-    for (int64_t i = 0; i < dim; ++i)
-      O[id * dim + i] += D[t * dim + i];
+    order[t] = t;
   }
-  out.store(O);
+  // Tokens grouped by id, in position order within an id: each row of the
+  // result is its tokens' rows summed in FP32 in that order, then rounded
+  // once; the rows of ids that do not occur are zero. No FP32 copy of the
+  // whole table.
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return ids.getIndex(a) < ids.getIndex(b);
+  });
+  int64_t bytes = out.numel * infir2rt_dtype_size(out.dtype);
+  int64_t chunk = int64_t(1) << 22;
+#pragma omp parallel for if (bytes > 2 * chunk)
+  for (int64_t at = 0; at < bytes; at += chunk)
+    std::memset(out.ptr + at, 0, std::min(chunk, bytes - at));
+  Buffer bd;
+  const float *D = dy.floats(bd);
+  std::vector<float> sum(dim);
+  for (int64_t g = 0; g < n;) {
+    int64_t id = ids.getIndex(order[g]);
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    for (; g < n && ids.getIndex(order[g]) == id; ++g)
+      for (int64_t i = 0; i < dim; ++i)
+        sum[i] += D[order[g] * dim + i];
+    for (int64_t i = 0; i < dim; ++i)
+      out.set(id * dim + i, sum[i]);
+  }
   return 0;
 }
 
