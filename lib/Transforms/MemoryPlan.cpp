@@ -317,18 +317,21 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       }
   }
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
-  DenseMap<Value, int64_t> inPlace; // result -> its state slot's offset
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     FailureOr<int64_t> s = resultSlot(fn, i);
     if (failed(s))
       return failure();
     fp.copyOut.push_back({root(v), *s});
     lastUse[root(v)] = end;
-    if (writesIntoSlot(entry, root(v), plan.state[*s].offset, fp, defAt,
-                       lastUse) &&
-        !inPlace.count(root(v)))
-      inPlace[root(v)] = plan.state[*s].offset;
   }
+  // Once every returned value's last use is the end (an argument returned
+  // as it is is read then), the results that may go straight into their
+  // slots.
+  DenseMap<Value, int64_t> inPlace; // result -> its state slot's offset
+  for (auto [v, slot] : fp.copyOut)
+    if (!inPlace.count(v) &&
+        writesIntoSlot(entry, v, plan.state[slot].offset, fp, defAt, lastUse))
+      inPlace[v] = plan.state[slot].offset;
   // Allocation in schedule order; a buffer is released after its last
   // reader, never before the op that writes its successor runs.
   Arena arena;

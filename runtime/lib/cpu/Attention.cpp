@@ -9,7 +9,8 @@
 // tokens over a key/value cache up to their positions (the decode step's
 // cache_attention, one query at a time over the keys it sees): FP32
 // throughout, the products of attention and its gradient as OpenBLAS SGEMMs
-// per head, the softmax recomputed in the backward pass; one thread per
+// per head and block of 128 queries (a causal block reads only the keys up
+// to its last query), the softmax recomputed in the backward pass; one thread per
 // (batch, head), or per (batch, KV head) for the gradient, whose dK and dV
 // collect from every query head of the group.
 //
@@ -18,6 +19,7 @@
 #include "Operand.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -155,12 +157,27 @@ struct HeadView {
   }
 };
 
-/// The softmax probabilities P[s, t] (sq x skv, row-major) of one head from
-/// its scores S = scale · Q·Kᵀ (already in `p`), masked causally and by
-/// segment: masked entries are exactly 0.
-void softmaxRows(const Attention &a, int64_t b, float *p) {
-  for (int64_t s = 0; s < a.sq; ++s) {
-    float *row = p + s * a.skv;
+/// Queries are taken kRows at a time: the scores of a block are kRows x
+/// keys, and a causal block reads only the keys up to its last query.
+constexpr int64_t kRows = 128;
+
+/// A block of queries [r0, r1) of one head and the keys it reads, [0, n).
+struct Block {
+  int64_t r0, r1, n;
+  int64_t rows() const { return r1 - r0; }
+};
+
+Block blockOf(const Attention &a, int64_t r0) {
+  int64_t r1 = std::min(a.sq, r0 + kRows);
+  return {r0, r1, a.causal ? std::min(a.skv, r1) : a.skv};
+}
+
+/// The softmax probabilities P[s - r0, t] (rows x n, row-major) of a block
+/// of one head from its scores scale · Q·Kᵀ (already in `p`), masked
+/// causally and by segment: masked entries are exactly 0.
+void softmaxRows(const Attention &a, int64_t b, const Block &k, float *p) {
+  for (int64_t s = k.r0; s < k.r1; ++s) {
+    float *row = p + (s - k.r0) * k.n;
     int64_t visible = a.visible(b, s);
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t t = 0; t < visible; ++t)
@@ -171,26 +188,42 @@ void softmaxRows(const Attention &a, int64_t b, float *p) {
       sum += (row[t] = a.sees(b, s, t) ? std::exp(row[t] - mx) : 0.0f);
     for (int64_t t = 0; t < visible; ++t)
       row[t] /= sum;
-    std::fill(row + visible, row + a.skv, 0.0f);
+    std::fill(row + visible, row + k.n, 0.0f);
   }
 }
 
-/// P of head h of sequence b into `p`: S through SGEMM, then softmaxRows.
-void headProbabilities(const Attention &a, int64_t b, int64_t h,
-                       const float *Q, const float *K, float *p) {
+/// P of a block of head h of sequence b into `p`: the scores through
+/// SGEMM, then softmaxRows.
+void blockProbabilities(const Attention &a, int64_t b, int64_t h,
+                        const Block &k, const float *Q, const float *K,
+                        float *p) {
   HeadView v{a, b};
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a.sq, a.skv, a.hd,
-              a.scale, v.rowsOf(Q, a.qw, a.sq, h), a.qw,
-              v.rowsOf(K, a.kw, a.skv, h / a.group), a.kw, 0.0f, p, a.skv);
-  softmaxRows(a, b, p);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, k.rows(), k.n, a.hd,
+              a.scale, v.rowsOf(Q, a.qw, a.sq, h) + k.r0 * a.qw, a.qw,
+              v.rowsOf(K, a.kw, a.skv, h / a.group), a.kw, 0.0f, p, k.n);
+  softmaxRows(a, b, k, p);
 }
+
+/// `count` per-thread work areas of `each` floats, taken before a parallel
+/// region (so that running out of memory is an error of the call, not an
+/// exception inside OpenMP).
+struct PerThread {
+  Buffer buffer;
+  int64_t each;
+  PerThread(int64_t count, int64_t each) : each(each) {
+    buffer.resize(int64_t(omp_get_max_threads()) * count * each);
+  }
+  float *area(int64_t i, int64_t count) {
+    return buffer.data() + (int64_t(omp_get_thread_num()) * count + i) * each;
+  }
+};
 
 } // namespace
 
-/// attention: per (sequence, head), S = scale · Q·Kᵀ and O = P·V as FP32
-/// GEMMs (OpenBLAS, one thread each), the softmax between them row by row.
-/// Keys a query does not see get probability exactly 0, so their terms
-/// add exact zeros.
+/// attention: per (sequence, head) and block of queries, S = scale · Q·Kᵀ
+/// and O = P·V as FP32 GEMMs (OpenBLAS, one thread each), the softmax
+/// between them row by row. Keys a query does not see get probability
+/// exactly 0, so their terms add exact zeros.
 int32_t attention(const Call &c) {
   Attention a(c, 4);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
@@ -198,20 +231,21 @@ int32_t attention(const Call &c) {
   Buffer bq, bk, bv, bo;
   const float *Q = q.floats(bq), *K = k.floats(bk), *V = v.floats(bv);
   float *O = out.output(bo);
-#pragma omp parallel
-  {
-    Buffer p(a.sq * a.skv);
-#pragma omp for collapse(2)
-    for (int64_t b = 0; b < a.batch; ++b)
-      for (int64_t h = 0; h < a.heads; ++h) {
-        HeadView view{a, b};
-        headProbabilities(a, b, h, Q, K, p.data());
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a.sq, a.hd,
-                    a.skv, 1.0f, p.data(), a.skv,
+  PerThread work(1, kRows * a.skv);
+#pragma omp parallel for collapse(2)
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.heads; ++h) {
+      HeadView view{a, b};
+      float *p = work.area(0, 1);
+      for (int64_t r0 = 0; r0 < a.sq; r0 += kRows) {
+        Block blk = blockOf(a, r0);
+        blockProbabilities(a, b, h, blk, Q, K, p);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blk.rows(),
+                    a.hd, blk.n, 1.0f, p, blk.n,
                     view.rowsOf(V, a.kw, a.skv, h / a.group), a.kw, 0.0f,
-                    O + b * a.sq * a.qw + h * a.hd, a.qw);
+                    O + (b * a.sq + r0) * a.qw + h * a.hd, a.qw);
       }
-  }
+    }
   out.store(O);
   return 0;
 }
@@ -219,10 +253,11 @@ int32_t attention(const Call &c) {
 int32_t cache_attention(const Call &c) { return attend(c, true); }
 
 /// attention_grad: per (sequence, KV head), for each query head of its
-/// group, P recomputed as in attention, then dP = dO·Vᵀ, dS = P ∘ (dP −
-/// rowsum(P ∘ dP)) · scale, dQ = dS·K, dK += dSᵀ·Q, dV += Pᵀ·dO, all FP32
-/// GEMMs. dK and dV of a KV head collect from every query head of its group:
-/// one thread per (sequence, KV head) keeps the accumulation race-free.
+/// group and block of its queries, P recomputed as in attention, then
+/// dP = dO·Vᵀ, dS = P ∘ (dP − rowsum(P ∘ dP)) · scale, dQ = dS·K,
+/// dK += dSᵀ·Q, dV += Pᵀ·dO, all FP32 GEMMs. dK and dV of a KV head collect
+/// from every query head of its group: one thread per (sequence, KV head)
+/// keeps the accumulation race-free.
 int32_t attention_grad(const Call &c) {
   Attention a(c, 7);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
@@ -234,43 +269,43 @@ int32_t attention_grad(const Call &c) {
   float *DQ = dq.output(bdq, true), *DK = dk.output(bdk, true),
         *DV = dv.output(bdv, true);
   int64_t kvHeads = a.heads / a.group;
-#pragma omp parallel
-  {
-    Buffer bp(a.sq * a.skv), bds(a.sq * a.skv);
-    float *p = bp.data(), *ds = bds.data();
-#pragma omp for collapse(2)
-    for (int64_t b = 0; b < a.batch; ++b)
-      for (int64_t kh = 0; kh < kvHeads; ++kh) {
-        HeadView view{a, b};
-        const float *Kh = view.rowsOf(K, a.kw, a.skv, kh),
-                    *Vh = view.rowsOf(V, a.kw, a.skv, kh);
-        float *dKh = DK + b * a.skv * a.kw + kh * a.hd,
-              *dVh = DV + b * a.skv * a.kw + kh * a.hd;
-        for (int64_t h = kh * a.group; h < (kh + 1) * a.group; ++h) {
-          const float *Qh = view.rowsOf(Q, a.qw, a.sq, h),
-                      *dOh = view.rowsOf(GO, a.qw, a.sq, h);
-          headProbabilities(a, b, h, Q, K, p);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a.sq, a.skv,
-                      a.hd, 1.0f, dOh, a.qw, Vh, a.kw, 0.0f, ds, a.skv);
-          for (int64_t s = 0; s < a.sq; ++s) {
-            const float *pr = p + s * a.skv;
-            float *dr = ds + s * a.skv, pdp = 0.0f;
-            for (int64_t t = 0; t < a.skv; ++t)
+  PerThread work(2, kRows * a.skv);
+#pragma omp parallel for collapse(2)
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t kh = 0; kh < kvHeads; ++kh) {
+      HeadView view{a, b};
+      float *p = work.area(0, 2), *ds = work.area(1, 2);
+      const float *Kh = view.rowsOf(K, a.kw, a.skv, kh),
+                  *Vh = view.rowsOf(V, a.kw, a.skv, kh);
+      float *dKh = DK + b * a.skv * a.kw + kh * a.hd,
+            *dVh = DV + b * a.skv * a.kw + kh * a.hd;
+      for (int64_t h = kh * a.group; h < (kh + 1) * a.group; ++h)
+        for (int64_t r0 = 0; r0 < a.sq; r0 += kRows) {
+          Block blk = blockOf(a, r0);
+          int64_t rows = blk.rows(), n = blk.n;
+          const float *Qb = view.rowsOf(Q, a.qw, a.sq, h) + r0 * a.qw,
+                      *dOb = view.rowsOf(GO, a.qw, a.sq, h) + r0 * a.qw;
+          blockProbabilities(a, b, h, blk, Q, K, p);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, a.hd,
+                      1.0f, dOb, a.qw, Vh, a.kw, 0.0f, ds, n);
+          for (int64_t s = 0; s < rows; ++s) {
+            const float *pr = p + s * n;
+            float *dr = ds + s * n, pdp = 0.0f;
+            for (int64_t t = 0; t < n; ++t)
               pdp += pr[t] * dr[t];
 #pragma omp simd
-            for (int64_t t = 0; t < a.skv; ++t)
+            for (int64_t t = 0; t < n; ++t)
               dr[t] = pr[t] * (dr[t] - pdp) * a.scale;
           }
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a.sq, a.hd,
-                      a.skv, 1.0f, ds, a.skv, Kh, a.kw, 1.0f,
-                      DQ + b * a.sq * a.qw + h * a.hd, a.qw);
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, a.skv, a.hd,
-                      a.sq, 1.0f, ds, a.skv, Qh, a.qw, 1.0f, dKh, a.kw);
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, a.skv, a.hd,
-                      a.sq, 1.0f, p, a.skv, dOh, a.qw, 1.0f, dVh, a.kw);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, a.hd, n,
+                      1.0f, ds, n, Kh, a.kw, 1.0f,
+                      DQ + (b * a.sq + r0) * a.qw + h * a.hd, a.qw);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, a.hd, rows,
+                      1.0f, ds, n, Qb, a.qw, 1.0f, dKh, a.kw);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, a.hd, rows,
+                      1.0f, p, n, dOb, a.qw, 1.0f, dVh, a.kw);
         }
-      }
-  }
+    }
   dq.store(DQ);
   dk.store(DK);
   dv.store(DV);

@@ -28,7 +28,11 @@ struct Engine {
   Engine() {
     const char *choice = std::getenv("INFIR2_CPU_GEMM");
     bool forceFp32 = choice && std::strcmp(choice, "fp32") == 0;
-    dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    dnnl::cpu_isa isa = dnnl::cpu_isa::all;
+    try {
+      isa = dnnl::get_effective_cpu_isa();
+    } catch (const dnnl::error &) {
+    }
     // The ISAs with BF16 dot products; oneDNN would emulate them on the
     // others, slower than FP32 SGEMM.
     bool hasBf16 = isa == dnnl::cpu_isa::avx512_core_bf16 ||
@@ -39,9 +43,16 @@ struct Engine {
       info = "FP32 SGEMM through OpenBLAS (this CPU has no BF16 "
              "instructions: BF16 GEMMs are widened to FP32)";
     } else {
+      try {
+        engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
+        stream = dnnl::stream(engine);
+      } catch (const dnnl::error &e) {
+        info = std::string("FP32 SGEMM through OpenBLAS (oneDNN failed to "
+                           "start: ") +
+               e.what() + ")";
+        return;
+      }
       bf16 = true;
-      engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
-      stream = dnnl::stream(engine);
       info = std::string("BF16 products, FP32 accumulation through oneDNN (") +
              (isa == dnnl::cpu_isa::avx512_core_amx ? "AMX" : "avx512_bf16") +
              "); FP32 operands through OpenBLAS";
@@ -66,15 +77,15 @@ bool bf16Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   Engine &e = engine();
   if (!e.bf16)
     return false;
-  // Row-major [m, k] is strides {lda, 1}; its transpose as stored [k, m]
-  // is strides {1, lda}.
-  dnnl::memory::desc ad(dims{m, k}, dt::bf16,
-                        ta ? dims{1, lda} : dims{lda, 1});
-  dnnl::memory::desc bd(dims{k, n}, dt::bf16,
-                        tb ? dims{1, ldb} : dims{ldb, 1});
-  dnnl::memory::desc cd(dims{m, n}, cIsBf16 ? dt::bf16 : dt::f32,
-                        dims{ldc, 1});
   try {
+    // Row-major [m, k] is strides {lda, 1}; its transpose as stored [k, m]
+    // is strides {1, lda}.
+    dnnl::memory::desc ad(dims{m, k}, dt::bf16,
+                          ta ? dims{1, lda} : dims{lda, 1});
+    dnnl::memory::desc bd(dims{k, n}, dt::bf16,
+                          tb ? dims{1, ldb} : dims{ldb, 1});
+    dnnl::memory::desc cd(dims{m, n}, cIsBf16 ? dt::bf16 : dt::f32,
+                          dims{ldc, 1});
     // oneDNN caches the compiled kernels by these descriptors (its
     // primitive cache): after the first step, creating one costs about
     // 10 µs.

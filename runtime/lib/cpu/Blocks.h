@@ -94,7 +94,8 @@ Buffer dequantized(const Operand &data, const Operand &scale,
                    const int64_t *block);
 
 /// The same as BF16 values in `out`; false (and `out` unspecified) when one
-/// of them is not exactly a BF16 value (fp32 scales, or a NaN).
+/// of them is not exactly a BF16 value (under fp32 scales, as a rule). A
+/// NaN code decodes to the quiet NaN, which BF16 holds too.
 bool dequantizedBf16(const Operand &data, const Operand &scale,
                      const int64_t *block, Scratch<uint16_t> &out);
 

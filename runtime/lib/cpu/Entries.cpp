@@ -9,6 +9,8 @@
 // this directory), or forwards to the context's device backend when the
 // regions live there (ctx->device, a table in INFIR2RT_ENTRY_<name> order).
 //
+// A kernel that cannot get memory for its temporary copies fails its call
+// with a message (std::bad_alloc from the pool, outside parallel regions).
 // With INFIR2_PROFILE=1 in the environment, the CPU backend times every call
 // and prints, at exit, each entry point's calls and seconds, most first.
 //
@@ -22,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 
 namespace {
 
@@ -81,7 +84,12 @@ template <typename Fn> int32_t timed(int index, Fn fn) {
     if (ctx->device)                                                           \
       return ctx->device[INFIR2RT_ENTRY_##name](ctx, desc, where);             \
     return timed(INFIR2RT_ENTRY_##name, [&] {                                  \
-      return infir2::rt::cpu::name(infir2::rt::cpu::Call{ctx, desc, where});   \
+      infir2::rt::cpu::Call call{ctx, desc, where};                            \
+      try {                                                                    \
+        return infir2::rt::cpu::name(call);                                    \
+      } catch (const std::bad_alloc &) {                                       \
+        return call.fail("out of memory for the kernel's temporary copies");  \
+      }                                                                        \
     });                                                                        \
   }
 #include "infir2/runtime/ABI.def"
