@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 using namespace infir2::rt;
 
@@ -30,7 +31,19 @@ Trainer::Trainer(Manifest manifest, RunConfig config, ModelEntryPoints model,
       o_(std::move(config)), schedule_(Schedule::fromConfig(o_)), model_(model),
       comm_(comm), hook_(hook), rng_(o_.seed) {}
 
+/// This process's resident bytes now (/proc/self/statm), 0 if unknown.
+static double residentBytes() {
+  long pages = 0, resident = 0;
+  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+      resident = 0;
+    std::fclose(f);
+  }
+  return double(resident) * double(sysconf(_SC_PAGESIZE));
+}
+
 Status Trainer::open(std::string &notice) {
+  residentAtOpen_ = residentBytes();
   comm_.setTimeout(o_.collectiveTimeout);
   std::string error;
   if (!device_.open(o_.device, localRank(), m_.stateBytes, m_.scratchBytes,
@@ -463,11 +476,12 @@ void Trainer::reportMemory() const {
   std::fprintf(stderr,
                "trainer: memory: planned %.2f GiB (state %.2f + scratch %.2f), "
                "kernel temporaries %.2f GiB, peak resident %.2f GiB "
-               "(%+.1f%% of the plan)\n",
+               "(%+.1f%% of the plan; %.2f GiB of it the process before its "
+               "regions)\n",
                planned, double(m_.stateBytes) / gib,
                double(m_.scratchBytes) / gib,
                double(infir2rt_cpu_pool_bytes()) / gib, peak,
-               100.0 * (peak / planned - 1.0));
+               100.0 * (peak / planned - 1.0), residentAtOpen_ / gib);
 }
 
 Expected<bool> Trainer::stopRequested(int64_t lastSaved) {

@@ -157,6 +157,8 @@ private:
   /// a single file).
   std::string loadedDir_;
   int64_t dataPosition_ = 0, step_ = 0, updates_ = 0;
+  /// Resident bytes before the regions were allocated: the process itself.
+  double residentAtOpen_ = 0.0;
   int stoppedBy_ = 0;
   TensorDump trace_; ///< --trace-optimizer's step in the making
   /// Inputs a model may not take: loss weights without a mask, positions
