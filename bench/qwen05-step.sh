@@ -8,13 +8,8 @@
 #
 #   bash bench/qwen05-step.sh [STEPS]   (default 4; builds first)
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/build.sh" >/dev/null
-bin=${INFIR2_BUILD_DIR:-$root/build}/bin
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 steps=${1:-4}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-bash "$root/scripts/get-corpus.sh" "$root/build/data" >/dev/null
 "$bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen2.5-0.5b.json" \
   --seq-len 256 --micro-batch 1 -o "$tmp/model.mlir"
 printf "%-6s %12s %12s %12s %10s %12s %12s %8s\n" recipe "planned GiB" "to step 1" \
@@ -26,7 +21,7 @@ for r in fp8 bf16; do
   start=$(date +%s.%N)
   # Line-buffered, each line stamped with the seconds since launch.
   /usr/bin/time -f "peak_kb %M" stdbuf -oL -eL "$tmp/trainer-$r" --device cpu \
-    --data "$root/build/data/brown-train.txt" --steps "$steps" --log-every 1 2>&1 |
+    --data "$data" --steps "$steps" --log-every 1 2>&1 |
     while IFS= read -r line; do
       printf "%.2f %s\n" "$(echo "$(date +%s.%N) - $start" | bc)" "$line"
     done > "$tmp/$r.log"

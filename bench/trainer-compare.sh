@@ -7,11 +7,8 @@
 #   e.g. git worktree add /tmp/old <commit> && cmake -S /tmp/old -B /tmp/old/build ... &&
 #        bash bench/trainer-compare.sh /tmp/old/build build 110m 3 6
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 old=$1 new=$2 which=${3:-110m} rounds=${4:-3} steps=${5:-6}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-bash "$root/scripts/get-corpus.sh" "$root/build/data" >/dev/null
+INFIR2_BENCH_NO_BUILD=1 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 case "$which" in
   tiny) model=$root/examples/tiny-qwen/model.mlir ;;
   110m) model=$tmp/model.mlir
@@ -26,12 +23,10 @@ for side in old new; do
   done
 done
 tps() {
-  "$tmp/$1" --device cpu --data "$root/build/data/brown-train.txt" --steps "$steps" \
+  "$tmp/$1" --device cpu --data "$data" --steps "$steps" \
     --log-every 1 --log-jsonl "$tmp/log.jsonl" >/dev/null 2>&1
-  tail -n +2 "$tmp/log.jsonl" | sed -E 's/.*"tokens_per_s": ?([0-9.e+-]+).*/\1/' |
-    awk '{s += $1; n++} END {printf "%.0f\n", s / n}'
+  jsonl_tps "$tmp/log.jsonl"
 }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for i in $(seq "$rounds"); do
   for t in old-bf16 new-bf16 old-fp8 new-fp8; do tps $t >> "$tmp/$t.tps"; done
 done

@@ -7,19 +7,13 @@
 #
 #   bash bench/trainer-scaling.sh [STEPS]   (default 4; builds first)
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/build.sh" >/dev/null
-bin=${INFIR2_BUILD_DIR:-$root/build}/bin
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 steps=${1:-4}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-bash "$root/scripts/get-corpus.sh" "$root/build/data" >/dev/null
 config=$root/examples/hf-configs/qwen-110m.json
 tps() { # TRAINER THREADS
-  OMP_NUM_THREADS=$2 "$1" --device cpu --data "$root/build/data/brown-train.txt" \
+  OMP_NUM_THREADS=$2 "$1" --device cpu --data "$data" \
     --steps "$steps" --log-every 1 --log-jsonl "$tmp/log.jsonl" >/dev/null 2>&1
-  tail -n +2 "$tmp/log.jsonl" | sed -E 's/.*"tokens_per_s": ?([0-9.e+-]+).*/\1/' |
-    awk '{s += $1; n++} END {printf "%.0f", s / n}'
+  jsonl_tps "$tmp/log.jsonl"
 }
 build() { # SEQ BATCH RECIPE
   "$bin/infir2-import" --hf-config "$config" --seq-len "$1" --micro-batch "$2" -o "$tmp/m.mlir"

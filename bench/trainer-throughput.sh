@@ -13,14 +13,8 @@
 #     110m: examples/hf-configs/qwen-110m.json, 4 x 256 tokens a step
 #   (default: tiny 3 40, 110m 3 8; builds first)
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/build.sh" >/dev/null
-bin=${INFIR2_BUILD_DIR:-$root/build}/bin
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 which=${1:-tiny}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-bash "$root/scripts/get-corpus.sh" "$root/build/data" >/dev/null
-data=$root/build/data/brown-train.txt
 case "$which" in
   tiny) config=$root/examples/tiny-qwen/config.json; model=$root/examples/tiny-qwen/model.mlir
         batch=4 seq=128 rounds=${2:-3} steps=${3:-40} log=10 ;;
@@ -34,14 +28,10 @@ for r in fp8 bf16; do
   "$bin/infir2-compile" "$model" --recipe=$r -o "$tmp/trainer-$r"
 done
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-# The trainer's throughput over the logged intervals after the first
-# (warm-up).
 trainer_tps() {
   "$tmp/trainer-$1" --device cpu --data "$data" --steps "$steps" --log-every $log \
     --log-jsonl "$tmp/$1.jsonl" >/dev/null 2>&1
-  tail -n +2 "$tmp/$1.jsonl" | sed -E 's/.*"tokens_per_s": ?([0-9.e+-]+).*/\1/' |
-    awk '{s += $1; n++} END {printf "%.0f\n", s / n}'
+  jsonl_tps "$tmp/$1.jsonl"
 }
 torch_tps() {
   /usr/bin/python3 "$root/bench/torch_trainer.py" "$config" "$data" $batch $seq "$steps" 2 "$1" |

@@ -18,9 +18,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 using namespace infir2::rt;
 
 StepHook::~StepHook() = default;
@@ -30,17 +27,6 @@ Trainer::Trainer(Manifest manifest, RunConfig config, ModelEntryPoints model,
     : layout_(std::move(manifest)), m_(layout_.manifest()),
       o_(std::move(config)), schedule_(Schedule::fromConfig(o_)), model_(model),
       comm_(comm), hook_(hook), rng_(o_.seed) {}
-
-/// This process's resident bytes now (/proc/self/statm), 0 if unknown.
-static double residentBytes() {
-  long pages = 0, resident = 0;
-  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
-      resident = 0;
-    std::fclose(f);
-  }
-  return double(resident) * double(sysconf(_SC_PAGESIZE));
-}
 
 Status Trainer::open(std::string &notice) {
   residentAtOpen_ = residentBytes();
@@ -457,31 +443,6 @@ Status Trainer::trainLoop() {
   if (lead)
     reportMemory();
   return Status::ok();
-}
-
-void Trainer::reportMemory() const {
-  // The compiler's plan (state and scratch regions) beside what the process
-  // holds: its peak resident set, and, on the CPU, the kernels' reused
-  // temporaries, which the plan does not count.
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  double gib = 1024.0 * 1024.0 * 1024.0;
-  double planned = double(m_.stateBytes + m_.scratchBytes) / gib;
-  double peak = double(usage.ru_maxrss) * 1024.0 / gib;
-  if (device_.onGpu()) {
-    std::fprintf(stderr, "trainer: memory: planned %.2f GiB on the device\n",
-                 planned);
-    return;
-  }
-  std::fprintf(stderr,
-               "trainer: memory: planned %.2f GiB (state %.2f + scratch %.2f), "
-               "kernel temporaries %.2f GiB, peak resident %.2f GiB "
-               "(%+.1f%% of the plan; %.2f GiB of it the process before its "
-               "regions)\n",
-               planned, double(m_.stateBytes) / gib,
-               double(m_.scratchBytes) / gib,
-               double(infir2rt_cpu_pool_bytes()) / gib, peak,
-               100.0 * (peak / planned - 1.0), residentAtOpen_ / gib);
 }
 
 Expected<bool> Trainer::stopRequested(int64_t lastSaved) {

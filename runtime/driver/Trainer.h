@@ -99,8 +99,11 @@ private:
   Status evaluateOnly();
   Expected<bool> gradientsFinite();
   Status trainLoop();
-  /// Planned against measured memory, on standard error at the end of a run.
+  /// Planned against measured memory, on standard error at the end of a run
+  /// (TrainerMemory.cpp).
   void reportMemory() const;
+  /// This process's resident bytes now (/proc/self/statm), 0 if unknown.
+  static double residentBytes();
 
   // Checkpoints and dumps (TrainerCheckpoint.cpp).
   /// The whole FP32 tensor of a master or moment slot (gathered from every

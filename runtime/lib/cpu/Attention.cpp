@@ -107,16 +107,15 @@ struct Attention {
 
 } // namespace
 
-/// cache_attention (and the reference loops): one query at a time over the
-/// keys it sees.
-static int32_t attend(const Call &c, bool overCache) {
-  Attention a(c, 4, overCache);
+/// cache_attention: one new query at a time over the cache's rows up to its
+/// position.
+int32_t cache_attention(const Call &c) {
+  Attention a(c, 4, /*overCache=*/true);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
-          out = c.operand(overCache ? 4 : 3);
-  if (overCache)
-    for (int64_t i = 0; i < a.batch * a.sq; ++i)
-      if (int64_t p = a.positions.getIndex(i); p < 0 || p >= a.skv)
-        return c.fail("position %lld of query %lld is outside the cache's "
+          out = c.operand(4);
+  for (int64_t i = 0; i < a.batch * a.sq; ++i)
+    if (int64_t p = a.positions.getIndex(i); p < 0 || p >= a.skv)
+      return c.fail("position %lld of query %lld is outside the cache's "
                       "%lld rows",
                       (long long)p, (long long)i, (long long)a.skv);
   Buffer bq, bk, bv, bo;
@@ -249,8 +248,6 @@ int32_t attention(const Call &c) {
   out.store(O);
   return 0;
 }
-
-int32_t cache_attention(const Call &c) { return attend(c, true); }
 
 /// attention_grad: per (sequence, KV head), for each query head of its
 /// group and block of its queries, P recomputed as in attention, then

@@ -28,6 +28,13 @@ struct Engine {
   Engine() {
     const char *choice = std::getenv("INFIR2_CPU_GEMM");
     bool forceFp32 = choice && std::strcmp(choice, "fp32") == 0;
+    // Anything but fp32 or auto is named on the start-up line, not ignored
+    // silently.
+    std::string ignored =
+        choice && *choice && !forceFp32 && std::strcmp(choice, "auto") != 0
+            ? std::string("; INFIR2_CPU_GEMM=") + choice +
+                  " ignored (fp32 or auto)"
+            : "";
     dnnl::cpu_isa isa = dnnl::cpu_isa::all;
     try {
       isa = dnnl::get_effective_cpu_isa();
@@ -50,6 +57,7 @@ struct Engine {
         info = std::string("FP32 SGEMM through OpenBLAS (oneDNN failed to "
                            "start: ") +
                e.what() + ")";
+        info += ignored;
         return;
       }
       bf16 = true;
@@ -57,6 +65,7 @@ struct Engine {
              (isa == dnnl::cpu_isa::avx512_core_amx ? "AMX" : "avx512_bf16") +
              "); FP32 operands through OpenBLAS";
     }
+    info += ignored;
   }
 };
 

@@ -55,6 +55,11 @@ TEST(CpuGemm, TakesTheExpectedPath) {
     EXPECT_NE(info.find("oneDNN"), std::string::npos) << info;
   else
     EXPECT_EQ(info.find("BF16 products"), std::string::npos) << info;
+  // A value that is neither fp32 nor auto is named, not silently taken.
+  const char *v = std::getenv("INFIR2_CPU_GEMM");
+  bool odd = v && *v && std::string(v) != "fp32" && std::string(v) != "auto";
+  EXPECT_EQ(info.find(" ignored (fp32 or auto)") != std::string::npos, odd)
+      << info;
 }
 
 struct Shape {
