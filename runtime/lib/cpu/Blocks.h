@@ -99,6 +99,10 @@ Buffer dequantized(const Operand &data, const Operand &scale,
 bool dequantizedBf16(const Operand &data, const Operand &scale,
                      const int64_t *block, Scratch<uint16_t> &out);
 
+/// The FP8 values of `data` without their scales, into `f32` and/or `bf16`
+/// (either may be null); exact in both.
+void decodedCodes(const Operand &data, float *f32, uint16_t *bf16);
+
 } // namespace infir2::rt::cpu
 
 #endif // INFIR2_RUNTIME_CPU_BLOCKS_H

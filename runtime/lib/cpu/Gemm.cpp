@@ -21,6 +21,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace infir2::rt::cpu {
@@ -111,6 +113,104 @@ int32_t matmul(const Call &c) {
   return 0;
 }
 
+namespace {
+
+/// acc[r, j] = fma(part[r, j] · sa[r], sb[j], acc[r, j]): one K block folded
+/// in, FP32 throughout, each FMA rounded once.
+template <typename Fma>
+inline void foldBlock(float *acc, const float *part, const float *sa,
+                      const float *sb, int64_t rows, int64_t n, Fma fma) {
+#pragma omp parallel for if (rows * n > 65536)
+  for (int64_t r = 0; r < rows; ++r) {
+    float s = sa[r];
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      acc[r * n + j] = fma(part[r * n + j] * s, sb[j], acc[r * n + j]);
+  }
+}
+
+__attribute__((target("fma"))) void foldBlockFma(float *acc, const float *part,
+                                                 const float *sa,
+                                                 const float *sb, int64_t rows,
+                                                 int64_t n) {
+  foldBlock(acc, part, sa, sb, rows, n,
+            [](float x, float y, float z) { return __builtin_fmaf(x, y, z); });
+}
+
+void foldBlockAny(float *acc, const float *part, const float *sa,
+                  const float *sb, int64_t rows, int64_t n) {
+  static const bool hardware = __builtin_cpu_supports("fma");
+  if (hardware)
+    return foldBlockFma(acc, part, sa, sb, rows, n);
+  foldBlock(acc, part, sa, sb, rows, n,
+            [](float x, float y, float z) { return std::fma(x, y, z); });
+}
+
+/// Whether every scale is a power of two (then data · scale is exact).
+bool powersOfTwo(const Operand &scale) {
+  for (int64_t i = 0; i < scale.numel; ++i) {
+    float v = scale.get(i);
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    if ((bits & 0x7fffffu) != 0 || (bits & 0x7f800000u) == 0)
+      return false;
+  }
+  return true;
+}
+
+/// scaled_matmul under FP32 scales, in cuBLASLt's arithmetic (the CUDA
+/// backend's): each K block's product of the unscaled FP8 values (exact
+/// products, BF16 through oneDNN or FP32 SGEMM) summed in FP32, then
+/// acc = fma(partial · sA, sB, acc), block after block. False when the two
+/// operands' blocks do not split K alike, or B is batched (the caller then
+/// multiplies the dequantized values).
+bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
+                     const Operand &b, const Operand &sb, const int64_t *blockB,
+                     int64_t rows, int64_t n, int64_t k, const Operand &out) {
+  Blocks ga(a, blockA), gb(b, blockB);
+  int64_t bk = ga.bc;
+  if (b.rank != 2 || gb.bc != bk || k % bk != 0 || !ga.fast() || !gb.fast())
+    return false;
+  std::vector<float> scaleA(sa.numel), scaleB(sb.numel);
+  for (int64_t i = 0; i < sa.numel; ++i)
+    scaleA[i] = sa.get(i);
+  for (int64_t i = 0; i < sb.numel; ++i)
+    scaleB[i] = sb.get(i);
+  bool bf16 = bf16GemmEnabled();
+  Scratch<uint16_t> a16, b16;
+  Scratch<float> a32, b32, part(rows * n), rowScale(rows), colScale(n);
+  auto decode = [&](bool asBf16) {
+    decodedCodes(a, asBf16 ? nullptr : a32.resize(a.numel),
+                 asBf16 ? a16.resize(a.numel) : nullptr);
+    decodedCodes(b, asBf16 ? nullptr : b32.resize(b.numel),
+                 asBf16 ? b16.resize(b.numel) : nullptr);
+  };
+  decode(bf16);
+  Buffer bo;
+  float *acc = out.output(bo, /*zero=*/true);
+  for (int64_t kb = 0; kb < k / bk; ++kb) {
+    if (!bf16 ||
+        !bf16Gemm(false, true, rows, n, bk, a16.data() + kb * bk, k,
+                  b16.data() + kb * bk, k, part.data(), n, false)) {
+      if (bf16) { // oneDNN refused the shapes: FP32 from here on
+        bf16 = false;
+        decode(false);
+      }
+      sgemm(false, true, rows, n, bk, a32.data() + kb * bk, k,
+            b32.data() + kb * bk, k, part.data(), n);
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      rowScale.data()[r] = scaleA[ga.rowBase(r) + kb];
+    for (int64_t j = 0; j < n; ++j)
+      colScale.data()[j] = scaleB[gb.rowBase(j) + kb];
+    foldBlockAny(acc, part.data(), rowScale.data(), colScale.data(), rows, n);
+  }
+  out.store(acc);
+  return true;
+}
+
+} // namespace
+
 int32_t scaled_matmul(const Call &c) {
   Operand a = c.operand(0), sa = c.operand(1), b = c.operand(2),
           sb = c.operand(3), out = c.operand(4);
@@ -132,8 +232,13 @@ int32_t scaled_matmul(const Call &c) {
                       B16.data(), out))
       return 0;
   }
-  // FP8 values times their scales are exact in FP32 under the pow2 rule
-  // (and rounded once under fp32 scales); the GEMM accumulates in FP32.
+  if ((out.dtype == INFIR2RT_F32 || out.dtype == INFIR2RT_BF16) &&
+      !(powersOfTwo(sa) && powersOfTwo(sb)) &&
+      blockScaledGemm(a, sa, blockA.data(), b, sb, blockB.data(), batch * m, n,
+                      k, out))
+    return 0;
+  // Otherwise the dequantized values (rounded once under FP32 scales),
+  // multiplied in FP32 SGEMM.
   Buffer A = dequantized(a, sa, blockA.data());
   Buffer B = dequantized(b, sb, blockB.data());
   Buffer bo;

@@ -220,6 +220,23 @@ bool dequantizedBf16(const Operand &data, const Operand &scale,
   return any == 0;
 }
 
+void decodedCodes(const Operand &data, float *f32, uint16_t *bf16) {
+  const float *table = decodeTable(
+      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3);
+  const uint8_t *codes = data.ptr;
+#pragma omp parallel for simd if (data.numel > 65536)
+  for (int64_t i = 0; i < data.numel; ++i) {
+    float v = table[codes[i]];
+    if (f32)
+      f32[i] = v;
+    if (bf16) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      bf16[i] = uint16_t(bits >> 16); // exact: at most 3 significand bits
+    }
+  }
+}
+
 int32_t quantize(const Call &c) {
   Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2);
   FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;

@@ -167,12 +167,10 @@ void checkScaledMatmul(bool pow2) {
                    c.f32(as)[i * (k / 128) + q / 128];
         double w = double(e4m3ToFloat(c.u8(b)[j * k + q])) *
                    c.f32(bs)[(j / 128) * (k / 128) + q / 128];
-        // The FP32 path multiplies the dequantized FP32 values: under FP32
-        // scales each is rounded once to FP32.
-        if (!pow2) {
-          x = float(x);
-          w = float(w);
-        }
+        // Exact products on every path: under FP32 scales the FP8 values
+        // are multiplied unscaled, block by block (cuBLASLt's arithmetic),
+        // so the error is FP32 summation's: the 128 products of a block,
+        // then one FMA per block, within K·2^-24·Σ|a·b|.
         sum += x * w;
         abs += std::fabs(x * w);
       }
@@ -186,6 +184,56 @@ TEST(CpuScaledMatmul, PowerOfTwoScalesAgreeWithFp64Sums) {
 }
 
 TEST(CpuScaledMatmul, Fp32ScalesAgreeWithFp64Sums) { checkScaledMatmul(false); }
+
+/// Under FP32 scales the result is cuBLASLt's arithmetic (shared/CUBLASLT.md):
+/// acc = fma(partial · sA, sB, acc) over the 128-wide K blocks, each partial
+/// the FP32 sum of the unscaled FP8 products. With FP8 values in
+/// {±0.5, ±1, ..., ±8} every partial is exact in FP32 whatever the order, so
+/// the result is known to the bit: a kernel that multiplied dequantized
+/// (rounded) values, or summed before scaling, is caught.
+TEST(CpuScaledMatmul, Fp32ScalesFollowCublasLtToTheBit) {
+  const int64_t m = 32, n = 256, k = 512, kb = k / 128;
+  std::mt19937 rng(kSeed + 7);
+  SCOPED_TRACE("seed " + std::to_string(kSeed + 7));
+  std::uniform_int_distribution<int> pick(0, 15);
+  std::uniform_real_distribution<float> scale(0.001f, 3.0f);
+  Call c;
+  int a = c.add({m, k}, INFIR2RT_E4M3), as = c.add({m, kb}, INFIR2RT_F32),
+      b = c.add({n, k}, INFIR2RT_E4M3),
+      bs = c.add({n / 128, kb}, INFIR2RT_F32), y = c.add({m, n}, INFIR2RT_F32);
+  c.attrs({1, 128, 128, 128});
+  // E4M3 codes of 0.5, 1, 1.5, ..., 8 (and their negatives): exponents
+  // -1..3 with mantissas 0 or 4 (x.5 of the power of two).
+  auto code = [&] {
+    int e = pick(rng) % 5, half = pick(rng) % 2, sign = pick(rng) % 2;
+    return uint8_t(sign << 7 | (e + 6) << 3 | half << 2);
+  };
+  for (int64_t i = 0; i < m * k; ++i)
+    c.u8(a)[i] = code();
+  for (int64_t i = 0; i < n * k; ++i)
+    c.u8(b)[i] = code();
+  for (int64_t i = 0; i < m * kb; ++i)
+    c.f32(as)[i] = scale(rng);
+  for (int64_t i = 0; i < n / 128 * kb; ++i)
+    c.f32(bs)[i] = scale(rng);
+  ASSERT_EQ(c.run(infir2rt_scaled_matmul), 0);
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t blk = 0; blk < kb; ++blk) {
+        double partial = 0.0; // exact, and exact in FP32
+        for (int64_t q = blk * 128; q < (blk + 1) * 128; ++q)
+          partial += double(e4m3ToFloat(c.u8(a)[i * k + q])) *
+                     e4m3ToFloat(c.u8(b)[j * k + q]);
+        EXPECT_EQ(double(float(partial)), partial);
+        acc = std::fma(float(partial) * c.f32(as)[i * kb + blk],
+                       c.f32(bs)[(j / 128) * kb + blk], acc);
+      }
+      mismatches += c.f32(y)[i * n + j] != acc;
+    }
+  EXPECT_EQ(mismatches, 0) << "of " << m * n << " results";
+}
 
 } // namespace
 
