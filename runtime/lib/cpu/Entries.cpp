@@ -11,8 +11,9 @@
 //
 // A kernel that cannot get memory for its temporary copies fails its call
 // with a message (std::bad_alloc from the pool, outside parallel regions).
-// With INFIR2_PROFILE=1 in the environment, the CPU backend times every call
-// and prints, at exit, each entry point's calls and seconds, most first.
+// With INFIR2_PROFILE=1 in the environment, every call is timed (a GPU call
+// synchronized) and at exit each entry point's calls and seconds are
+// printed, most first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,7 +53,7 @@ struct Profile {
     }
     std::sort(order, order + INFIR2RT_NUM_ENTRIES,
               [&](int a, int b) { return seconds[a] > seconds[b]; });
-    std::fprintf(stderr, "profile: %.3f s in the CPU backend's entry points\n",
+    std::fprintf(stderr, "profile: %.3f s in the runtime's entry points\n",
                  total);
     for (int i : order)
       if (calls[i])
@@ -69,10 +70,24 @@ template <typename Fn> int32_t timed(int index, Fn fn) {
     return fn();
   auto start = std::chrono::steady_clock::now();
   int32_t status = fn();
-  profile.seconds[index] += std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
+  profile.seconds[index] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   ++profile.calls[index];
+  return status;
+}
+
+/// A GPU call; when profiling, on the default stream, which the CUDA backend
+/// synchronizes after every call, so that its time is its own.
+int32_t onDevice(int index, infir2rt_context *ctx, const int64_t *desc,
+                 const char *where) {
+  if (!profile.on)
+    return ctx->device[index](ctx, desc, where);
+  void *stream = ctx->stream;
+  ctx->stream = nullptr;
+  int32_t status =
+      timed(index, [&] { return ctx->device[index](ctx, desc, where); });
+  ctx->stream = stream;
   return status;
 }
 
@@ -82,13 +97,13 @@ template <typename Fn> int32_t timed(int index, Fn fn) {
   extern "C" int32_t infir2rt_##name(infir2rt_context *ctx,                    \
                                      const int64_t *desc, const char *where) { \
     if (ctx->device)                                                           \
-      return ctx->device[INFIR2RT_ENTRY_##name](ctx, desc, where);             \
+      return onDevice(INFIR2RT_ENTRY_##name, ctx, desc, where);                \
     return timed(INFIR2RT_ENTRY_##name, [&] {                                  \
       infir2::rt::cpu::Call call{ctx, desc, where};                            \
       try {                                                                    \
         return infir2::rt::cpu::name(call);                                    \
       } catch (const std::bad_alloc &) {                                       \
-        return call.fail("out of memory for the kernel's temporary copies");  \
+        return call.fail("out of memory for the kernel's temporary copies");   \
       }                                                                        \
     });                                                                        \
   }

@@ -147,7 +147,7 @@ __global__ void rmsNormGradKernel(View x, View wt, View dy, View dx, double *dw,
   }
 }
 
-__global__ void castKernel(const double *in, View out) {
+template <typename T> __global__ void castKernel(const T *in, View out) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < out.numel)
     out.set(i, float(in[i]));
@@ -258,9 +258,9 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
                                                 const char *where) {
   Operand ids = descOperand(ctx, desc, 0), dy = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
-  if (out.dtype != INFIR2RT_F32 || ids.dtype != INFIR2RT_I32)
+  if (ids.dtype != INFIR2RT_I32)
     return setCallError(ctx, where, "%s",
-                    "the CUDA embedding gradient takes i32 ids and writes f32");
+                        "the CUDA embedding gradient takes i32 ids");
   int64_t vocab = out.shape[0], dim = out.shape[1];
   std::vector<int32_t> host(ids.numel);
   INFIR2_CUDA_CHECK(
@@ -272,10 +272,22 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
       return setCallError(ctx, where,
                       "token id %d at position %zu is out of range [0, %lld)",
                       host[t], t, (long long)vocab);
-  INFIR2_CUDA_CHECK(ctx, cudaMemset(out.ptr, 0, out.numel * 4), where);
+  // Rows are summed in FP32 (atomics): in the result itself when it is
+  // FP32, else in a workspace rounded once to the result type, as the CPU
+  // backend does.
+  float *sum = reinterpret_cast<float *>(out.ptr);
+  if (out.dtype != INFIR2RT_F32)
+    INFIR2_CUDA_CHECK(ctx,
+                      infir2::rt::cuda::takeWorkspace({{&sum, out.numel * 4}}),
+                      where);
+  INFIR2_CUDA_CHECK(ctx, cudaMemset(sum, 0, out.numel * 4), where);
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
   embeddingGradKernel<<<unsigned((ids.numel * dim + kThreads - 1) / kThreads),
-                        kThreads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
-      reinterpret_cast<const int32_t *>(ids.ptr), viewOf(dy),
-      reinterpret_cast<float *>(out.ptr), ids.numel, dim);
+                        kThreads, 0, stream>>>(
+      reinterpret_cast<const int32_t *>(ids.ptr), viewOf(dy), sum, ids.numel,
+      dim);
+  if (out.dtype != INFIR2RT_F32)
+    castKernel<<<unsigned((out.numel + kThreads - 1) / kThreads), kThreads, 0,
+                 stream>>>(sum, viewOf(out));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }

@@ -20,7 +20,6 @@
 #include <cmath>
 #include <cstdint>
 
-
 namespace infir2::rt {
 
 INFIR2_HD float sigmoidOf(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -59,15 +58,18 @@ struct AdamWStep {
 /// One element of AdamW (decoupled weight decay).
 INFIR2_HD void adamwOf(const AdamWStep &a, float p, float g, float m, float v,
                        float &newP, float &newM, float &newV) {
-  float gi = g * a.scale;
-  newM = a.b1 * m + (1.0f - a.b1) * gi;
-  newV = a.b2 * v + (1.0f - a.b2) * gi * gi;
-  newP = p - a.lr * (a.wd * p + (newM / a.c1) / (sqrtf(newV / a.c2) + a.eps));
+  // Each operation rounded on its own (no FMA) so that both backends give
+  // the same bits; sqrtf and '/' are correctly rounded on both.
+  float gi = mulRn(g, a.scale);
+  newM = addRn(mulRn(a.b1, m), mulRn(1.0f - a.b1, gi));
+  newV = addRn(mulRn(a.b2, v), mulRn(mulRn(1.0f - a.b2, gi), gi));
+  float step = (newM / a.c1) / addRn(sqrtf(newV / a.c2), a.eps);
+  newP = subRn(p, mulRn(a.lr, addRn(mulRn(a.wd, p), step)));
 }
 
 /// One element of SGD with (coupled) weight decay.
 INFIR2_HD float sgdOf(float lr, float scale, float wd, float p, float g) {
-  return p - lr * (g * scale + wd * p);
+  return subRn(p, mulRn(lr, addRn(mulRn(g, scale), mulRn(wd, p))));
 }
 
 } // namespace infir2::rt

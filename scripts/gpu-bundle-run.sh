@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# run.sh of a GPU bundle (scripts/gpu-bundle.sh): the GPU checks, on a Hopper
+# machine with CUDA 13 and Python with PyTorch. Logs and JSONL go to OUT
+# (default /tmp/infir2-gpu). Each check prints rc=; nothing stops the rest.
+cd "$(dirname "${BASH_SOURCE[0]}")"
+out=${1:-${OUT:-/tmp/infir2-gpu}}; x=$(mktemp -d); mkdir -p "$out"
+lib=$x/lib; mkdir -p "$lib"; tar xJf lib.tar.xz -C "$lib"
+for n in libcublasLt.so.13 libcudart.so.13 libnccl.so.2; do
+  p=$(find /usr/local /opt /usr/lib -name $n 2>/dev/null | head -1)
+  echo "$n: ${p:-not found}"; [ -n "$p" ] && lib=$lib:$(dirname "$p")
+done
+export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+py() { python3 "python/$@"; }
+run() { echo "+ $*"; "$@"; echo "rc=$?"; }
+nvidia-smi -L; run ./infir2-cuda-probe
+
+echo "=== InfiR2CudaTests"
+timeout 300 ./InfiR2CudaTests > "$out/cudatests.log" 2>&1; echo "rc=$?"
+grep "FP64\|Failure\|FAILED\|PASSED\|Expected\|actual" "$out/cudatests.log"
+echo "=== PyTorch's FP8 accumulation (independent of InfiR2)"
+run timeout 120 py gpu-fp8-accumulation.py 7
+
+T=README.md
+echo "=== trainer-gpu.test 1: FP32 model, bf16 recipe, GPU against CPU"
+run timeout 120 ./t32 --device cuda --data $T --seed 3 --dump-step $x/gpu32.st > /dev/null
+run timeout 120 ./t32 --device cpu --data $T --seed 3 --dump-step $x/cpu32.st > /dev/null
+run py compare_trainer_step.py $x/gpu32.st $x/cpu32.st 1e-5 0.99999 1e-4
+run timeout 120 ./t32 --device cuda --data $T --steps 5 --log-every 1 --log-jsonl $out/gpu32.jsonl > /dev/null
+run timeout 120 ./t32 --device cpu --data $T --steps 5 --log-every 1 --log-jsonl $out/cpu32.jsonl > /dev/null
+run py compare_runs.py $out/gpu32.jsonl $out/cpu32.jsonl 1e-4 loss grad_norm
+echo "=== trainer-gpu.test 2: the FP8 recipe"
+run timeout 120 ./t8 --device cuda --data $T --seed 3 --dump-step $x/gpu8.st > /dev/null
+run timeout 120 ./t8 --device cpu --data $T --seed 3 --dump-step $x/cpu8.st > /dev/null
+run py compare_trainer_step.py $x/gpu8.st $x/cpu8.st 1e-3 0.995 8e-2
+run timeout 120 ./t8 --device cuda --data $T --steps 5 --log-every 1 --log-jsonl $out/gpu8.jsonl > /dev/null
+run timeout 120 ./t8 --device cpu --data $T --steps 5 --log-every 1 --log-jsonl $out/cpu8.jsonl > /dev/null
+run py compare_runs.py $out/gpu8.jsonl $out/cpu8.jsonl 2e-2 loss grad_norm
+echo "=== trainer-gpu.test 3: a GPU checkpoint resumed on the CPU"
+run timeout 120 ./t32 --device cuda --data $T --steps 5 --save $x/ck --save-every 3 > /dev/null
+run timeout 120 ./t32 --device cpu --data $T --steps 5 --load $x/ck/step-000003 --log-every 1 --log-jsonl $x/resumed.jsonl > /dev/null
+grep -v '"step":[123],' $out/gpu32.jsonl > $x/gpu32-tail.jsonl
+run py compare_runs.py $x/resumed.jsonl $x/gpu32-tail.jsonl 1e-4 loss grad_norm
+
+echo "=== GPU speed (20 steps; tokens/s of each 5-step interval)"
+for t in qwen-110m-bf16 qwen-110m-fp8 qwen2.5-0.5b-bf16 qwen2.5-0.5b-fp8; do
+  timeout 180 ./$t --device cuda --data brown-train.txt --steps 20 --log-every 5 \
+    --log-jsonl $out/$t.jsonl > $x/$t.log 2>&1; echo "$t rc=$?"
+  grep "^training:\|planned" $x/$t.log
+  grep -o '"tokens_per_s": *[0-9.]*' $out/$t.jsonl | paste -sd' '
+done
+echo "=== where a 0.5B fp8 step goes (INFIR2_PROFILE=1: every call synchronized)"
+INFIR2_PROFILE=1 timeout 180 ./qwen2.5-0.5b-fp8 --device cuda --data brown-train.txt \
+  --steps 10 --log-every 10 2>&1 | grep "^profile" | head -12
+if cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null); then
+  echo "=== compute-sanitizer memcheck, fp8 trainer, 2 steps"
+  timeout 300 "$cs" --tool memcheck --print-limit 10 ./t8 --device cuda --data $T --steps 2 2>&1 |
+    grep "=====" | tail -8
+fi
+rm -rf "$x"
