@@ -18,7 +18,7 @@ echo "=== InfiR2CudaTests"
 timeout 300 ./InfiR2CudaTests > "$out/cudatests.log" 2>&1; echo "rc=$?"
 grep "FP64\|Failure\|FAILED\|PASSED\|Expected\|actual" "$out/cudatests.log"
 echo "=== PyTorch's FP8 accumulation (independent of InfiR2)"
-run timeout 120 py gpu-fp8-accumulation.py 7
+run timeout 120 python3 python/gpu-fp8-accumulation.py 7
 
 T=README.md
 echo "=== trainer-gpu.test 1: FP32 model, bf16 recipe, GPU against CPU"

@@ -115,34 +115,43 @@ int32_t matmul(const Call &c) {
 
 namespace {
 
-/// acc[r, j] = fma(part[r, j] · sa[r], sb[j], acc[r, j]): one K block folded
-/// in, FP32 throughout, each FMA rounded once.
+/// One K block folded in, FP32 throughout, each FMA rounded once, in the
+/// order cuBLASLt uses (measured on an H100, docs/Running.md):
+/// acc = fma(part · sa, sb, acc) when both operands have 1x128 groups,
+/// acc = fma(part, sa · sb, acc) when one has 128x128 blocks or both one
+/// scale (then K is one block).
 template <typename Fma>
 inline void foldBlock(float *acc, const float *part, const float *sa,
-                      const float *sb, int64_t rows, int64_t n, Fma fma) {
+                      const float *sb, int64_t rows, int64_t n, bool combined,
+                      Fma fma) {
 #pragma omp parallel for if (rows * n > 65536)
   for (int64_t r = 0; r < rows; ++r) {
     float s = sa[r];
+    if (combined) {
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
-      acc[r * n + j] = fma(part[r * n + j] * s, sb[j], acc[r * n + j]);
+      for (int64_t j = 0; j < n; ++j)
+        acc[r * n + j] = fma(part[r * n + j], s * sb[j], acc[r * n + j]);
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        acc[r * n + j] = fma(part[r * n + j] * s, sb[j], acc[r * n + j]);
+    }
   }
 }
 
-__attribute__((target("fma"))) void foldBlockFma(float *acc, const float *part,
-                                                 const float *sa,
-                                                 const float *sb, int64_t rows,
-                                                 int64_t n) {
-  foldBlock(acc, part, sa, sb, rows, n,
+__attribute__((target("fma"))) void
+foldBlockFma(float *acc, const float *part, const float *sa, const float *sb,
+             int64_t rows, int64_t n, bool combined) {
+  foldBlock(acc, part, sa, sb, rows, n, combined,
             [](float x, float y, float z) { return __builtin_fmaf(x, y, z); });
 }
 
 void foldBlockAny(float *acc, const float *part, const float *sa,
-                  const float *sb, int64_t rows, int64_t n) {
+                  const float *sb, int64_t rows, int64_t n, bool combined) {
   static const bool hardware = __builtin_cpu_supports("fma");
   if (hardware)
-    return foldBlockFma(acc, part, sa, sb, rows, n);
-  foldBlock(acc, part, sa, sb, rows, n,
+    return foldBlockFma(acc, part, sa, sb, rows, n, combined);
+  foldBlock(acc, part, sa, sb, rows, n, combined,
             [](float x, float y, float z) { return std::fma(x, y, z); });
 }
 
@@ -160,8 +169,8 @@ bool powersOfTwo(const Operand &scale) {
 
 /// scaled_matmul under FP32 scales, in cuBLASLt's arithmetic (the CUDA
 /// backend's): each K block's product of the unscaled FP8 values (exact
-/// products, BF16 through oneDNN or FP32 SGEMM) summed in FP32, then
-/// acc = fma(partial · sA, sB, acc), block after block. False when the two
+/// products, BF16 through oneDNN or FP32 SGEMM) summed in FP32, then folded
+/// in block after block (foldBlock). False when the two
 /// operands' blocks do not split K alike, or B is batched (the caller then
 /// multiplies the dequantized values).
 bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
@@ -176,6 +185,9 @@ bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
     scaleA[i] = sa.get(i);
   for (int64_t i = 0; i < sb.numel; ++i)
     scaleB[i] = sb.get(i);
+  // 1x128 groups on both sides (cuBLASLt's VEC128 x VEC128), else 128x128
+  // blocks on one side or one scale each.
+  bool combined = !(ga.br == 1 && sa.numel > 1 && gb.br == 1 && sb.numel > 1);
   bool bf16 = bf16GemmEnabled();
   Scratch<uint16_t> a16, b16;
   Scratch<float> a32, b32, part(rows * n), rowScale(rows), colScale(n);
@@ -203,7 +215,8 @@ bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
       rowScale.data()[r] = scaleA[ga.rowBase(r) + kb];
     for (int64_t j = 0; j < n; ++j)
       colScale.data()[j] = scaleB[gb.rowBase(j) + kb];
-    foldBlockAny(acc, part.data(), rowScale.data(), colScale.data(), rows, n);
+    foldBlockAny(acc, part.data(), rowScale.data(), colScale.data(), rows, n,
+                 combined);
   }
   out.store(acc);
   return true;

@@ -17,8 +17,11 @@
 // - FP32 compute, split accumulation (FAST_ACCUM 0), BF16 or FP32 output.
 // - One handle and one 32 MiB workspace per process; the heuristic is asked
 //   once per shape and cached.
-// Every status is checked and returned. None of this has run on a GPU here:
-// the GPU test compares it with the CPU backend.
+// Every status is checked and returned. Run on an H100 (cuBLASLt 13.1):
+// the GPU test finds it within 2^-9 of Σ|a·b| of the exact product (the
+// tensor cores sum a block's products with ~14 bits), and bit for bit like
+// the CPU backend where those sums are exact, which fixes the order the
+// scales are applied in (docs/Running.md).
 //
 //===----------------------------------------------------------------------===//
 

@@ -14,7 +14,7 @@
 //   adds the scaled blocks in FP32. Measured on an H100 without our code
 //   (bench/gpu-fp8-accumulation.py, PyTorch's _scaled_mm): at worst 2^-11.8
 //   of Σ|a·b| for one block of 128, 2^-13.4 at K = 512. This GEMM gave
-//   2^-13.7..2^-10.8 over six runs of the three modes. Bound: 2^-9, about
+//   2^-13.8..2^-10.8 over twelve runs (four of each mode). Bound: 2^-9, about
 //   sqrt(128)·2^-13 (a block's additions each off by up to 2^-13 of the
 //   running sum), 3.5 times the worst seen; a wrong scale or block layout
 //   is off by about the value itself.
@@ -140,12 +140,14 @@ TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
   EXPECT_LE(gpu, 0x1p-9) << "GPU: FP8 tensor-core sums of 512 products";
 }
 
-// cuBLASLt's arithmetic to the bit (shared/CUBLASLT.md, which the CPU
-// backend follows under FP32 scales): with FP8 values ±1 and ±2, every sum of
-// products inside a block is a small integer (|Σ| ≤ 512), exact however the
-// tensor cores add; then the result depends only on how the scales are
-// applied and the blocks added: acc = fma(partial · sA, sB, acc). Arbitrary
-// FP32 scales, so any other order shows in the last bits.
+// cuBLASLt's arithmetic to the bit, which the CPU backend follows under FP32
+// scales (GemmTest's CpuScaledMatmulBits states it): with FP8 values ±1 and
+// ±2, every sum of products inside a block is a small integer (|Σ| ≤ 512),
+// exact however the tensor cores add; then the result depends only on how
+// the scales are applied and the blocks added. Arbitrary FP32 scales, so
+// any other order shows in the last bits. (This test found the orders: the
+// CPU first used fma(partial · sA, sB, acc) everywhere, which cuBLASLt does
+// only for 1x128 x 1x128 groups; 45% of the vec_blk results differed.)
 TEST_P(CudaScaledMatmul, ScalesAndBlocksFoldAsTheCpuDoes) {
   if (std::string why = gpuUnusable(); !why.empty())
     GTEST_SKIP() << why;

@@ -185,25 +185,41 @@ TEST(CpuScaledMatmul, PowerOfTwoScalesAgreeWithFp64Sums) {
 
 TEST(CpuScaledMatmul, Fp32ScalesAgreeWithFp64Sums) { checkScaledMatmul(false); }
 
-/// Under FP32 scales the result is cuBLASLt's arithmetic (shared/CUBLASLT.md):
-/// acc = fma(partial · sA, sB, acc) over the 128-wide K blocks, each partial
-/// the FP32 sum of the unscaled FP8 products. With FP8 values in
-/// {±0.5, ±1, ..., ±8} every partial is exact in FP32 whatever the order, so
-/// the result is known to the bit: a kernel that multiplied dequantized
-/// (rounded) values, or summed before scaling, is caught.
-TEST(CpuScaledMatmul, Fp32ScalesFollowCublasLtToTheBit) {
-  const int64_t m = 32, n = 256, k = 512, kb = k / 128;
+/// Under FP32 scales the result is cuBLASLt's arithmetic, as measured on an
+/// H100 (docs/Running.md): over the K blocks, each partial the FP32 sum of
+/// the unscaled FP8 products,
+///   1x128 x 1x128 groups:           acc = fma(partial · sA, sB, acc)
+///   1x128 x 128x128, or tensorwise: acc = fma(partial, sA · sB, acc)
+/// (tensorwise: one block of all K). With FP8 values in {±0.5, ±1, ..., ±12}
+/// every partial is exact in FP32 whatever the order, so the result is known
+/// to the bit: a kernel that multiplied dequantized (rounded) values, summed
+/// before scaling, or applied the scales in another order, is caught.
+struct FoldCase {
+  const char *name;
+  std::vector<double> blocks;
+  std::vector<int64_t> lhsScale, rhsScale;
+  bool combined; // sA · sB first
+};
+
+void PrintTo(const FoldCase &f, std::ostream *os) { *os << f.name; }
+
+class CpuScaledMatmulBits : public ::testing::TestWithParam<FoldCase> {};
+
+TEST_P(CpuScaledMatmulBits, Fp32ScalesFollowCublasLt) {
+  const FoldCase &f = GetParam();
+  const int64_t m = 32, n = 256, k = 512;
+  int64_t bk = int64_t(f.blocks[1]), kb = k / bk;
   std::mt19937 rng(kSeed + 7);
   SCOPED_TRACE("seed " + std::to_string(kSeed + 7));
   std::uniform_int_distribution<int> pick(0, 15);
   std::uniform_real_distribution<float> scale(0.001f, 3.0f);
   Call c;
-  int a = c.add({m, k}, INFIR2RT_E4M3), as = c.add({m, kb}, INFIR2RT_F32),
-      b = c.add({n, k}, INFIR2RT_E4M3),
-      bs = c.add({n / 128, kb}, INFIR2RT_F32), y = c.add({m, n}, INFIR2RT_F32);
-  c.attrs({1, 128, 128, 128});
-  // E4M3 codes of 0.5, 1, 1.5, ..., 8 (and their negatives): exponents
-  // -1..3 with mantissas 0 or 4 (x.5 of the power of two).
+  int a = c.add({m, k}, INFIR2RT_E4M3), as = c.add(f.lhsScale, INFIR2RT_F32),
+      b = c.add({n, k}, INFIR2RT_E4M3), bs = c.add(f.rhsScale, INFIR2RT_F32),
+      y = c.add({m, n}, INFIR2RT_F32);
+  c.attrs(f.blocks);
+  // E4M3 codes of 0.5, 1, 1.5, ..., 12 (and their negatives): exponents
+  // -1..3 with mantissas 0 or 4 (x1.5).
   auto code = [&] {
     int e = pick(rng) % 5, half = pick(rng) % 2, sign = pick(rng) % 2;
     return uint8_t(sign << 7 | (e + 6) << 3 | half << 2);
@@ -212,28 +228,47 @@ TEST(CpuScaledMatmul, Fp32ScalesFollowCublasLtToTheBit) {
     c.u8(a)[i] = code();
   for (int64_t i = 0; i < n * k; ++i)
     c.u8(b)[i] = code();
-  for (int64_t i = 0; i < m * kb; ++i)
+  int64_t na = f.lhsScale[0] * f.lhsScale[1], nb = f.rhsScale[0] * f.rhsScale[1];
+  for (int64_t i = 0; i < na; ++i)
     c.f32(as)[i] = scale(rng);
-  for (int64_t i = 0; i < n / 128 * kb; ++i)
+  for (int64_t i = 0; i < nb; ++i)
     c.f32(bs)[i] = scale(rng);
   ASSERT_EQ(c.run(infir2rt_scaled_matmul), 0);
+  auto sA = [&](int64_t i, int64_t blk) {
+    return c.f32(as)[na == 1 ? 0 : i * kb + blk];
+  };
+  auto sB = [&](int64_t j, int64_t blk) {
+    int64_t rows = int64_t(f.blocks[2]);
+    return c.f32(bs)[nb == 1 ? 0 : (j / rows) * kb + blk];
+  };
   int64_t mismatches = 0;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       float acc = 0.0f;
       for (int64_t blk = 0; blk < kb; ++blk) {
         double partial = 0.0; // exact, and exact in FP32
-        for (int64_t q = blk * 128; q < (blk + 1) * 128; ++q)
+        for (int64_t q = blk * bk; q < (blk + 1) * bk; ++q)
           partial += double(e4m3ToFloat(c.u8(a)[i * k + q])) *
                      e4m3ToFloat(c.u8(b)[j * k + q]);
         EXPECT_EQ(double(float(partial)), partial);
-        acc = std::fma(float(partial) * c.f32(as)[i * kb + blk],
-                       c.f32(bs)[(j / 128) * kb + blk], acc);
+        float p = float(partial);
+        acc = f.combined ? std::fma(p, sA(i, blk) * sB(j, blk), acc)
+                         : std::fma(p * sA(i, blk), sB(j, blk), acc);
       }
       mismatches += c.f32(y)[i * n + j] != acc;
     }
   EXPECT_EQ(mismatches, 0) << "of " << m * n << " results";
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, CpuScaledMatmulBits,
+    ::testing::Values(
+        FoldCase{"vec_blk", {1, 128, 128, 128}, {32, 4}, {2, 4}, true},
+        FoldCase{"vec_vec", {1, 128, 1, 128}, {32, 4}, {256, 4}, false},
+        FoldCase{"tensorwise", {32, 512, 256, 512}, {1, 1}, {1, 1}, true}),
+    [](const ::testing::TestParamInfo<FoldCase> &info) {
+      return std::string(info.param.name);
+    });
 
 } // namespace
 
