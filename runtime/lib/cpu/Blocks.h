@@ -15,6 +15,8 @@
 
 #include "Operand.h"
 
+#include "infir2/runtime/FP8.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -88,14 +90,21 @@ inline float nanMax(float a, float b) {
              : std::max(a, b);
 }
 
+/// Quantizes the FP32 values `x` (numel of `data`) into `data` and `scale`
+/// in `block`s; a non-finite block fails the call, naming it.
+int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
+                     const Operand &scale, FP8Format format, bool pow2,
+                     const int64_t *block);
+
 /// The FP32 values data·scale of a quantized operand (exact under pow2
 /// scales).
 Buffer dequantized(const Operand &data, const Operand &scale,
                    const int64_t *block);
 
-/// The same as BF16 values in `out`; false (and `out` unspecified) when one
-/// of them is not exactly a BF16 value (under fp32 scales, as a rule). A
-/// NaN code decodes to the quiet NaN, which BF16 holds too.
+/// The same as BF16 values in `out` when every scale is a power of two
+/// 2^e, |e| <= 100 (then every value is exact in BF16); else false, and
+/// `out` unspecified. A NaN code decodes to the quiet NaN, which BF16 holds
+/// too.
 bool dequantizedBf16(const Operand &data, const Operand &scale,
                      const int64_t *block, Scratch<uint16_t> &out);
 

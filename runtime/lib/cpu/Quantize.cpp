@@ -4,7 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// fp8.quantize, fp8.quantize_dual, fp8.dequantize and fp8.amax: block amaxes
+// fp8.quantize, fp8.dequantize and fp8.amax (quantize_dual is in
+// QuantizeDual.cpp, the vector loops in Fp8Loops.cpp): block amaxes
 // (NaN propagates; a non-finite block is refused), scales by fp8Scale and the
 // cast by floatToFP8 (FP8.h), the same functions the CUDA kernels run.
 //
@@ -12,6 +13,7 @@
 
 #include "Blocks.h"
 #include "Operand.h"
+#include "Fp8Loops.h"
 
 #include "infir2/runtime/FP8.h"
 
@@ -51,37 +53,56 @@ float blockAbsMax(const float *x, int64_t n) {
 /// data = fp8(x · inv[b]) under power-of-two scales (the reciprocal is
 /// exact), else fp8(x / s[b]), with a branch-free conversion: along a row
 /// of the fast geometry each block of columns is one vectorized loop.
-template <typename Convert>
 void writeCodes(const Blocks &g, int64_t rows, const float *x,
                 const float *factor, bool multiply, uint8_t *out,
-                Convert convert) {
+                FP8Format format) {
 #pragma omp parallel for if (rows * g.C > 65536)
   for (int64_t q = 0; q < rows; ++q) {
     if (!g.fast()) {
       forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
-        out[i] = convert(multiply ? x[i] * factor[b] : x[i] / factor[b]);
+        float v = multiply ? x[i] * factor[b] : x[i] / factor[b];
+        out[i] = floatToFP8(v, format);
+      });
+      continue;
+    }
+    int64_t base = g.rowBase(q);
+    for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb)
+      encodeSpan(format, x + q * g.C + cb * g.bc, factor[base + cb], multiply,
+                 out + q * g.C + cb * g.bc, g.bc);
+  }
+}
+
+/// Calls put(i, decoded value of element i · its scale) for every element,
+/// a block of columns at a time along the rows of the fast geometry.
+template <typename Put>
+void forEachDequantized(const Operand &data, const int64_t *block,
+                        const float *s, Put put) {
+  Blocks g(data, block);
+  int64_t rows = data.numel / g.C;
+  const float *table = decodeTable(
+      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3);
+  const uint8_t *codes = data.ptr;
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t q = 0; q < rows; ++q) {
+    if (!g.fast()) {
+      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+        put(i, table[codes[i]] * s[b]);
       });
       continue;
     }
     int64_t base = g.rowBase(q);
     for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb) {
-      const float *in = x + q * g.C + cb * g.bc;
-      uint8_t *o = out + q * g.C + cb * g.bc;
-      float f = factor[base + cb];
-      if (multiply) {
+      int64_t at = q * g.C + cb * g.bc;
+      float f = s[base + cb];
 #pragma omp simd
-        for (int64_t c = 0; c < g.bc; ++c)
-          o[c] = convert(in[c] * f);
-      } else {
-#pragma omp simd
-        for (int64_t c = 0; c < g.bc; ++c)
-          o[c] = convert(in[c] / f);
-      }
+      for (int64_t c = 0; c < g.bc; ++c)
+        put(at + c, table[codes[at + c]] * f);
     }
   }
 }
 
-/// Quantizes the FP32 values `x` (numel of `data`) into `data` and `scale`.
+} // namespace
+
 int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
                      const Operand &scale, FP8Format format, bool pow2,
                      const int64_t *block) {
@@ -131,59 +152,10 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
   std::vector<float> inv(scale.numel);
   for (int64_t b = 0; b < scale.numel; ++b)
     inv[b] = 1.0f / s[b];
-  // Lambdas, not function pointers: the conversion inlines and vectorizes.
-  if (format == FP8Format::E4M3)
-    writeCodes(g, rows, x, pow2 ? inv.data() : s.data(), pow2, data.ptr,
-               [](float v) { return floatToE4M3Branchless(v); });
-  else
-    writeCodes(g, rows, x, pow2 ? inv.data() : s.data(), pow2, data.ptr,
-               [](float v) { return floatToE5M2Branchless(v); });
+  writeCodes(g, rows, x, pow2 ? inv.data() : s.data(), pow2, data.ptr,
+             format);
   return 0;
 }
-
-/// Every code of `format` decoded once (fp8ToFloat), for the dequantizers.
-const float *decodeTable(FP8Format format) {
-  static const auto tables = [] {
-    std::array<std::array<float, 256>, 2> t{};
-    for (int code = 0; code < 256; ++code) {
-      t[0][code] = e4m3ToFloat(uint8_t(code));
-      t[1][code] = e5m2ToFloat(uint8_t(code));
-    }
-    return t;
-  }();
-  return tables[format == FP8Format::E5M2].data();
-}
-
-/// Calls put(i, decoded value of element i · its scale) for every element,
-/// a block of columns at a time along the rows of the fast geometry.
-template <typename Put>
-void forEachDequantized(const Operand &data, const int64_t *block,
-                        const float *s, Put put) {
-  Blocks g(data, block);
-  int64_t rows = data.numel / g.C;
-  const float *table = decodeTable(
-      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3);
-  const uint8_t *codes = data.ptr;
-#pragma omp parallel for if (data.numel > 65536)
-  for (int64_t q = 0; q < rows; ++q) {
-    if (!g.fast()) {
-      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
-        put(i, table[codes[i]] * s[b]);
-      });
-      continue;
-    }
-    int64_t base = g.rowBase(q);
-    for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb) {
-      int64_t at = q * g.C + cb * g.bc;
-      float f = s[base + cb];
-#pragma omp simd
-      for (int64_t c = 0; c < g.bc; ++c)
-        put(at + c, table[codes[at + c]] * f);
-    }
-  }
-}
-
-} // namespace
 
 Buffer dequantized(const Operand &data, const Operand &scale,
                    const int64_t *block) {
@@ -199,25 +171,37 @@ Buffer dequantized(const Operand &data, const Operand &scale,
 
 bool dequantizedBf16(const Operand &data, const Operand &scale,
                      const int64_t *block, Scratch<uint16_t> &out) {
+  // FP8 values (at most 4 significant bits, magnitudes 2^-9 (E4M3) or 2^-16
+  // (E5M2) to 57344) times 2^e, |e| <= 100, are exact in BF16 (8 bits,
+  // normal from 2^-126): then, and only then, this takes the BF16 path.
   std::vector<float> s(scale.numel);
-  for (int64_t b = 0; b < scale.numel; ++b)
+  for (int64_t b = 0; b < scale.numel; ++b) {
     s[b] = scale.get(b);
+    int e;
+    if (!(std::frexp(s[b], &e) == 0.5f && e >= -99 && e <= 101))
+      return false;
+  }
+  Blocks g(data, block);
+  int64_t rows = data.numel / g.C;
+  const float *table = decodeTable(
+      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3);
+  const uint8_t *codes = data.ptr;
   uint16_t *o = out.resize(data.numel);
-  // Any value whose low 16 FP32 bits are not zero is not exact in BF16; the
-  // flags are per element, so the loops stay vectorizable.
-  Scratch<uint8_t> inexact(data.numel);
-  uint8_t *bad = inexact.data();
-  forEachDequantized(data, block, s.data(), [o, bad](int64_t i, float v) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    bad[i] = (bits & 0xffffu) != 0;
-    o[i] = uint16_t(bits >> 16);
-  });
-  uint8_t any = 0;
-#pragma omp parallel for simd reduction(| : any) if (data.numel > 65536)
-  for (int64_t i = 0; i < data.numel; ++i)
-    any |= bad[i];
-  return any == 0;
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t q = 0; q < rows; ++q) {
+    if (!g.fast()) {
+      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+        bf16Span(codes + i, table, s[b], o + i, 1);
+      });
+      continue;
+    }
+    int64_t base = g.rowBase(q);
+    for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb) {
+      int64_t at = q * g.C + cb * g.bc;
+      bf16Span(codes + at, table, s[base + cb], o + at, g.bc);
+    }
+  }
+  return true;
 }
 
 void decodedCodes(const Operand &data, float *f32, uint16_t *bf16) {
@@ -246,29 +230,6 @@ int32_t quantize(const Call &c) {
   Buffer bx;
   return quantizeInto(c, x.floats(bx), data, scale, format, c.attr(1) != 0.0,
                       block.data());
-}
-
-int32_t quantize_dual(const Call &c) {
-  Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2),
-          dataT = c.operand(3), scaleT = c.operand(4);
-  FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
-  bool pow2 = c.attr(1) != 0.0;
-  std::vector<int64_t> block(x.rank);
-  for (int64_t i = 0; i < x.rank; ++i)
-    block[i] = c.intAttr(2 + i);
-  int64_t blockT[2] = {c.intAttr(2 + x.rank), c.intAttr(3 + x.rank)};
-  Buffer bx;
-  const float *X = x.floats(bx);
-  if (int32_t err = quantizeInto(c, X, data, scale, format, pow2, block.data()))
-    return err;
-  // The [K, T] transpose of the [T, K] view.
-  int64_t cols = x.last(), rows = x.rows();
-  Buffer t(x.numel);
-#pragma omp parallel for
-  for (int64_t j = 0; j < cols; ++j)
-    for (int64_t i = 0; i < rows; ++i)
-      t[j * rows + i] = X[i * cols + j];
-  return quantizeInto(c, t.data(), dataT, scaleT, format, pow2, blockT);
 }
 
 int32_t dequantize(const Call &c) {

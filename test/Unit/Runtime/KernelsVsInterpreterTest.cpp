@@ -138,6 +138,76 @@ TEST_P(KernelsVsInterpreter, QuantizeDualIsIdentical) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// quantize_dual's two fast transposed layouts (never an FP32 transpose):
+// 128x128 blocks of a matrix, whose transpose is the codes and scales
+// transposed, and 1x128 groups along the tokens; under both scale rules.
+TEST_P(KernelsVsInterpreter, DualFastLayoutsAreIdentical) {
+  bool e5m2 = GetParam();
+  const char *fmt = e5m2 ? "e5m2" : "e4m3",
+             *elt = e5m2 ? "f8E5M2" : "f8E4M3FN";
+  auto fmtEnum =
+      e5m2 ? infir2::rt::FP8Format::E5M2 : infir2::rt::FP8Format::E4M3;
+  int64_t dt = e5m2 ? INFIR2RT_E5M2 : INFIR2RT_E4M3;
+  std::mt19937_64 rng(seedFor("DualFastLayoutsAreIdentical"));
+  struct Case {
+    std::vector<int64_t> x, scale, dataT, scaleT;
+    const char *gran, *granT;
+    std::vector<double> blocks; // block, then the transpose's block
+  };
+  auto type = [](const std::vector<int64_t> &shape, const char *elt) {
+    std::string t = "tensor<";
+    for (int64_t d : shape)
+      t += std::to_string(d) + "x";
+    return t + elt + ">";
+  };
+  for (const Case &k :
+       {Case{{256, 384}, {2, 3}, {384, 256}, {3, 2}, "#fp8.blocks<128, 128>",
+             "#fp8.blocks<128, 128>", {128, 128, 128, 128}},
+        Case{{384, 256}, {384, 2}, {256, 384}, {256, 3},
+             "#fp8.groups<128, dim = 1>", "#fp8.groups<128, dim = 1>",
+             {1, 128, 1, 128}}})
+    for (const char *rule : {"pow2", "fp32"}) {
+      SCOPED_TRACE(std::string(k.gran) + " scale " + rule);
+      std::string x = type(k.x, "f32"), q = type(k.x, elt),
+                  s = type(k.scale, "f32"), qt = type(k.dataT, elt),
+                  st = type(k.scaleT, "f32");
+      std::string results = q + ", " + s + ", " + qt + ", " + st;
+      std::string src = "func.func @f(%x: " + x + ") -> (" + results +
+                        ") {\n  %q, %s, %qt, %st = fp8.quantize_dual %x to " +
+                        fmt + " by " +
+                        k.gran + " and transposed by " + k.granT + " scale " +
+                        rule + " : " + x + " -> " + results +
+                        "\n  return %q, %s, %qt, %st : " + results + "\n}\n";
+      Tensor in = draw(k.x, rng);
+      SmallVector<Tensor> expected = interpret(src, {in});
+      ASSERT_EQ(expected.size(), 4u);
+      Call c;
+      int xi = c.add(k.x, INFIR2RT_F32);
+      int qi = c.add(k.x, dt), si = c.add(k.scale, INFIR2RT_F32);
+      int qti = c.add(k.dataT, dt),
+          sti = c.add(k.scaleT, INFIR2RT_F32);
+      std::vector<double> attrs = {e5m2 ? 1.0 : 0.0,
+                                   std::string(rule) == "pow2" ? 1.0 : 0.0};
+      attrs.insert(attrs.end(), k.blocks.begin(), k.blocks.end());
+      c.attrs(attrs);
+      for (int64_t i = 0; i < in.getNumElements(); ++i)
+        c.f32(xi)[i] = float(in.data[i]);
+      ASSERT_EQ(c.run(infir2rt_quantize_dual), 0);
+      int64_t mismatches = 0;
+      for (auto [out, scale, idx] :
+           {std::tuple<int, int, int>{qi, si, 0}, {qti, sti, 2}}) {
+        const Tensor &data = expected[idx], &scales = expected[idx + 1];
+        for (int64_t i = 0; i < data.getNumElements(); ++i)
+          mismatches +=
+              double(infir2::rt::fp8ToFloat(c.u8(out)[i], fmtEnum)) !=
+              data.data[i];
+        for (int64_t i = 0; i < scales.getNumElements(); ++i)
+          mismatches += double(c.f32(scale)[i]) != scales.data[i];
+      }
+      EXPECT_EQ(mismatches, 0);
+    }
+}
+
 TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
   bool fp32Scales = GetParam();
   std::mt19937_64 rng(seedFor("ScaledMatmulAgrees"));

@@ -1,0 +1,119 @@
+//===- QuantizeDual.cpp - One tensor quantized in two layouts -------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// fp8.quantize_dual on the CPU: x viewed as [T, K] quantized as it is and as
+// its [K, T] transpose, each in its own blocks. The transpose is never made
+// in FP32 where its blocks allow:
+// - square blocks on a matrix (the weights' 128x128): the transpose's
+//   blocks hold the same values, so its codes and scales are these,
+//   transposed;
+// - 1 x bt groups along T (activations and gradients for the weight
+//   gradient): amaxes over bt rows at a time, codes encoded row by row and
+//   written transposed.
+// Both give exactly the bytes of quantizing the transpose (the amax of a
+// block does not depend on the order it is read in).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Blocks.h"
+#include "Fp8Loops.h"
+#include "Operand.h"
+#include "Transpose.h"
+
+#include <cmath>
+#include <vector>
+
+namespace infir2::rt::cpu {
+
+namespace {
+
+/// The [K, T] layout in 1 x bt groups, from x [T, K]; false (nothing
+/// written) when a value is not finite, for the caller's general path to
+/// name it.
+bool quantizeColumnGroups(const float *x, int64_t T, int64_t K, int64_t bt,
+                          FP8Format format, bool pow2, const Operand &dataT,
+                          const Operand &scaleT) {
+  int64_t nT = T / bt;
+  std::vector<float> amax(K * nT);
+  bool finite = true;
+#pragma omp parallel for reduction(&& : finite) if (T * K > 65536)
+  for (int64_t tb = 0; tb < nT; ++tb) {
+    std::vector<float> m(K, 0.0f), poison(K, 0.0f);
+    for (int64_t t = tb * bt; t < (tb + 1) * bt; ++t) {
+      const float *row = x + t * K;
+#pragma omp simd
+      for (int64_t k = 0; k < K; ++k) {
+        float a = std::fabs(row[k]);
+        m[k] = a > m[k] ? a : m[k];
+        poison[k] += row[k] * 0.0f; // NaN for NaN or ±inf
+      }
+    }
+    for (int64_t k = 0; k < K; ++k) {
+      finite = finite && poison[k] == 0.0f;
+      amax[k * nT + tb] = m[k];
+    }
+  }
+  if (!finite)
+    return false;
+  // x / s, or x · (1 / s) under power-of-two scales (the same rounding).
+  std::vector<float> factor(K * nT);
+  for (int64_t b = 0; b < K * nT; ++b) {
+    float s = fp8Scale(amax[b], format, pow2);
+    scaleT.set(b, s);
+    factor[b] = pow2 ? 1.0f / s : s;
+  }
+#pragma omp parallel for if (T * K > 65536)
+  for (int64_t tb = 0; tb < nT; ++tb) {
+    std::vector<float> f(K);
+    for (int64_t k = 0; k < K; ++k)
+      f[k] = factor[k * nT + tb];
+    std::vector<uint8_t> tile(bt * K);
+    for (int64_t t = 0; t < bt; ++t)
+      encodeSpanEach(format, x + (tb * bt + t) * K, f.data(), pow2,
+                     tile.data() + t * K, K);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t t = 0; t < bt; ++t)
+        dataT.ptr[k * T + tb * bt + t] = tile[t * K + k];
+  }
+  return true;
+}
+
+} // namespace
+
+int32_t quantize_dual(const Call &c) {
+  Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2),
+          dataT = c.operand(3), scaleT = c.operand(4);
+  FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
+  bool pow2 = c.attr(1) != 0.0;
+  std::vector<int64_t> block(x.rank);
+  for (int64_t i = 0; i < x.rank; ++i)
+    block[i] = c.intAttr(2 + i);
+  int64_t blockT[2] = {c.intAttr(2 + x.rank), c.intAttr(3 + x.rank)};
+  Buffer bx;
+  const float *X = x.floats(bx);
+  if (int32_t err = quantizeInto(c, X, data, scale, format, pow2, block.data()))
+    return err;
+  int64_t cols = x.last(), rows = x.rows();
+  if (x.rank == 2 && block[0] == block[1] && blockT[0] == block[0] &&
+      blockT[1] == block[0] && rows % block[0] == 0 && cols % block[0] == 0) {
+    transposeLastTwo(data.ptr, dataT.ptr, 1, rows, cols);
+    int64_t br = rows / block[0], bc = cols / block[0];
+    for (int64_t i = 0; i < br; ++i)
+      for (int64_t j = 0; j < bc; ++j)
+        scaleT.set(j * br + i, scale.get(i * bc + j));
+    return 0;
+  }
+  if (blockT[0] == 1 && blockT[1] > 0 && rows % blockT[1] == 0 &&
+      quantizeColumnGroups(X, rows, cols, blockT[1], format, pow2, dataT,
+                           scaleT))
+    return 0;
+  // Otherwise the FP32 transpose, quantized (and a non-finite value named).
+  Buffer t(x.numel);
+  transposeLastTwo(X, t.data(), 1, rows, cols);
+  return quantizeInto(c, t.data(), dataT, scaleT, format, pow2, blockT);
+}
+
+} // namespace infir2::rt::cpu
