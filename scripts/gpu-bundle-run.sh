@@ -21,24 +21,27 @@ echo "=== PyTorch's FP8 accumulation (independent of InfiR2)"
 run timeout 120 python3 python/gpu-fp8-accumulation.py 7
 
 T=README.md
+# One trainer on the GPU and the CPU: the first step (loss, gradients' cosine
+# and relative error bounds), then 5 steps of loss and grad-norm (bound).
+gpu_vs_cpu() {
+  local t=$1
+  run timeout 120 ./$t --device cuda --data $T --seed 3 --dump-step $x/gpu-$t.st > /dev/null
+  run timeout 120 ./$t --device cpu --data $T --seed 3 --dump-step $x/cpu-$t.st > /dev/null
+  run py compare_trainer_step.py $x/gpu-$t.st $x/cpu-$t.st $2 $3 $4
+  for d in cuda cpu; do
+    run timeout 120 ./$t --device $d --data $T --steps 5 --log-every 1 \
+      --log-jsonl $out/$d-$t.jsonl > /dev/null
+  done
+  run py compare_runs.py $out/cuda-$t.jsonl $out/cpu-$t.jsonl $5 loss grad_norm
+}
 echo "=== trainer-gpu.test 1: FP32 model, bf16 recipe, GPU against CPU"
-run timeout 120 ./t32 --device cuda --data $T --seed 3 --dump-step $x/gpu32.st > /dev/null
-run timeout 120 ./t32 --device cpu --data $T --seed 3 --dump-step $x/cpu32.st > /dev/null
-run py compare_trainer_step.py $x/gpu32.st $x/cpu32.st 1e-5 0.99999 1e-4
-run timeout 120 ./t32 --device cuda --data $T --steps 5 --log-every 1 --log-jsonl $out/gpu32.jsonl > /dev/null
-run timeout 120 ./t32 --device cpu --data $T --steps 5 --log-every 1 --log-jsonl $out/cpu32.jsonl > /dev/null
-run py compare_runs.py $out/gpu32.jsonl $out/cpu32.jsonl 1e-4 loss grad_norm
+gpu_vs_cpu t32 1e-5 0.99999 1e-4 1e-4
 echo "=== trainer-gpu.test 2: the FP8 recipe"
-run timeout 120 ./t8 --device cuda --data $T --seed 3 --dump-step $x/gpu8.st > /dev/null
-run timeout 120 ./t8 --device cpu --data $T --seed 3 --dump-step $x/cpu8.st > /dev/null
-run py compare_trainer_step.py $x/gpu8.st $x/cpu8.st 1e-3 0.995 8e-2
-run timeout 120 ./t8 --device cuda --data $T --steps 5 --log-every 1 --log-jsonl $out/gpu8.jsonl > /dev/null
-run timeout 120 ./t8 --device cpu --data $T --steps 5 --log-every 1 --log-jsonl $out/cpu8.jsonl > /dev/null
-run py compare_runs.py $out/gpu8.jsonl $out/cpu8.jsonl 2e-2 loss grad_norm
+gpu_vs_cpu t8 1e-3 0.995 8e-2 2e-2
 echo "=== trainer-gpu.test 3: a GPU checkpoint resumed on the CPU"
 run timeout 120 ./t32 --device cuda --data $T --steps 5 --save $x/ck --save-every 3 > /dev/null
 run timeout 120 ./t32 --device cpu --data $T --steps 5 --load $x/ck/step-000003 --log-every 1 --log-jsonl $x/resumed.jsonl > /dev/null
-grep -v '"step":[123],' $out/gpu32.jsonl > $x/gpu32-tail.jsonl
+grep -v '"step":[123],' $out/cuda-t32.jsonl > $x/gpu32-tail.jsonl
 run py compare_runs.py $x/resumed.jsonl $x/gpu32-tail.jsonl 1e-4 loss grad_norm
 
 echo "=== GPU speed (20 steps; tokens/s of each 5-step interval)"

@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Internal to the CPU backend: where each element's scale is in a tensor
-// quantized in blocks, shared by the quantizers (Quantize.cpp) and the FP8
-// GEMM (Gemm.cpp), which multiplies exactly dequantized operands.
+// quantized in blocks, shared by the quantizers (Quantize.cpp,
+// QuantizeDual.cpp) and the FP8 GEMM (Gemm.cpp).
 //
 //===----------------------------------------------------------------------===//
 

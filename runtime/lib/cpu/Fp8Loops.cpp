@@ -13,7 +13,9 @@
 #include "Fp8Loops.h"
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace infir2::rt::cpu {
 
@@ -22,13 +24,20 @@ namespace {
 #define INFIR2_AVX512                                                          \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
-/// `avx512` where this CPU has AVX-512 (F, BW, VL, DQ), else `plain`.
+/// `avx512` where this CPU has AVX-512 (F, BW, VL, DQ), else `plain`;
+/// INFIR2_CPU_FP8_LOOPS=plain in the environment takes `plain` anyway (so
+/// that the tests run both builds on one machine).
 template <typename Fn> Fn pickForCpu(Fn avx512, Fn plain) {
-  static const bool has = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512dq");
-  return has ? avx512 : plain;
+  static const bool use = [] {
+    const char *v = std::getenv("INFIR2_CPU_FP8_LOOPS");
+    if (v && std::string(v) == "plain")
+      return false;
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq");
+  }();
+  return use ? avx512 : plain;
 }
 
 /// The encoding loop; `Each`: one factor per element. Lambdas, not function
@@ -102,6 +111,10 @@ void bf16Span(const uint8_t *codes, const float *table, float f, uint16_t *o,
               int64_t n) {
   static const auto fn = pickForCpu(decodeAvx512, decodePlain);
   fn(codes, table, f, o, n);
+}
+
+bool fp8LoopsUseAvx512() {
+  return pickForCpu(true, false);
 }
 
 const float *decodeTable(FP8Format format) {

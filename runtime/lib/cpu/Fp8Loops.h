@@ -35,6 +35,9 @@ void encodeSpanEach(FP8Format format, const float *in, const float *f,
 void bf16Span(const uint8_t *codes, const float *table, float f, uint16_t *o,
               int64_t n);
 
+/// Whether this process runs the AVX-512 build of the loops.
+bool fp8LoopsUseAvx512();
+
 /// Every code of `format` decoded once (fp8ToFloat).
 const float *decodeTable(FP8Format format);
 

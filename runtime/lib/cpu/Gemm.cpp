@@ -5,11 +5,12 @@
 //===----------------------------------------------------------------------===//
 //
 // infir2.matmul and fp8.scaled_matmul with FP32 accumulation. Operands that
-// are exactly BF16 (BF16 tensors; FP8 values times power-of-two scales,
-// checked as they are dequantized) multiply as BF16 through oneDNN where the
-// CPU has BF16 instructions (Bf16Gemm.h); the others, and every GEMM on
-// other CPUs, through BLAS (cblas_sgemm) on FP32 operands, the FP8 ones
-// exactly dequantized (Blocks.h).
+// are exactly BF16 (BF16 tensors; FP8 values times power-of-two scales)
+// multiply as BF16 through oneDNN where the CPU has BF16 instructions
+// (Bf16Gemm.h). FP8 under other FP32 scales multiplies its unscaled values
+// block by block and applies the scales in cuBLASLt's order
+// (blockScaledGemm). The others, and every GEMM on other CPUs, go through
+// BLAS (cblas_sgemm) on FP32 operands.
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,7 +6,7 @@
 //
 // fp8.quantize_dual on the CPU: x viewed as [T, K] quantized as it is and as
 // its [K, T] transpose, each in its own blocks. The transpose is never made
-// in FP32 where its blocks allow:
+// in FP32 for the two layouts the recipes use:
 // - square blocks on a matrix (the weights' 128x128): the transpose's
 //   blocks hold the same values, so its codes and scales are these,
 //   transposed;
@@ -23,6 +23,9 @@
 #include "Operand.h"
 #include "Transpose.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -30,55 +33,55 @@ namespace infir2::rt::cpu {
 
 namespace {
 
-/// The [K, T] layout in 1 x bt groups, from x [T, K]; false (nothing
-/// written) when a value is not finite, for the caller's general path to
-/// name it.
-bool quantizeColumnGroups(const float *x, int64_t T, int64_t K, int64_t bt,
+/// The [K, T] layout in 1 x bt groups, from x [T, K], whose values are
+/// finite (the direct layout, quantized first, has refused any other).
+void quantizeColumnGroups(const float *x, int64_t T, int64_t K, int64_t bt,
                           FP8Format format, bool pow2, const Operand &dataT,
                           const Operand &scaleT) {
   int64_t nT = T / bt;
-  std::vector<float> amax(K * nT);
-  bool finite = true;
-#pragma omp parallel for reduction(&& : finite) if (T * K > 65536)
-  for (int64_t tb = 0; tb < nT; ++tb) {
-    std::vector<float> m(K, 0.0f), poison(K, 0.0f);
-    for (int64_t t = tb * bt; t < (tb + 1) * bt; ++t) {
-      const float *row = x + t * K;
+  // Work areas for every thread, taken before the parallel region (a
+  // failed allocation must not throw inside it).
+  int threads = T * K > 65536 ? omp_get_max_threads() : 1;
+  Scratch<float> amax(K * nT), factor(K * nT), m(K * threads);
+  Scratch<uint8_t> tiles(bt * K * threads);
+#pragma omp parallel num_threads(threads)
+  {
+    int me = omp_get_thread_num();
+    float *mx = m.data() + K * me;
+    uint8_t *codes = tiles.data() + bt * K * me;
+#pragma omp for
+    for (int64_t tb = 0; tb < nT; ++tb) {
+      std::fill(mx, mx + K, 0.0f);
+      for (int64_t t = tb * bt; t < (tb + 1) * bt; ++t) {
+        const float *row = x + t * K;
 #pragma omp simd
-      for (int64_t k = 0; k < K; ++k) {
-        float a = std::fabs(row[k]);
-        m[k] = a > m[k] ? a : m[k];
-        poison[k] += row[k] * 0.0f; // NaN for NaN or ±inf
+        for (int64_t k = 0; k < K; ++k) {
+          float a = std::fabs(row[k]);
+          mx[k] = a > mx[k] ? a : mx[k];
+        }
       }
+      for (int64_t k = 0; k < K; ++k)
+        amax.data()[k * nT + tb] = mx[k];
     }
-    for (int64_t k = 0; k < K; ++k) {
-      finite = finite && poison[k] == 0.0f;
-      amax[k * nT + tb] = m[k];
+#pragma omp single
+    // x / s, or x · (1 / s) under power-of-two scales (the same rounding).
+    for (int64_t b = 0; b < K * nT; ++b) {
+      float s = fp8Scale(amax.data()[b], format, pow2);
+      scaleT.set(b, s);
+      factor.data()[b] = pow2 ? 1.0f / s : s;
     }
-  }
-  if (!finite)
-    return false;
-  // x / s, or x · (1 / s) under power-of-two scales (the same rounding).
-  std::vector<float> factor(K * nT);
-  for (int64_t b = 0; b < K * nT; ++b) {
-    float s = fp8Scale(amax[b], format, pow2);
-    scaleT.set(b, s);
-    factor[b] = pow2 ? 1.0f / s : s;
-  }
-#pragma omp parallel for if (T * K > 65536)
-  for (int64_t tb = 0; tb < nT; ++tb) {
-    std::vector<float> f(K);
-    for (int64_t k = 0; k < K; ++k)
-      f[k] = factor[k * nT + tb];
-    std::vector<uint8_t> tile(bt * K);
-    for (int64_t t = 0; t < bt; ++t)
-      encodeSpanEach(format, x + (tb * bt + t) * K, f.data(), pow2,
-                     tile.data() + t * K, K);
-    for (int64_t k = 0; k < K; ++k)
+#pragma omp for
+    for (int64_t tb = 0; tb < nT; ++tb) {
+      for (int64_t k = 0; k < K; ++k) // this block's factors, by column
+        mx[k] = factor.data()[k * nT + tb];
       for (int64_t t = 0; t < bt; ++t)
-        dataT.ptr[k * T + tb * bt + t] = tile[t * K + k];
+        encodeSpanEach(format, x + (tb * bt + t) * K, mx, pow2,
+                       codes + t * K, K);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t t = 0; t < bt; ++t)
+          dataT.ptr[k * T + tb * bt + t] = codes[t * K + k];
+    }
   }
-  return true;
 }
 
 } // namespace
@@ -106,11 +109,12 @@ int32_t quantize_dual(const Call &c) {
         scaleT.set(j * br + i, scale.get(i * bc + j));
     return 0;
   }
-  if (blockT[0] == 1 && blockT[1] > 0 && rows % blockT[1] == 0 &&
-      quantizeColumnGroups(X, rows, cols, blockT[1], format, pow2, dataT,
-                           scaleT))
+  if (blockT[0] == 1 && blockT[1] > 0 && rows % blockT[1] == 0) {
+    quantizeColumnGroups(X, rows, cols, blockT[1], format, pow2, dataT,
+                         scaleT);
     return 0;
-  // Otherwise the FP32 transpose, quantized (and a non-finite value named).
+  }
+  // Otherwise the FP32 transpose, quantized.
   Buffer t(x.numel);
   transposeLastTwo(X, t.data(), 1, rows, cols);
   return quantizeInto(c, t.data(), dataT, scaleT, format, pow2, blockT);

@@ -14,7 +14,7 @@
 //   adds the scaled blocks in FP32. Measured on an H100 without our code
 //   (bench/gpu-fp8-accumulation.py, PyTorch's _scaled_mm): at worst 2^-11.8
 //   of Σ|a·b| for one block of 128, 2^-13.4 at K = 512. This GEMM gave
-//   2^-13.8..2^-10.8 over twelve runs (four of each mode). Bound: 2^-9, about
+//   2^-13.8..2^-10.8 in five runs of three or four modes. Bound: 2^-9, about
 //   sqrt(128)·2^-13 (a block's additions each off by up to 2^-13 of the
 //   running sum), 3.5 times the worst seen; a wrong scale or block layout
 //   is off by about the value itself.
@@ -47,6 +47,29 @@ struct GemmVariant {
 
 void PrintTo(const GemmVariant &v, std::ostream *os) { *os << v.name; }
 
+/// The scaled_matmul call of a variant: lhs [256, 512] and rhs [384, 512]
+/// in E4M3 with the variant's scales, y [256, 384] in FP32.
+struct GemmCall {
+  Call mm;
+  int a, as, b, bs, y;
+  explicit GemmCall(const GemmVariant &v)
+      : a(mm.add({256, 512}, INFIR2RT_E4M3)),
+        as(mm.add(v.lhsScale, INFIR2RT_F32)),
+        b(mm.add({384, 512}, INFIR2RT_E4M3)),
+        bs(mm.add(v.rhsScale, INFIR2RT_F32)),
+        y(mm.add({256, 384}, INFIR2RT_F32)) {
+    mm.attrs(v.blocks);
+  }
+  /// The call on the CPU and on the GPU, each on its own copy of it.
+  void runBoth(std::vector<uint8_t> &onCpu, std::vector<uint8_t> &onGpu) {
+    onCpu = runOnCpu(mm, infir2rt_scaled_matmul);
+    int32_t rc;
+    std::string error;
+    onGpu = runOnGpu(mm, infir2rt_cuda_scaled_matmul, rc, error);
+    ASSERT_EQ(rc, 0) << error;
+  }
+};
+
 class CudaScaledMatmul : public ::testing::TestWithParam<GemmVariant> {};
 
 TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
@@ -76,13 +99,9 @@ TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
   ASSERT_EQ(infir2rt_quantize(&ctx, q2.desc.data(), "q"), 0)
       << infir2::rt::callError(ctx);
 
-  Call mm;
-  int a = mm.add({256, 512}, INFIR2RT_E4M3),
-      as = mm.add(v.lhsScale, INFIR2RT_F32),
-      b = mm.add({384, 512}, INFIR2RT_E4M3),
-      bs = mm.add(v.rhsScale, INFIR2RT_F32),
-      y = mm.add({256, 384}, INFIR2RT_F32);
-  mm.attrs(v.blocks);
+  GemmCall call(v);
+  Call &mm = call.mm;
+  int a = call.a, as = call.as, b = call.b, bs = call.bs, y = call.y;
   auto copy = [](Call &to, int ti, Call &from, int fi) {
     std::memcpy(to.host.data() + to.operands[ti].first,
                 from.host.data() + from.operands[fi].first,
@@ -93,12 +112,8 @@ TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
   copy(mm, b, q2, wq);
   copy(mm, bs, q2, ws);
 
-  std::vector<uint8_t> onCpu = runOnCpu(mm, infir2rt_scaled_matmul);
-  int32_t rc;
-  std::string error;
-  std::vector<uint8_t> onGpu =
-      runOnGpu(mm, infir2rt_cuda_scaled_matmul, rc, error);
-  ASSERT_EQ(rc, 0) << error;
+  std::vector<uint8_t> onCpu, onGpu;
+  ASSERT_NO_FATAL_FAILURE(call.runBoth(onCpu, onGpu));
   // Against the exact product (FP64 over the dequantized operands): each
   // element's error relative to its Σ|a·b|, the scale of any summation error.
   auto dequantized = [&](int o, int so, int64_t rows, int bi) {
@@ -153,13 +168,9 @@ TEST_P(CudaScaledMatmul, ScalesAndBlocksFoldAsTheCpuDoes) {
     GTEST_SKIP() << why;
   const GemmVariant &v = GetParam();
   std::mt19937_64 rng = seededRng();
-  Call mm;
-  int a = mm.add({256, 512}, INFIR2RT_E4M3),
-      as = mm.add(v.lhsScale, INFIR2RT_F32),
-      b = mm.add({384, 512}, INFIR2RT_E4M3),
-      bs = mm.add(v.rhsScale, INFIR2RT_F32),
-      y = mm.add({256, 384}, INFIR2RT_F32);
-  mm.attrs(v.blocks);
+  GemmCall call(v);
+  Call &mm = call.mm;
+  int a = call.a, as = call.as, b = call.b, bs = call.bs, y = call.y;
   auto bytes = [&](int o) { return mm.host.data() + mm.operands[o].first; };
   const uint8_t codes[4] = {0x38, 0x40, 0xb8, 0xc0}; // 1, 2, -1, -2
   for (int o : {a, b})
@@ -171,12 +182,8 @@ TEST_P(CudaScaledMatmul, ScalesAndBlocksFoldAsTheCpuDoes) {
     for (int64_t i = 0; i < mm.operands[o].second / 4; ++i)
       f[i] = scale(rng);
   }
-  std::vector<uint8_t> onCpu = runOnCpu(mm, infir2rt_scaled_matmul);
-  int32_t rc;
-  std::string error;
-  std::vector<uint8_t> onGpu =
-      runOnGpu(mm, infir2rt_cuda_scaled_matmul, rc, error);
-  ASSERT_EQ(rc, 0) << error;
+  std::vector<uint8_t> onCpu, onGpu;
+  ASSERT_NO_FATAL_FAILURE(call.runBoth(onCpu, onGpu));
   const float *c = reinterpret_cast<const float *>(onCpu.data() +
                                                    mm.operands[y].first),
               *g = reinterpret_cast<const float *>(onGpu.data() +
@@ -202,6 +209,8 @@ INSTANTIATE_TEST_SUITE_P(
         GemmVariant{"vec_blk", {1, 128, 128, 128}, {256, 4}, {3, 4}},
         // wgrad: both operands in 1x128 groups (VEC128 x VEC128).
         GemmVariant{"vec_vec", {1, 128, 1, 128}, {256, 4}, {384, 4}},
+        // 128x128 blocks on the lhs (cuBLASLt's B), 1x128 groups on the rhs.
+        GemmVariant{"blk_vec", {128, 128, 1, 128}, {2, 4}, {384, 4}},
         // tensorwise: one scale per operand (scalar mode).
         GemmVariant{"tensorwise", {256, 512, 384, 512}, {1, 1}, {1, 1}}),
     [](const ::testing::TestParamInfo<GemmVariant> &info) {

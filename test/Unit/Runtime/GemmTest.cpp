@@ -196,9 +196,11 @@ TEST(CpuScaledMatmul, Fp32ScalesAgreeWithFp64Sums) { checkScaledMatmul(false); }
 /// before scaling, or applied the scales in another order, is caught.
 struct FoldCase {
   const char *name;
-  std::vector<double> blocks;
+  std::vector<int64_t> lhs;   // [..., 512]; the rhs is [256, 512]
+  std::vector<double> blocks; // lhs block (lhs rank), then the rhs block
   std::vector<int64_t> lhsScale, rhsScale;
   bool combined; // sA · sB first
+  bool bf16Out = false;
 };
 
 void PrintTo(const FoldCase &f, std::ostream *os) { *os << f.name; }
@@ -207,16 +209,22 @@ class CpuScaledMatmulBits : public ::testing::TestWithParam<FoldCase> {};
 
 TEST_P(CpuScaledMatmulBits, Fp32ScalesFollowCublasLt) {
   const FoldCase &f = GetParam();
-  const int64_t m = 32, n = 256, k = 512;
-  int64_t bk = int64_t(f.blocks[1]), kb = k / bk;
+  const int64_t n = 256, k = 512, rank = int64_t(f.lhs.size());
+  int64_t m = 1;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    m *= f.lhs[i];
+  int64_t lhsRows = int64_t(f.blocks[rank - 2]), rhsRows = int64_t(f.blocks[rank]);
+  int64_t bk = int64_t(f.blocks[rank - 1]), kb = k / bk;
   std::mt19937 rng(kSeed + 7);
   SCOPED_TRACE("seed " + std::to_string(kSeed + 7));
   std::uniform_int_distribution<int> pick(0, 15);
   std::uniform_real_distribution<float> scale(0.001f, 3.0f);
   Call c;
-  int a = c.add({m, k}, INFIR2RT_E4M3), as = c.add(f.lhsScale, INFIR2RT_F32),
+  std::vector<int64_t> outShape = f.lhs;
+  outShape.back() = n;
+  int a = c.add(f.lhs, INFIR2RT_E4M3), as = c.add(f.lhsScale, INFIR2RT_F32),
       b = c.add({n, k}, INFIR2RT_E4M3), bs = c.add(f.rhsScale, INFIR2RT_F32),
-      y = c.add({m, n}, INFIR2RT_F32);
+      y = c.add(outShape, f.bf16Out ? INFIR2RT_BF16 : INFIR2RT_F32);
   c.attrs(f.blocks);
   // E4M3 codes of 0.5, 1, 1.5, ..., 12 (and their negatives): exponents
   // -1..3 with mantissas 0 or 4 (x1.5).
@@ -228,18 +236,20 @@ TEST_P(CpuScaledMatmulBits, Fp32ScalesFollowCublasLt) {
     c.u8(a)[i] = code();
   for (int64_t i = 0; i < n * k; ++i)
     c.u8(b)[i] = code();
-  int64_t na = f.lhsScale[0] * f.lhsScale[1], nb = f.rhsScale[0] * f.rhsScale[1];
+  int64_t na = 1, nb = f.rhsScale[0] * f.rhsScale[1];
+  for (int64_t d : f.lhsScale)
+    na *= d;
   for (int64_t i = 0; i < na; ++i)
     c.f32(as)[i] = scale(rng);
   for (int64_t i = 0; i < nb; ++i)
     c.f32(bs)[i] = scale(rng);
   ASSERT_EQ(c.run(infir2rt_scaled_matmul), 0);
+  // Rows of the lhs (leading dimensions flattened) in blocks of lhsRows.
   auto sA = [&](int64_t i, int64_t blk) {
-    return c.f32(as)[na == 1 ? 0 : i * kb + blk];
+    return c.f32(as)[na == 1 ? 0 : (i / lhsRows) * kb + blk];
   };
   auto sB = [&](int64_t j, int64_t blk) {
-    int64_t rows = int64_t(f.blocks[2]);
-    return c.f32(bs)[nb == 1 ? 0 : (j / rows) * kb + blk];
+    return c.f32(bs)[nb == 1 ? 0 : (j / rhsRows) * kb + blk];
   };
   int64_t mismatches = 0;
   for (int64_t i = 0; i < m; ++i)
@@ -255,7 +265,13 @@ TEST_P(CpuScaledMatmulBits, Fp32ScalesFollowCublasLt) {
         acc = f.combined ? std::fma(p, sA(i, blk) * sB(j, blk), acc)
                          : std::fma(p * sA(i, blk), sB(j, blk), acc);
       }
-      mismatches += c.f32(y)[i * n + j] != acc;
+      if (f.bf16Out) {
+        uint16_t got;
+        std::memcpy(&got, c.u8(y) + 2 * (i * n + j), 2);
+        mismatches += got != floatToBF16(acc); // rounded once
+      } else {
+        mismatches += c.f32(y)[i * n + j] != acc;
+      }
     }
   EXPECT_EQ(mismatches, 0) << "of " << m * n << " results";
 }
@@ -263,9 +279,17 @@ TEST_P(CpuScaledMatmulBits, Fp32ScalesFollowCublasLt) {
 INSTANTIATE_TEST_SUITE_P(
     Modes, CpuScaledMatmulBits,
     ::testing::Values(
-        FoldCase{"vec_blk", {1, 128, 128, 128}, {32, 4}, {2, 4}, true},
-        FoldCase{"vec_vec", {1, 128, 1, 128}, {32, 4}, {256, 4}, false},
-        FoldCase{"tensorwise", {32, 512, 256, 512}, {1, 1}, {1, 1}, true}),
+        FoldCase{"vec_blk", {32, 512}, {1, 128, 128, 128}, {32, 4}, {2, 4},
+                 true},
+        FoldCase{"vec_vec", {32, 512}, {1, 128, 1, 128}, {32, 4}, {256, 4},
+                 false},
+        FoldCase{"blk_vec", {128, 512}, {128, 128, 1, 128}, {1, 4}, {256, 4},
+                 true},
+        FoldCase{"tensorwise", {32, 512}, {32, 512, 256, 512}, {1, 1}, {1, 1},
+                 true},
+        // The recipe's fprop: a [batch, tokens, K] lhs, BF16 out.
+        FoldCase{"vec_blk_rank3_bf16", {2, 16, 512}, {1, 1, 128, 128, 128},
+                 {2, 16, 4}, {2, 4}, true, true}),
     [](const ::testing::TestParamInfo<FoldCase> &info) {
       return std::string(info.param.name);
     });

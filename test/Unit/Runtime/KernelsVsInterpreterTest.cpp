@@ -138,17 +138,18 @@ TEST_P(KernelsVsInterpreter, QuantizeDualIsIdentical) {
   EXPECT_EQ(mismatches, 0);
 }
 
-// quantize_dual's two fast transposed layouts (never an FP32 transpose):
-// 128x128 blocks of a matrix, whose transpose is the codes and scales
-// transposed, and 1x128 groups along the tokens; under both scale rules.
-TEST_P(KernelsVsInterpreter, DualFastLayoutsAreIdentical) {
+// quantize_dual's transposed layouts, byte for byte: 128x128 blocks of a
+// matrix (the codes and scales transposed), 1x128 groups along the tokens
+// (encoded by rows, written transposed), and one that neither covers (the
+// FP32 transpose, quantized); under both scale rules.
+TEST_P(KernelsVsInterpreter, DualLayoutsAreIdentical) {
   bool e5m2 = GetParam();
   const char *fmt = e5m2 ? "e5m2" : "e4m3",
              *elt = e5m2 ? "f8E5M2" : "f8E4M3FN";
   auto fmtEnum =
       e5m2 ? infir2::rt::FP8Format::E5M2 : infir2::rt::FP8Format::E4M3;
   int64_t dt = e5m2 ? INFIR2RT_E5M2 : INFIR2RT_E4M3;
-  std::mt19937_64 rng(seedFor("DualFastLayoutsAreIdentical"));
+  std::mt19937_64 rng(seedFor("DualLayoutsAreIdentical"));
   struct Case {
     std::vector<int64_t> x, scale, dataT, scaleT;
     const char *gran, *granT;
@@ -165,7 +166,10 @@ TEST_P(KernelsVsInterpreter, DualFastLayoutsAreIdentical) {
              "#fp8.blocks<128, 128>", {128, 128, 128, 128}},
         Case{{384, 256}, {384, 2}, {256, 384}, {256, 3},
              "#fp8.groups<128, dim = 1>", "#fp8.groups<128, dim = 1>",
-             {1, 128, 1, 128}}})
+             {1, 128, 1, 128}},
+        Case{{2, 128, 256}, {2, 128, 2}, {256, 256}, {2, 2},
+             "#fp8.groups<128, dim = 2>", "#fp8.blocks<128, 128>",
+             {1, 1, 128, 128, 128}}})
     for (const char *rule : {"pow2", "fp32"}) {
       SCOPED_TRACE(std::string(k.gran) + " scale " + rule);
       std::string x = type(k.x, "f32"), q = type(k.x, elt),
@@ -197,10 +201,9 @@ TEST_P(KernelsVsInterpreter, DualFastLayoutsAreIdentical) {
       for (auto [out, scale, idx] :
            {std::tuple<int, int, int>{qi, si, 0}, {qti, sti, 2}}) {
         const Tensor &data = expected[idx], &scales = expected[idx + 1];
-        for (int64_t i = 0; i < data.getNumElements(); ++i)
-          mismatches +=
-              double(infir2::rt::fp8ToFloat(c.u8(out)[i], fmtEnum)) !=
-              data.data[i];
+        for (int64_t i = 0; i < data.getNumElements(); ++i) // codes, ±0 too
+          mismatches += c.u8(out)[i] !=
+                        infir2::rt::floatToFP8(float(data.data[i]), fmtEnum);
         for (int64_t i = 0; i < scales.getNumElements(); ++i)
           mismatches += double(c.f32(scale)[i]) != scales.data[i];
       }
