@@ -101,9 +101,14 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
 Buffer dequantized(const Operand &data, const Operand &scale,
                    const int64_t *block);
 
-/// The same as BF16 values in `out` when every scale is a power of two
-/// 2^e, |e| <= 100 (then every value is exact in BF16); else false, and
-/// `out` unspecified. A NaN code decodes to the quiet NaN, which BF16 holds
+/// Whether every scale is a power of two 2^e, |e| <= 100: then every FP8
+/// value (at most 4 significant bits, magnitudes 2^-16 (E5M2) or 2^-9
+/// (E4M3) to 57344) times its scale is exact in BF16 (8 bits, normal from
+/// 2^-126) and in FP32.
+bool powerOfTwoScales(const Operand &scale);
+
+/// The same as BF16 values in `out` when powerOfTwoScales(scale); else
+/// false, and `out` unspecified. A NaN code decodes to the quiet NaN, which BF16 holds
 /// too.
 bool dequantizedBf16(const Operand &data, const Operand &scale,
                      const int64_t *block, Scratch<uint16_t> &out);

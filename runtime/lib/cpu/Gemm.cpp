@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 namespace infir2::rt::cpu {
@@ -156,18 +155,6 @@ void foldBlockAny(float *acc, const float *part, const float *sa,
             [](float x, float y, float z) { return std::fma(x, y, z); });
 }
 
-/// Whether every scale is a power of two (then data · scale is exact).
-bool powersOfTwo(const Operand &scale) {
-  for (int64_t i = 0; i < scale.numel; ++i) {
-    float v = scale.get(i);
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    if ((bits & 0x7fffffu) != 0 || (bits & 0x7f800000u) == 0)
-      return false;
-  }
-  return true;
-}
-
 /// scaled_matmul under FP32 scales, in cuBLASLt's arithmetic (the CUDA
 /// backend's): each K block's product of the unscaled FP8 values (exact
 /// products, BF16 through oneDNN or FP32 SGEMM) summed in FP32, then folded
@@ -247,7 +234,7 @@ int32_t scaled_matmul(const Call &c) {
       return 0;
   }
   if ((out.dtype == INFIR2RT_F32 || out.dtype == INFIR2RT_BF16) &&
-      !(powersOfTwo(sa) && powersOfTwo(sb)) &&
+      !(powerOfTwoScales(sa) && powerOfTwoScales(sb)) &&
       blockScaledGemm(a, sa, blockA.data(), b, sb, blockB.data(), batch * m, n,
                       k, out))
     return 0;

@@ -18,7 +18,6 @@
 #include "infir2/runtime/FP8.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -69,35 +68,6 @@ void writeCodes(const Blocks &g, int64_t rows, const float *x,
     for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb)
       encodeSpan(format, x + q * g.C + cb * g.bc, factor[base + cb], multiply,
                  out + q * g.C + cb * g.bc, g.bc);
-  }
-}
-
-/// Calls put(i, decoded value of element i · its scale) for every element,
-/// a block of columns at a time along the rows of the fast geometry.
-template <typename Put>
-void forEachDequantized(const Operand &data, const int64_t *block,
-                        const float *s, Put put) {
-  Blocks g(data, block);
-  int64_t rows = data.numel / g.C;
-  const float *table = decodeTable(
-      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3);
-  const uint8_t *codes = data.ptr;
-#pragma omp parallel for if (data.numel > 65536)
-  for (int64_t q = 0; q < rows; ++q) {
-    if (!g.fast()) {
-      forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
-        put(i, table[codes[i]] * s[b]);
-      });
-      continue;
-    }
-    int64_t base = g.rowBase(q);
-    for (int64_t cb = 0, ncb = g.C / g.bc; cb < ncb; ++cb) {
-      int64_t at = q * g.C + cb * g.bc;
-      float f = s[base + cb];
-#pragma omp simd
-      for (int64_t c = 0; c < g.bc; ++c)
-        put(at + c, table[codes[at + c]] * f);
-    }
   }
 }
 
@@ -163,24 +133,33 @@ Buffer dequantized(const Operand &data, const Operand &scale,
   for (int64_t b = 0; b < scale.numel; ++b)
     s[b] = scale.get(b);
   Buffer out(data.numel);
-  float *o = out.data();
-  forEachDequantized(data, block, s.data(),
-                     [o](int64_t i, float v) { o[i] = v; });
+  const float *table = decodeTable(
+      data.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2 : FP8Format::E4M3);
+  Blocks g(data, block);
+#pragma omp parallel for if (data.numel > 65536)
+  for (int64_t q = 0; q < data.numel / g.C; ++q)
+    forEachBlocked(g, q, q + 1, [&](int64_t i, int64_t b) {
+      out[i] = table[data.ptr[i]] * s[b];
+    });
   return out;
+}
+
+bool powerOfTwoScales(const Operand &scale) {
+  for (int64_t b = 0; b < scale.numel; ++b) {
+    int e;
+    if (!(std::frexp(scale.get(b), &e) == 0.5f && e >= -99 && e <= 101))
+      return false;
+  }
+  return true;
 }
 
 bool dequantizedBf16(const Operand &data, const Operand &scale,
                      const int64_t *block, Scratch<uint16_t> &out) {
-  // FP8 values (at most 4 significant bits, magnitudes 2^-9 (E4M3) or 2^-16
-  // (E5M2) to 57344) times 2^e, |e| <= 100, are exact in BF16 (8 bits,
-  // normal from 2^-126): then, and only then, this takes the BF16 path.
+  if (!powerOfTwoScales(scale))
+    return false;
   std::vector<float> s(scale.numel);
-  for (int64_t b = 0; b < scale.numel; ++b) {
+  for (int64_t b = 0; b < scale.numel; ++b)
     s[b] = scale.get(b);
-    int e;
-    if (!(std::frexp(s[b], &e) == 0.5f && e >= -99 && e <= 101))
-      return false;
-  }
   Blocks g(data, block);
   int64_t rows = data.numel / g.C;
   const float *table = decodeTable(
