@@ -18,10 +18,13 @@
 
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
+#include "FlashAttention.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -192,6 +195,44 @@ int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
   return 0;
 }
 
+/// The tensor-core problem of an attention call (results and gradients
+/// filled in by the caller); `taken` says whether those kernels run it:
+/// BF16 operands of a supported head size, as many keys as queries, and
+/// INFIR2_CUDA_ATTENTION not set to "fp32" (the FP32 kernels, kept for
+/// FP32 models and for comparison).
+infir2::rt::cuda::FlashProblem problemOf(const Geometry &a,
+                                         infir2rt_context *ctx,
+                                         const int64_t *desc, int64_t dout,
+                                         bool &taken) {
+  static const bool fp32Only = [] {
+    const char *v = std::getenv("INFIR2_CUDA_ATTENTION");
+    return v && std::strcmp(v, "fp32") == 0;
+  }();
+  Operand q = descOperand(ctx, desc, 0), k = descOperand(ctx, desc, 1),
+          v = descOperand(ctx, desc, 2);
+  infir2::rt::cuda::FlashProblem p{};
+  p.q = q.ptr;
+  p.k = k.ptr;
+  p.v = v.ptr;
+  int64_t doutType = INFIR2RT_BF16;
+  if (dout >= 0) {
+    Operand g = descOperand(ctx, desc, dout);
+    p.dout = g.ptr;
+    doutType = g.dtype;
+  }
+  p.segments = a.segments;
+  p.batch = a.batch;
+  p.seq = a.sq;
+  p.heads = a.heads;
+  p.kvHeads = a.heads / a.group;
+  p.headDim = a.hd;
+  p.scale = a.scale;
+  p.causal = a.causal;
+  taken = !fp32Only && a.sq == a.skv &&
+          infir2::rt::cuda::flashTakes(p, q.dtype, k.dtype, v.dtype, doutType);
+  return p;
+}
+
 /// Fails unless every position of `pos` (i32, few) lies in [0, length);
 /// read back on the step's stream.
 int32_t checkPositions(infir2rt_context *ctx, const Operand &pos,
@@ -260,6 +301,14 @@ extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
   Geometry a;
   if (int32_t rc = geometryOf(ctx, desc, where, 4, a))
     return rc;
+  bool flash = false;
+  infir2::rt::cuda::FlashProblem p = problemOf(a, ctx, desc, -1, flash);
+  if (flash) {
+    p.out = viewOf(descOperand(ctx, desc, 3));
+    if (int32_t rc = infir2::rt::cuda::flashForward(ctx, where, p))
+      return rc;
+    return infir2::rt::cuda::finishLaunch(ctx, where);
+  }
   int64_t n = a.batch * a.heads * a.sq;
   attentionKernel<<<unsigned((n + 127) / 128), 128, 0,
                     infir2::rt::cuda::streamOf(ctx)>>>(
@@ -295,6 +344,20 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
   Geometry a;
   if (int32_t rc = geometryOf(ctx, desc, where, 7, a))
     return rc;
+  bool flash = false;
+  infir2::rt::cuda::FlashProblem p = problemOf(a, ctx, desc, 3, flash);
+  if (flash) {
+    p.dq = viewOf(descOperand(ctx, desc, 4));
+    p.dk = viewOf(descOperand(ctx, desc, 5));
+    p.dv = viewOf(descOperand(ctx, desc, 6));
+    for (const View &g : {p.dq, p.dk, p.dv})
+      if (g.dtype != INFIR2RT_F32 && g.dtype != INFIR2RT_BF16)
+        return setCallError(ctx, where, "%s",
+                            "the CUDA attention gradient writes f32 or bf16");
+    if (int32_t rc = infir2::rt::cuda::flashBackward(ctx, where, p))
+      return rc;
+    return infir2::rt::cuda::finishLaunch(ctx, where);
+  }
   // Accumulate in FP32 (in place when the gradients are FP32), then round
   // once to their type.
   Operand grads[3] = {descOperand(ctx, desc, 4), descOperand(ctx, desc, 5),

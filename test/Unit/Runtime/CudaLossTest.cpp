@@ -1,11 +1,12 @@
-//===- CudaLossTest.cpp - GPU loss and attention kernels ------------------===//
+//===- CudaLossTest.cpp - GPU loss kernels --------------------------------===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 //
-// Cross-entropy, the gradients that reduce across tokens, and attention on
-// the GPU against the CPU backend, within the ulps each test states.
+// Cross-entropy and the gradients that reduce across tokens on the GPU
+// against the CPU backend, within the ulps each test states (attention:
+// CudaAttentionTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,81 +101,5 @@ TEST(CudaLoss, MatchTheCpuBackend) {
                  /*normwise=*/true);
   }
 }
-
-// Causal GQA attention (4 query heads on 2 KV heads, head_dim 64, 2 x 96
-// tokens) and its gradient against the CPU backend, without and with segment
-// ids (packed samples of 1 to 40 tokens): FP32 dot products and sums in
-// other orders (atomics for dK and dV), so within 64 ulps of the largest
-// output of each tensor.
-class CudaAttention : public ::testing::TestWithParam<bool> {};
-
-TEST_P(CudaAttention, MatchesTheCpuBackend) {
-  if (std::string why = gpuUnusable(); !why.empty())
-    GTEST_SKIP() << why;
-  std::mt19937_64 rng = seededRng();
-  const int64_t B = 2, S = 96, H = 4, KV = 2, D = 64;
-  bool packed = GetParam();
-  std::vector<double> attrs = {double(H), double(KV), double(D),
-                               0.125,     1.0,        packed ? 1.0 : 0.0};
-  // Segment ids after the results: samples of random lengths.
-  auto addSegments = [&](Call &c) {
-    if (!packed)
-      return;
-    int seg = c.add({B, S}, INFIR2RT_I32);
-    int32_t *ids =
-        reinterpret_cast<int32_t *>(c.host.data() + c.operands[seg].first);
-    for (int64_t b = 0, id = 0; b < B; ++b)
-      for (int64_t s = 0, left = 0; s < S; ++s, --left) {
-        if (left == 0) {
-          left = 1 + int64_t(rng() % 40);
-          ++id;
-        }
-        ids[b * S + s] = int32_t(id);
-      }
-  };
-  {
-    SCOPED_TRACE("attention");
-    Call c;
-    int q = c.add({B, S, H * D}, INFIR2RT_BF16),
-        k = c.add({B, S, KV * D}, INFIR2RT_BF16),
-        v = c.add({B, S, KV * D}, INFIR2RT_BF16);
-    int out = c.add({B, S, H * D}, INFIR2RT_F32);
-    addSegments(c);
-    c.attrs(attrs);
-    for (int o : {q, k, v})
-      fill(c, o, INFIR2RT_BF16, B * S, o == q ? H * D : KV * D, rng);
-    compareClose(c, out, INFIR2RT_F32, B * S * H * D, 64, infir2rt_attention,
-                 infir2rt_cuda_attention, /*normwise=*/true);
-  }
-  {
-    SCOPED_TRACE("attention_grad");
-    Call c;
-    int q = c.add({B, S, H * D}, INFIR2RT_F32),
-        k = c.add({B, S, KV * D}, INFIR2RT_F32),
-        v = c.add({B, S, KV * D}, INFIR2RT_F32),
-        dout = c.add({B, S, H * D}, INFIR2RT_F32);
-    int dq = c.add({B, S, H * D}, INFIR2RT_F32),
-        dk = c.add({B, S, KV * D}, INFIR2RT_BF16),
-        dv = c.add({B, S, KV * D}, INFIR2RT_F32);
-    addSegments(c);
-    c.attrs(attrs);
-    for (int o : {q, k, v, dout})
-      fill(c, o, INFIR2RT_F32, B * S, (o == k || o == v) ? KV * D : H * D, rng);
-    compareClose(c, dq, INFIR2RT_F32, B * S * H * D, 64,
-                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
-                 /*normwise=*/true);
-    compareClose(c, dk, INFIR2RT_BF16, B * S * KV * D, 2,
-                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
-                 /*normwise=*/true);
-    compareClose(c, dv, INFIR2RT_F32, B * S * KV * D, 64,
-                 infir2rt_attention_grad, infir2rt_cuda_attention_grad,
-                 /*normwise=*/true);
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Segments, CudaAttention, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &i) {
-                           return i.param ? "Packed" : "Whole";
-                         });
 
 } // namespace
