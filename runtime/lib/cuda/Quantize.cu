@@ -29,6 +29,7 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 using namespace infir2::rt;
@@ -88,8 +89,8 @@ __global__ void dualAmaxKernel(const uint8_t *x, int64_t dtype, int64_t n,
   atomicMax(&amaxT[gt.index(c, q)], bits); // [K, T]: row c, column q
 }
 
-/// Pass 2: scales; a non-finite amax sets *bad to the smallest
-/// `flagBase` + block + 1 (flagBase: the blocks of the copies before).
+/// Pass 2: scales; a non-finite amax sets *bad to the smallest flag of
+/// `flagBase` + block (flagBase: the blocks of the copies before).
 __global__ void scaleKernel(const unsigned *amax, int64_t blocks,
                             FP8Format format, bool pow2, float *scale,
                             float *inverse, unsigned long long *bad,
@@ -99,7 +100,7 @@ __global__ void scaleKernel(const unsigned *amax, int64_t blocks,
     return;
   float a = __uint_as_float(amax[b]);
   if (!isfinite(a)) {
-    atomicMin(bad, (unsigned long long)(flagBase + b) + 1);
+    atomicMin(bad, infir2::rt::cuda::nonFiniteFlag(flagBase + b, isnan(a)));
     scale[b] = 1.0f;
     inverse[b] = 1.0f;
     return;
@@ -129,9 +130,37 @@ __global__ void castKernel(const uint8_t *x, int64_t dtype, int64_t n,
   }
 }
 
+/// Fails the call, with the CPU backend's message, when the quantization
+/// flagged a non-finite amax (read back on the call's stream).
+int32_t checkFlag(infir2rt_context *ctx, const char *where,
+                  const unsigned long long *bad, bool dual, int64_t nb) {
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  unsigned long long flag = 0;
+  INFIR2_CUDA_CHECK(ctx,
+                    cudaMemcpyAsync(&flag, bad, sizeof flag,
+                                    cudaMemcpyDeviceToHost, stream),
+                    where);
+  INFIR2_CUDA_CHECK(ctx, cudaStreamSynchronize(stream), where);
+  if (flag == infir2::rt::cuda::kNoNonFinite)
+    return 0;
+  // The CPU backend's message; a dual quantization also names the copy.
+  int64_t block = int64_t(flag / 2);
+  bool rowWise = block < nb;
+  setCallError(ctx, where,
+               "non-finite amax (%s) in scale block %lld%s: refusing to "
+               "quantize it",
+               flag % 2 ? "nan" : "inf",
+               (long long)(rowWise ? block : block - nb),
+               !dual     ? ""
+               : rowWise ? " of the row-wise copy"
+                         : " of the column-wise copy");
+  return INFIR2RT_NONFINITE;
+}
+
 } // namespace
 
-/// The three passes for one or two copies.
+/// One pass per 128 x 128 tile where the granularity allows
+/// (TileQuantize.cu), else three passes; for one or two copies.
 int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
                                        const int64_t *desc, const char *where,
                                        bool dual, AmaxPass amaxPass,
@@ -166,82 +195,74 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
     geometryOf(shapeT, 2, blockT, gt);
   }
 
-  // Workspace: amax bits, inverses and the error flag, for both copies.
   int64_t nb = scale.numel, nbt = dual ? scaleT.numel : 0;
+  infir2::rt::cuda::TileJob job{
+      x.ptr,    x.dtype, x.numel, g, data.ptr,
+      reinterpret_cast<float *>(scale.ptr), gt, dual ? dataT.ptr : nullptr,
+      dual ? reinterpret_cast<float *>(scaleT.ptr) : nullptr, nb, format,
+      pow2,     nullptr};
+  // INFIR2_CUDA_QUANTIZE=passes keeps the three passes everywhere (to
+  // compare; the tests run both).
+  static const bool passesOnly = [] {
+    const char *v = std::getenv("INFIR2_CUDA_QUANTIZE");
+    return v && std::strcmp(v, "passes") == 0;
+  }();
+  const bool tiled = !passesOnly && infir2::rt::cuda::tileQuantizable(job);
+  // Workspace: the three passes' amax bits and inverses, for both copies;
+  // the error flag.
   unsigned *amax = nullptr;
   float *inverse = nullptr;
-  unsigned long long *bad = nullptr;
+  int64_t passBytes = tiled ? 0 : (nb + nbt) * int64_t(sizeof(float));
   INFIR2_CUDA_CHECK(ctx,
-                    infir2::rt::cuda::takeWorkspace(
-                        {{&amax, int64_t((nb + nbt) * sizeof(unsigned))},
-                         {&inverse, int64_t((nb + nbt) * sizeof(float))},
-                         {&bad, int64_t(sizeof *bad)}}),
+                    infir2::rt::cuda::takeWorkspace({{&amax, passBytes},
+                                                     {&inverse, passBytes},
+                                                     {&job.bad, 8}}),
                     where);
-  unsigned long long none = ~0ull;
-  int32_t rc = 0;
-  auto run = [&]() -> int32_t {
-    INFIR2_CUDA_CHECK(ctx, cudaMemset(amax, 0, (nb + nbt) * sizeof(unsigned)),
-                      where);
-    INFIR2_CUDA_CHECK(
-        ctx, cudaMemcpy(bad, &none, sizeof none, cudaMemcpyHostToDevice),
-        where);
-    const int threads = 256;
-    unsigned grid = unsigned((x.numel + threads - 1) / threads);
-    if (amaxPass) {
-      AmaxSink sink{g, gt, amax, dual ? amax + nb : nullptr};
-      if (int32_t rc = amaxPass(ctx, producerDesc, sink))
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  INFIR2_CUDA_CHECK(
+      ctx,
+      cudaMemsetAsync(job.bad, 0xff, sizeof *job.bad, stream), where);
+  if (tiled) {
+    // The producer alone (a sink that takes nothing), then one pass.
+    if (amaxPass)
+      if (int32_t rc = amaxPass(ctx, producerDesc,
+                                AmaxSink{g, gt, nullptr, nullptr}))
         return rc;
-    } else if (dual)
-      dualAmaxKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
-          x.ptr, x.dtype, x.numel, g, gt, amax, amax + nb);
-    else
-      amaxKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
-          x.ptr, x.dtype, x.numel, g, amax);
-    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-    float *s = reinterpret_cast<float *>(scale.ptr);
-    scaleKernel<<<unsigned((nb + threads - 1) / threads), threads, 0,
-                  infir2::rt::cuda::streamOf(ctx)>>>(amax, nb, format, pow2, s,
-                                                     inverse, bad, 0);
-    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-    float *sT = nullptr;
-    if (dual) {
-      sT = reinterpret_cast<float *>(scaleT.ptr);
-      scaleKernel<<<unsigned((nbt + threads - 1) / threads), threads, 0,
-                    infir2::rt::cuda::streamOf(ctx)>>>(
-          amax + nb, nbt, format, pow2, sT, inverse + nb, bad, nb);
-      INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-    }
-    unsigned long long flag = 0;
-    INFIR2_CUDA_CHECK(
-        ctx, cudaMemcpy(&flag, bad, sizeof flag, cudaMemcpyDeviceToHost),
-        where);
-    if (flag != none) {
-      // The CPU backend's message; a dual quantization also names the copy.
-      unsigned bits = 0;
-      INFIR2_CUDA_CHECK(ctx,
-                        cudaMemcpy(&bits, amax + (flag - 1), sizeof bits,
-                                   cudaMemcpyDeviceToHost),
-                        where);
-      float value;
-      std::memcpy(&value, &bits, sizeof value);
-      bool rowWise = flag - 1 < (unsigned long long)nb;
-      setCallError(ctx, where,
-                   "non-finite amax (%s) in scale block %llu%s: refusing "
-                   "to quantize it",
-                   std::isnan(value) ? "nan" : "inf",
-                   rowWise ? flag - 1 : flag - 1 - nb,
-                   !dual     ? ""
-                   : rowWise ? " of the row-wise copy"
-                             : " of the column-wise copy");
-      return INFIR2RT_NONFINITE;
-    }
-    castKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
-        x.ptr, x.dtype, x.numel, g, s, inverse, format, pow2, data.ptr, gt, sT,
-        dual ? inverse + nb : nullptr, dual ? dataT.ptr : nullptr, T);
+    if (int32_t rc = infir2::rt::cuda::tileQuantize(ctx, where, job))
+      return rc;
+    if (int32_t rc = checkFlag(ctx, where, job.bad, dual, nb))
+      return rc;
     return infir2::rt::cuda::finishLaunch(ctx, where);
-  };
-  rc = run();
-  return rc;
+  }
+  INFIR2_CUDA_CHECK(
+      ctx, cudaMemsetAsync(amax, 0, (nb + nbt) * sizeof(unsigned), stream),
+      where);
+  const int threads = 256;
+  unsigned grid = unsigned((x.numel + threads - 1) / threads);
+  if (amaxPass) {
+    AmaxSink sink{g, gt, amax, dual ? amax + nb : nullptr};
+    if (int32_t rc = amaxPass(ctx, producerDesc, sink))
+      return rc;
+  } else if (dual)
+    dualAmaxKernel<<<grid, threads, 0, stream>>>(x.ptr, x.dtype, x.numel, g,
+                                                 gt, amax, amax + nb);
+  else
+    amaxKernel<<<grid, threads, 0, stream>>>(x.ptr, x.dtype, x.numel, g, amax);
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  float *s = job.scale, *sT = job.scaleT;
+  scaleKernel<<<unsigned((nb + threads - 1) / threads), threads, 0, stream>>>(
+      amax, nb, format, pow2, s, inverse, job.bad, 0);
+  if (dual)
+    scaleKernel<<<unsigned((nbt + threads - 1) / threads), threads, 0,
+                  stream>>>(amax + nb, nbt, format, pow2, sT, inverse + nb,
+                            job.bad, nb);
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  if (int32_t rc = checkFlag(ctx, where, job.bad, dual, nb))
+    return rc;
+  castKernel<<<grid, threads, 0, stream>>>(
+      x.ptr, x.dtype, x.numel, g, s, inverse, format, pow2, data.ptr, gt, sT,
+      dual ? inverse + nb : nullptr, job.dataT, T);
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #define INFIR2_RUNTIME_CUDA_QUANTIZE_CUH
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/FP8.h"
 
 #include <cstdint>
 
@@ -58,6 +59,8 @@ struct AmaxSink {
   Geometry g, gt;
   unsigned *amax, *amaxT;
   __device__ void operator()(int64_t i, float v) const {
+    if (!amax) // the producer alone (the tile quantizer reads its result)
+      return;
     unsigned bits = __float_as_uint(fabsf(v));
     int64_t q = i / g.C, c = i % g.C;
     atomicMax(&amax[g.index(q, c)], bits);
@@ -65,6 +68,42 @@ struct AmaxSink {
       atomicMax(&amaxT[gt.index(c, q)], bits);
   }
 };
+
+/// A quantization's non-finite flag: the smallest failing scale block
+/// (counting the row-wise copy's blocks first), and whether its amax is
+/// NaN; all ones when none failed.
+__host__ __device__ inline unsigned long long nonFiniteFlag(int64_t block,
+                                                            bool nan) {
+  return (unsigned long long)block * 2 + (nan ? 1 : 0);
+}
+constexpr unsigned long long kNoNonFinite = ~0ull;
+
+/// One quantization for the one-pass tile kernel (TileQuantize.cu): the
+/// input as [T, C] rows (n elements), the row-wise copy, and for
+/// quantize_dual the column-wise copy [C, T] (dataT non-null), whose flags
+/// count from flagBaseT.
+struct TileJob {
+  const uint8_t *x;
+  int64_t dtype, n;
+  Geometry g;
+  uint8_t *data;
+  float *scale;
+  Geometry gt;
+  uint8_t *dataT;
+  float *scaleT;
+  int64_t flagBaseT;
+  FP8Format format;
+  bool pow2;
+  unsigned long long *bad;
+};
+
+/// Whether the tile kernel takes `job`: 1 x 128 groups or 128 x 128 blocks
+/// in both copies, T and C multiples of 128, aligned rows.
+bool tileQuantizable(const TileJob &job);
+
+/// Launches the tile kernel on the context's stream.
+int32_t tileQuantize(infir2rt_context *ctx, const char *where,
+                     const TileJob &job);
 
 /// The first pass of a fused quantization: launches, on the context's
 /// stream, the kernel that produces the quantizer's input and feeds `sink`.

@@ -7,7 +7,9 @@
 // The CUDA quantizers (plain, dual, fused into RMSNorm and SwiGLU), amax and
 // dequantize must reproduce the CPU backend bit for bit (which in turn
 // matches the interpreter and CUDA's own conversions): same descriptors, same
-// attributes, data and scales compared byte for byte.
+// attributes, data and scales compared byte for byte. Whole 128 x 128 tiles
+// take the one-pass kernel (TileQuantize.cu), other shapes the three passes;
+// both are covered.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +72,39 @@ TEST_P(CudaQuantize, BlocksMatchTheCpuBackend) {
   c.add({3, 4}, INFIR2RT_F32);
   c.attrs({v.e5m2 ? 1.0 : 0.0, v.pow2 ? 1.0 : 0.0, 128, 128});
   fill(c, in, v.dtype, 384, 512, rng);
+  compare(c, infir2rt_quantize, infir2rt_cuda_quantize);
+}
+
+TEST_P(CudaQuantize, DualBlocksMatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  Variant v = GetParam();
+  std::mt19937_64 rng = seededRng();
+  // A [384, 512] weight in 128x128 blocks, and its transposed copy.
+  Call c;
+  int64_t fmt = v.e5m2 ? INFIR2RT_E5M2 : INFIR2RT_E4M3;
+  int in = c.add({384, 512}, v.dtype);
+  c.add({384, 512}, fmt);
+  c.add({3, 4}, INFIR2RT_F32);
+  c.add({512, 384}, fmt);
+  c.add({4, 3}, INFIR2RT_F32);
+  c.attrs({v.e5m2 ? 1.0 : 0.0, v.pow2 ? 1.0 : 0.0, 128, 128, 128, 128});
+  fill(c, in, v.dtype, 384, 512, rng);
+  compare(c, infir2rt_quantize_dual, infir2rt_cuda_quantize_dual);
+}
+
+// Rows that are not a multiple of the 128 x 128 tiles: the three passes.
+TEST_P(CudaQuantize, RaggedRowsMatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  Variant v = GetParam();
+  std::mt19937_64 rng = seededRng();
+  Call c;
+  int in = c.add({2, 96, 384}, v.dtype);
+  c.add({2, 96, 384}, v.e5m2 ? INFIR2RT_E5M2 : INFIR2RT_E4M3);
+  c.add({2, 96, 3}, INFIR2RT_F32);
+  c.attrs({v.e5m2 ? 1.0 : 0.0, v.pow2 ? 1.0 : 0.0, 1, 1, 128});
+  fill(c, in, v.dtype, 192, 384, rng);
   compare(c, infir2rt_quantize, infir2rt_cuda_quantize);
 }
 
@@ -139,6 +174,46 @@ TEST(CudaQuantizeErrors, NonFiniteBlockIsRefused) {
   // The CPU backend's message (KernelsVsInterpreterTest checks the CPU's).
   EXPECT_EQ(error, "gpu: non-finite amax (nan) in scale block 3: refusing to "
                    "quantize it");
+}
+
+// The one-pass tile kernel flags a non-finite amax as the CPU backend does:
+// the same status, the same block (and, for quantize_dual, names the copy). Infinity in row 5,
+// column 200 of a [256, 384] tensor: row-wise group 5·3 + 1 = 16, and
+// column-wise group 200·2 of [384, 256]; the row-wise copy's comes first.
+TEST(CudaQuantizeErrors, NonFiniteTileIsRefusedAsOnTheCpu) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  for (bool nan : {false, true}) {
+    Call c;
+    int in = c.add({256, 384}, INFIR2RT_F32);
+    c.add({256, 384}, INFIR2RT_E4M3);
+    c.add({256, 3}, INFIR2RT_F32);
+    c.add({384, 256}, INFIR2RT_E4M3);
+    c.add({384, 2}, INFIR2RT_F32);
+    c.attrs({0.0, 1.0, 1, 128, 1, 128});
+    float *x = c.f32(in);
+    for (int i = 0; i < 256 * 384; ++i)
+      x[i] = 0.25f + float(i % 7);
+    x[5 * 384 + 200] = nan ? NAN : -INFINITY;
+    int32_t rc;
+    std::string error;
+    runOnGpu(c, infir2rt_cuda_quantize_dual, rc, error);
+    EXPECT_EQ(rc, INFIR2RT_NONFINITE);
+    EXPECT_EQ(error, std::string("gpu: non-finite amax (") +
+                         (nan ? "nan" : "inf") +
+                         ") in scale block 16 of the row-wise copy: refusing "
+                         "to quantize it");
+    infir2rt_context ctx{};
+    std::vector<uint8_t> host = c.host;
+    ctx.regions[0] = ctx.regions[1] = host.data();
+    EXPECT_EQ(infir2rt_quantize_dual(&ctx, c.desc.data(), "gpu"),
+              INFIR2RT_NONFINITE);
+    // The CPU's words, which do not name the copy.
+    std::string copy = " of the row-wise copy";
+    EXPECT_EQ(infir2::rt::callError(ctx),
+              error.substr(0, error.find(copy)) +
+                  error.substr(error.find(copy) + copy.size()));
+  }
 }
 
 // RMSNorm and SwiGLU with FP8 output: the fused entry point on the GPU gives
