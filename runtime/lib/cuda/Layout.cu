@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
+#include "Reduce.cuh"
 #include "DeviceView.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
@@ -97,28 +98,54 @@ __global__ void ropeKernel(View x, const int32_t *pos, View out, int64_t tokens,
   out.set(base + i + half, b * cs + a * sn);
 }
 
-__global__ void reduceSumKernel(View x, View out, int64_t rows) {
-  int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= out.numel)
-    return;
-  double acc = 0.0;
-  for (int64_t r = 0; r < rows; ++r)
-    acc += x.get(r * out.numel + j);
-  out.set(j, float(acc));
+/// reduce_sum's term: element (r, c) of x as [rows, cols].
+struct Element {
+  View x;
+  int64_t cols;
+  __device__ double operator()(int64_t r, int64_t c) const {
+    return x.get(r * cols + c);
+  }
+};
+
+/// A block-wide FP64 sum, the same tree every run; thread 0 gets it.
+__device__ double blockSum(double v, double *shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s)
+      shared[threadIdx.x] += shared[threadIdx.x + s];
+    __syncthreads();
+  }
+  return shared[0];
 }
 
-__global__ void sumSquaresKernel(const float *g, int64_t n, float scale,
-                                 double *total) {
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+/// partial[b] = Σ (scale · g[i])² over block b's elements (grid-stride).
+__global__ void sumSquaresKernel(const float *g, int64_t n,
+                                 const float *scale, double *partial) {
+  __shared__ double shared[kThreads];
   double v = 0.0;
-  if (i < n) {
-    double s = double(scale * g[i]);
-    v = s * s;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    double s = double(*scale * g[i]);
+    v += s * s;
   }
-  for (int offset = 16; offset > 0; offset /= 2)
-    v += __shfl_down_sync(0xffffffffu, v, offset);
-  if ((threadIdx.x & 31u) == 0)
-    atomicAdd(total, v);
+  v = blockSum(v, shared);
+  if (threadIdx.x == 0)
+    partial[blockIdx.x] = v;
+}
+
+/// *total = Σ partial[0..count), in a fixed order; *norm = its root.
+__global__ void normKernel(const double *partial, int64_t count, double *total,
+                           float *norm) {
+  __shared__ double shared[kThreads];
+  double v = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += kThreads)
+    v += partial[i];
+  v = blockSum(v, shared);
+  if (threadIdx.x == 0) {
+    *total = v;
+    *norm = float(sqrt(v));
+  }
 }
 
 } // namespace
@@ -208,53 +235,68 @@ extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
                                             const int64_t *desc,
                                             const char *where) {
   Operand x = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
-  reduceSumKernel<<<blocksFor(out.numel), kThreads, 0,
-                    infir2::rt::cuda::streamOf(ctx)>>>(viewOf(x), viewOf(out),
-                                                       x.numel / out.numel);
+  int64_t rows = x.numel / out.numel;
+  double *partial = nullptr;
+  INFIR2_CUDA_CHECK(
+      ctx,
+      infir2::rt::cuda::takeWorkspace(
+          {{&partial, infir2::rt::cuda::columnSlices(rows) * out.numel * 8}}),
+      where);
+  infir2::rt::cuda::sumColumns(ctx, Element{viewOf(x), out.numel}, rows,
+                               out.numel, partial, viewOf(out));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
                                              const int64_t *desc,
                                              const char *where) {
-  int64_t n = desc[0];
-  float scale = 0.0f;
+  // Each gradient's blocks write partial sums of squares (at most 256 per
+  // gradient), one block adds them in order and takes the root: on the
+  // device, with the scale read there.
+  int64_t n = desc[0], count = 0;
+  auto blocksOf = [](int64_t numel) {
+    return std::clamp<int64_t>(blocksFor(numel), 1, kThreads);
+  };
+  for (int64_t g = 0; g < n - 2; ++g)
+    count += blocksOf(descOperand(ctx, desc, g).numel);
+  double *partial = nullptr, *total = nullptr;
   INFIR2_CUDA_CHECK(ctx,
-                    cudaMemcpy(&scale, descOperand(ctx, desc, n - 2).ptr,
-                               sizeof scale, cudaMemcpyDeviceToHost),
+                    infir2::rt::cuda::takeWorkspace(
+                        {{&partial, count * 8}, {&total, sizeof *total}}),
                     where);
-  double *total = nullptr;
-  INFIR2_CUDA_CHECK(
-      ctx, infir2::rt::cuda::takeWorkspace({{&total, sizeof *total}}), where);
-  cudaMemset(total, 0, sizeof *total);
-  for (int64_t g = 0; g < n - 2; ++g) {
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  const float *scale =
+      reinterpret_cast<const float *>(descOperand(ctx, desc, n - 2).ptr);
+  float *norm = reinterpret_cast<float *>(descOperand(ctx, desc, n - 1).ptr);
+  for (int64_t g = 0, at = 0; g < n - 2; ++g) {
     Operand o = descOperand(ctx, desc, g);
-    sumSquaresKernel<<<blocksFor(o.numel), kThreads, 0,
-                       infir2::rt::cuda::streamOf(ctx)>>>(
-        reinterpret_cast<const float *>(o.ptr), o.numel, scale, total);
+    sumSquaresKernel<<<unsigned(blocksOf(o.numel)), kThreads, 0, stream>>>(
+        reinterpret_cast<const float *>(o.ptr), o.numel, scale, partial + at);
+    at += blocksOf(o.numel);
   }
-  double ss = 0.0;
-  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
-  if (!rc)
-    rc = infir2::rt::cuda::check(
-        ctx, cudaMemcpy(&ss, total, sizeof ss, cudaMemcpyDeviceToHost),
-        "cudaMemcpy", where);
-  if (rc)
+  normKernel<<<1, kThreads, 0, stream>>>(partial, count, total, norm);
+  if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
     return rc;
   if (descAttr(desc, 0) != 0.0 && ctx->comm) { // ZeRO-1: every rank's shards
+    double ss = 0.0;
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpyAsync(&ss, total, sizeof ss,
+                                      cudaMemcpyDeviceToHost, stream),
+                      where);
+    INFIR2_CUDA_CHECK(ctx, cudaStreamSynchronize(stream), where);
     float all = float(ss);
     char error[256] = {0};
     if (ctx->comm->all_reduce_sum(ctx->comm->impl, &all, 1, error,
                                   sizeof error))
       return setCallError(ctx, where, "all-reduce of the squared norm failed: %s",
                       error);
-    ss = all;
+    float root = float(std::sqrt(double(all)));
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpyAsync(norm, &root, sizeof root,
+                                      cudaMemcpyHostToDevice, stream),
+                      where);
+    INFIR2_CUDA_CHECK(ctx, cudaStreamSynchronize(stream), where);
   }
-  float norm = float(std::sqrt(ss));
-  INFIR2_CUDA_CHECK(ctx,
-                    cudaMemcpy(descOperand(ctx, desc, n - 1).ptr, &norm,
-                               sizeof norm, cudaMemcpyHostToDevice),
-                    where);
   return 0;
 }
 

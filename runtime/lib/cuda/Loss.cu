@@ -6,13 +6,15 @@
 //
 // The CUDA versions of the CPU backend's cross_entropy, cross_entropy_grad,
 // rms_norm_grad and embedding_grad, on the same descriptors. One block per
-// token row for the losses and the norm; the weight and embedding gradients
-// accumulate with atomics, so their sums come in another order than the CPU
-// backend's (the GPU test allows for it).
+// token row for the losses and the norm; the norm weight's gradient sums
+// over rows in two stages (Reduce.cuh), the embedding gradient with
+// atomics, so their sums come in another order than the CPU backend's (the
+// GPU test allows for it).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
+#include "Reduce.cuh"
 #include "DeviceView.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
@@ -126,8 +128,9 @@ __global__ void crossEntropyGradKernel(View logits, const int32_t *targets,
                                       (i == targets[row] ? 1.0f : 0.0f)));
 }
 
-__global__ void rmsNormGradKernel(View x, View wt, View dy, View dx, double *dw,
-                                  int64_t d, float eps) {
+/// dx of each row; each row's 1/rms into `inverse` for dw.
+__global__ void rmsNormGradKernel(View x, View wt, View dy, View dx,
+                                  float *inverse, int64_t d, float eps) {
   __shared__ float shared[kThreads];
   int64_t row = blockIdx.x;
   float ss = 0.0f, dot = 0.0f;
@@ -139,13 +142,24 @@ __global__ void rmsNormGradKernel(View x, View wt, View dy, View dx, double *dw,
   ss = blockReduce<false>(ss, shared);
   dot = blockReduce<false>(dot, shared);
   float inv = 1.0f / sqrtf(ss / float(d) + eps);
+  if (threadIdx.x == 0)
+    inverse[row] = inv;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     float xi = x.get(row * d + i), gi = dy.get(row * d + i);
-    atomicAdd(&dw[i], double(gi * xi * inv));
     dx.set(row * d + i,
            inv * wt.get(i) * gi - inv * inv * inv / float(d) * xi * dot);
   }
 }
+
+/// dw's terms: dy · x / rms, element (row, i).
+struct NormWeightTerm {
+  View x, dy;
+  const float *inverse;
+  int64_t d;
+  __device__ double operator()(int64_t r, int64_t i) const {
+    return double(dy.get(r * d + i) * x.get(r * d + i) * inverse[r]);
+  }
+};
 
 template <typename T> __global__ void castKernel(const T *in, View out) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -237,19 +251,23 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
   Operand x = descOperand(ctx, desc, 0), w = descOperand(ctx, desc, 1),
           dy = descOperand(ctx, desc, 2), dx = descOperand(ctx, desc, 3),
           dwOut = descOperand(ctx, desc, 4);
-  int64_t d = x.last();
-  double *dw = nullptr;
+  int64_t d = x.last(), rows = x.rows();
+  // dw sums over the rows without atomics (Reduce.cuh).
+  double *partial = nullptr;
+  float *inverse = nullptr;
   INFIR2_CUDA_CHECK(
       ctx,
-      infir2::rt::cuda::takeWorkspace({{&dw, int64_t(d * sizeof(double))}}),
+      infir2::rt::cuda::takeWorkspace(
+          {{&partial, infir2::rt::cuda::columnSlices(rows) * d * 8},
+           {&inverse, rows * 4}}),
       where);
-  cudaMemset(dw, 0, d * sizeof(double));
-  rmsNormGradKernel<<<unsigned(x.rows()), kThreads, 0,
+  rmsNormGradKernel<<<unsigned(rows), kThreads, 0,
                       infir2::rt::cuda::streamOf(ctx)>>>(
-      viewOf(x), viewOf(w), viewOf(dy), viewOf(dx), dw, d,
+      viewOf(x), viewOf(w), viewOf(dy), viewOf(dx), inverse, d,
       float(descAttr(desc, 0)));
-  castKernel<<<unsigned((d + kThreads - 1) / kThreads), kThreads, 0,
-               infir2::rt::cuda::streamOf(ctx)>>>(dw, viewOf(dwOut));
+  infir2::rt::cuda::sumColumns(
+      ctx, NormWeightTerm{viewOf(x), viewOf(dy), inverse, d}, rows, d, partial,
+      viewOf(dwOut));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
