@@ -137,6 +137,7 @@ bool Device::open(const std::string &choice, int local, int64_t stateBytes,
     return useCpu();
   }
   name_ = why;
+  inUseBeforeRegions_ = infir2rt_cuda_memory_in_use();
   if (infir2rt_cuda_malloc(reinterpret_cast<void **>(&deviceState_),
                            stateBytes + 64, why, sizeof why) ||
       infir2rt_cuda_malloc(reinterpret_cast<void **>(&deviceScratch_),
@@ -242,6 +243,14 @@ bool Device::countNonFinite(int64_t offset, int64_t n, int64_t &count,
 #else
   return true;
 #endif
+}
+
+int64_t Device::bytesInUse() const {
+#ifdef INFIR2_HAVE_CUDA
+  if (gpu_)
+    return infir2rt_cuda_memory_in_use();
+#endif
+  return 0;
 }
 
 bool Device::finish(std::string &error) {

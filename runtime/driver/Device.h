@@ -38,6 +38,10 @@ public:
             int64_t scratchBytes, std::string &notice, std::string &error);
 
   bool onGpu() const { return gpu_; }
+  /// On a GPU: the bytes in use on it now, and before the regions were
+  /// allocated (the CUDA context and libraries); 0 on the CPU.
+  int64_t bytesInUse() const;
+  int64_t bytesInUseBeforeRegions() const { return inUseBeforeRegions_; }
   /// "the CPU", or "GPU 0 of 8: NVIDIA H100 80GB HBM3 (sm_90)".
   const std::string &name() const { return name_; }
 
@@ -62,6 +66,7 @@ public:
 
 private:
   bool gpu_ = false;
+  int64_t inUseBeforeRegions_ = 0;
   std::string name_ = "the CPU";
   /// Host memory for a region: anonymous pages (zero), with transparent huge
   /// pages, all faulted in once when allocated, by every thread, so that no

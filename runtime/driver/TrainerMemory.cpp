@@ -42,8 +42,16 @@ void Trainer::reportMemory() const {
   double planned = double(m_.stateBytes + m_.scratchBytes) / gib;
   double peak = double(usage.ru_maxrss) * 1024.0 / gib;
   if (device_.onGpu()) {
-    std::fprintf(stderr, "trainer: memory: planned %.2f GiB on the device\n",
-                 planned);
+    // Nothing is freed during a run (the backend's workspace only grows),
+    // so what the GPU holds at the end is its peak.
+    double held = double(device_.bytesInUse()) / gib,
+           before = double(device_.bytesInUseBeforeRegions()) / gib;
+    std::fprintf(stderr,
+                 "trainer: memory: planned %.2f GiB on the device; the GPU "
+                 "holds %.2f GiB (%+.1f%% of the plan; %.2f GiB of it before "
+                 "the regions: the CUDA context and libraries)\n",
+                 planned, held, 100.0 * ((held - before) / planned - 1.0),
+                 before);
     return;
   }
   std::fprintf(stderr,

@@ -145,6 +145,13 @@ extern "C" int32_t infir2rt_cuda_count_nonfinite(const float *data, int64_t n,
   return rc;
 }
 
+extern "C" int64_t infir2rt_cuda_memory_in_use(void) {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess)
+    return 0;
+  return int64_t(total - free);
+}
+
 extern "C" int32_t infir2rt_cuda_stream_create(void **stream, char *why,
                                                int64_t why_size) {
   // A blocking stream: the backend's synchronous copies on the default
