@@ -1,0 +1,195 @@
+//===- kernel-bench.cpp - CUDA kernels at the benchmark's shapes ----------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// infir2-kernel-bench [attention] [quantize]: entry points of the CUDA
+// backend timed with CUDA
+// events (the median of 10 calls after 3 warm-ups, each call whole: its
+// memsets and host read-backs included), on random N(0, 1) inputs from a
+// printed seed; one JSON line per case.
+//   attention  attention and attention_grad at the benchmark models' shapes
+//              (causal, BF16); FLOPs as FlashAttention counts them: forward
+//              4·B·H·S²·D, halved for causal; the gradient 2.5 times that
+//              (its kernels also recompute the forward: 3.5 times).
+//              bench/gpu/torch_attention.py measures PyTorch's SDPA alike.
+//   quantize   quantize_dual of Qwen2.5-0.5B's activations at 8 x 2048
+//              tokens (BF16, 1 x 128 groups, the column-wise copy along
+//              tokens) and weights (FP32, 128 x 128 blocks both ways), in
+//              GB/s of the bytes read and written once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/runtime/ABI.h"
+#include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Error.h"
+#include "infir2/runtime/Float.h"
+
+#include "DescriptorBuilder.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using infir2::test::Call;
+
+namespace {
+
+using Entry = int32_t (*)(infir2rt_context *, const int64_t *, const char *);
+
+/// The median milliseconds of `entry` on a device copy of `c`.
+double timeEntry(const Call &c, Entry entry) {
+  uint8_t *device = nullptr;
+  if (cudaMalloc(&device, c.host.size()) != cudaSuccess) {
+    std::fprintf(stderr, "attention-bench: cudaMalloc failed\n");
+    std::exit(1);
+  }
+  cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
+  cudaStream_t stream;
+  cudaStreamCreate(&stream);
+  infir2rt_context ctx{};
+  ctx.regions[0] = ctx.regions[1] = device;
+  ctx.stream = stream;
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<float> ms;
+  for (int i = 0; i < 13; ++i) {
+    cudaEventRecord(start, stream);
+    if (entry(&ctx, c.desc.data(), "bench")) {
+      std::fprintf(stderr, "attention-bench: %s\n",
+                   infir2::rt::callError(ctx).c_str());
+      std::exit(1);
+    }
+    cudaEventRecord(stop, stream);
+    cudaEventSynchronize(stop);
+    float t = 0;
+    cudaEventElapsedTime(&t, start, stop);
+    if (i >= 3)
+      ms.push_back(t);
+  }
+  if (cudaError_t st = cudaStreamSynchronize(stream); st != cudaSuccess) {
+    std::fprintf(stderr, "attention-bench: %s\n", cudaGetErrorString(st));
+    std::exit(1);
+  }
+  cudaFree(device);
+  cudaStreamDestroy(stream);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+/// quantize_dual of a [rows, cols] tensor of `type`, blocks (br x 128) and
+/// its transpose in (bt x 128).
+void quantizeCase(const char *name, int64_t rows, int64_t cols, int64_t type,
+                  double br, double bt, std::mt19937_64 &rng) {
+  std::normal_distribution<float> normal;
+  Call c;
+  int x = c.add({rows, cols}, type);
+  c.add({rows, cols}, INFIR2RT_E4M3);
+  c.add({br == 1 ? rows : rows / 128, cols / 128}, INFIR2RT_F32);
+  c.add({cols, rows}, INFIR2RT_E4M3);
+  c.add({bt == 1 ? cols : cols / 128, rows / 128}, INFIR2RT_F32);
+  c.attrs({0.0, 1.0, br, 128, bt, 128});
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    float v = normal(rng);
+    if (type == INFIR2RT_F32)
+      std::memcpy(c.u8(x) + 4 * i, &v, 4);
+    else {
+      uint16_t h = infir2::rt::floatToBF16(v);
+      std::memcpy(c.u8(x) + 2 * i, &h, 2);
+    }
+  }
+  double ms = timeEntry(c, infir2rt_cuda_quantize_dual);
+  double bytes = double(rows) * cols * (infir2rt_dtype_size(type) + 2);
+  const char *path = std::getenv("INFIR2_CUDA_QUANTIZE");
+  std::printf("{\"quantize_dual\": \"%s\", \"rows\": %lld, \"cols\": %lld, "
+              "\"path\": \"%s\", \"ms\": %.3f, \"gb_per_s\": %.0f}\n",
+              name, (long long)rows, (long long)cols, path ? path : "default",
+              ms, bytes / ms * 1e-6);
+  std::fflush(stdout);
+}
+
+void quantizeCases(std::mt19937_64 &rng) {
+  quantizeCase("activation", 16384, 896, INFIR2RT_BF16, 1, 1, rng);
+  quantizeCase("activation", 16384, 4864, INFIR2RT_BF16, 1, 1, rng);
+  quantizeCase("weight", 4864, 896, INFIR2RT_F32, 128, 128, rng);
+  quantizeCase("weight", 896, 4864, INFIR2RT_F32, 128, 128, rng);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Which cases: "attention", "quantize" (default both).
+  auto wanted = [&](const char *what) {
+    if (argc < 2)
+      return true;
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], what) == 0)
+        return true;
+    return false;
+  };
+  int32_t major = 0, minor = 0;
+  char why[256] = {0};
+  if (infir2rt_cuda_probe(&major, &minor, why, sizeof why)) {
+    std::printf("attention-bench: no usable GPU: %s\n", why);
+    return 0;
+  }
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal;
+  if (wanted("quantize"))
+    quantizeCases(rng);
+  if (!wanted("attention"))
+    return 0;
+  struct Shape {
+    const char *name;
+    int64_t batch, seq, heads, kvHeads, hd;
+  } shapes[] = {{"qwen-110m", 8, 1024, 16, 4, 64},
+                {"qwen2.5-0.5b", 8, 2048, 14, 2, 64},
+                {"qwen2.5-7b", 2, 4096, 28, 4, 128}};
+  for (const Shape &s : shapes) {
+    int64_t qw = s.heads * s.hd, kw = s.kvHeads * s.hd;
+    std::vector<double> attrs = {double(s.heads), double(s.kvHeads),
+                                 double(s.hd), 1.0 / std::sqrt(double(s.hd)),
+                                 1.0, 0.0};
+    auto fill = [&](Call &c, int i) {
+      auto *p = reinterpret_cast<uint16_t *>(c.u8(i));
+      for (int64_t j = 0; j < c.operands[i].second / 2; ++j)
+        p[j] = infir2::rt::floatToBF16(normal(rng));
+    };
+    Call fwd;
+    int q = fwd.add({s.batch, s.seq, qw}, INFIR2RT_BF16),
+        k = fwd.add({s.batch, s.seq, kw}, INFIR2RT_BF16),
+        v = fwd.add({s.batch, s.seq, kw}, INFIR2RT_BF16);
+    fwd.add({s.batch, s.seq, qw}, INFIR2RT_BF16);
+    fwd.attrs(attrs);
+    for (int i : {q, k, v})
+      fill(fwd, i);
+    Call bwd;
+    for (int64_t w : {qw, kw, kw, qw})
+      fill(bwd, bwd.add({s.batch, s.seq, w}, INFIR2RT_BF16));
+    for (int64_t w : {qw, kw, kw})
+      bwd.add({s.batch, s.seq, w}, INFIR2RT_BF16);
+    bwd.attrs(attrs);
+    double flops =
+        4.0 * s.batch * s.heads * double(s.seq) * s.seq * s.hd / 2.0;
+    double f = timeEntry(fwd, infir2rt_cuda_attention),
+           b = timeEntry(bwd, infir2rt_cuda_attention_grad);
+    std::printf("{\"shape\": \"%s\", \"batch\": %lld, \"seq\": %lld, "
+                "\"forward_ms\": %.3f, \"backward_ms\": %.3f, "
+                "\"forward_tflops\": %.1f, \"backward_tflops\": %.1f}\n",
+                s.name, (long long)s.batch, (long long)s.seq, f, b,
+                flops / f * 1e-9, 2.5 * flops / b * 1e-9);
+    std::fflush(stdout);
+  }
+  return 0;
+}

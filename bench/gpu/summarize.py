@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The table of bench/gpu/run.sh from its raw results in OUT: for each model
+and shape, our bf16 and fp8 trainers and PyTorch (eager, torch.compile) in
+tokens/s and model FLOPs utilization, the ratios the issue asks for, and
+peak GPU memory against our plan; then the attention kernels.
+
+MFU = tokens/s x FLOPs per token / 989 TFLOP/s (H100 SXM dense BF16), with
+FLOPs per token = 6 x (parameters in GEMMs: every layer's projections and the
+LM head) + 6 x layers x heads x head_dim x seq (causal attention, forward and
+backward), the same formula for every column.
+
+Usage: summarize.py OUT"""
+import glob
+import json
+import os
+import re
+import sys
+
+out = sys.argv[1]
+PEAK = 989e12
+
+
+def flops_per_token(cfg, seq):
+    D, H, KV = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    L, I, V = cfg["num_hidden_layers"], cfg["intermediate_size"], cfg["vocab_size"]
+    hd = D // H
+    gemm = L * (D * H * hd + 2 * D * KV * hd + H * hd * D + 3 * D * I) + V * D
+    return 6 * gemm + 6 * L * H * hd * seq
+
+
+def ours(name, recipe):
+    """Median tokens/s over the logged steps after the first two, and the
+    memory line."""
+    path = os.path.join(out, f"ours-{name}-{recipe}.jsonl")
+    if not os.path.exists(path):
+        return None, ""
+    tps = [json.loads(l)["tokens_per_s"] for l in open(path) if l.strip()][2:]
+    log = open(os.path.join(out, f"ours-{name}-{recipe}.log")).read()
+    m = re.search(r"planned ([0-9.]+) GiB on the device; the GPU holds ([0-9.]+) GiB", log)
+    mem = f"{m.group(2)} GiB (plan {m.group(1)})" if m else ""
+    return (sorted(tps)[len(tps) // 2] if tps else None), mem
+
+
+def torch(name, mode):
+    path = os.path.join(out, f"torch-{name}-{mode}.json")
+    try:
+        return json.loads(open(path).read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def fmt(tps, fpt):
+    return f"{tps:,.0f} ({100 * tps * fpt / PEAK:.1f} %)" if tps else "—"
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "—"
+
+
+print("| model, batch x seq | ours bf16 | ours fp8 | torch eager | torch.compile "
+      "| fp8/bf16 | bf16/eager | bf16/compile | GPU memory: ours bf16, fp8; torch |")
+print("|---|---|---|---|---|---|---|---|---|")
+for cfg_path in sorted(glob.glob(os.path.join(out, "shape-*.json"))):
+    shape = json.load(open(cfg_path))
+    name, B, S = shape["name"], shape["batch"], shape["seq"]
+    cfg = json.load(open(shape["config"]))
+    if "layers" in shape:
+        cfg["num_hidden_layers"] = shape["layers"]
+    fpt = flops_per_token(cfg, S)
+    (b16, m16), (f8, m8) = ours(name, "bf16"), ours(name, "fp8")
+    eager, comp = torch(name, "eager"), torch(name, "compile")
+    te = eager["tokens_per_s"] if eager else None
+    tc = comp["tokens_per_s"] if comp else None
+    tmem = f"{eager['peak_reserved_gib']} GiB" if eager else "—"
+    print(f"| {name}, {B} x {S} | {fmt(b16, fpt)} | {fmt(f8, fpt)} | {fmt(te, fpt)} | "
+          f"{fmt(tc, fpt)} | {ratio(f8, b16)} | {ratio(b16, te)} | {ratio(b16, tc)} | "
+          f"{m16 or '—'}; {m8 or '—'}; {tmem} |")
+
+print()
+print("| attention (causal, bf16) | ours fwd ms (TFLOP/s) | ours bwd ms (TFLOP/s) "
+      "| SDPA fwd ms (TFLOP/s) | SDPA bwd ms (TFLOP/s) |")
+print("|---|---|---|---|---|")
+rows, quantize = {}, []
+for who, name in (("ours", "kernels-ours.jsonl"), ("ours", "attention-ours.jsonl"),
+                  ("torch", "attention-torch.jsonl")):
+    path = os.path.join(out, name)
+    if os.path.exists(path):
+        for line in open(path):
+            if line.startswith("{"):
+                r = json.loads(line)
+                if "shape" in r:
+                    rows.setdefault(r["shape"], {})[who] = r
+                elif "quantize_dual" in r:
+                    quantize.append(r)
+
+
+def cell(r, k):
+    return f"{r[k + '_ms']} ({r[k + '_tflops']})" if r else "—"
+
+
+for shape, r in rows.items():
+    o, t = r.get("ours"), r.get("torch")
+    print(f"| {shape} | {cell(o, 'forward')} | {cell(o, 'backward')} | "
+          f"{cell(t, 'forward')} | {cell(t, 'backward')} |")
+
+if quantize:
+    print()
+    print("| quantize_dual (1x128 / 128x128) | rows x cols | path | ms | GB/s |")
+    print("|---|---|---|---|---|")
+    for r in quantize:
+        print(f"| {r['quantize_dual']} | {r['rows']} x {r['cols']} | {r['path']} | "
+              f"{r['ms']} | {r['gb_per_s']} |")
+
+# The fp8 step with the three-pass quantizers (INFIR2_CUDA_QUANTIZE=passes).
+before = [(p, os.path.basename(p)[len("ours-"):-len("-fp8-passes.jsonl")])
+          for p in sorted(glob.glob(os.path.join(out, "ours-*-fp8-passes.jsonl")))]
+if before:
+    print()
+    print("| fp8 quantizers | one pass per tile | three passes (atomics) | ratio |")
+    print("|---|---|---|---|")
+    for path, name in before:
+        tps = [json.loads(l)["tokens_per_s"] for l in open(path) if l.strip()][2:]
+        old = sorted(tps)[len(tps) // 2] if tps else None
+        new = ours(name, "fp8")[0]
+        print(f"| {name} | {new and f'{new:,.0f}' or '—'} | {old and f'{old:,.0f}' or '—'} "
+              f"| {ratio(new, old)} |")
