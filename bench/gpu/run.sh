@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU benchmark (issue 28), side by side in one run, inside a GPU bundle
-# (scripts/gpu-bundle.sh packs it with the trainers it runs):
+# (scripts/gpu-bundle.sh packs it, as bench.sh, with the trainers it runs):
 #   bash bench.sh OUT [SHAPES]
 # SHAPES: a space-separated subset of "qwen-110m qwen2.5-0.5b qwen2.5-7b-4layers"
 # (all by default). For each shape: our bf16 and fp8 trainers (8 steps),

@@ -14,6 +14,7 @@ import glob
 import json
 import os
 import re
+import statistics
 import sys
 
 out = sys.argv[1]
@@ -29,7 +30,7 @@ def flops_per_token(cfg, seq):
 
 
 def ours(name, recipe):
-    """Median tokens/s over the logged steps after the first two, and the
+    """The median tokens/s of the logged steps after the first two, and the
     memory line."""
     path = os.path.join(out, f"ours-{name}-{recipe}.jsonl")
     if not os.path.exists(path):
@@ -37,8 +38,9 @@ def ours(name, recipe):
     tps = [json.loads(l)["tokens_per_s"] for l in open(path) if l.strip()][2:]
     log = open(os.path.join(out, f"ours-{name}-{recipe}.log")).read()
     m = re.search(r"planned ([0-9.]+) GiB on the device; the GPU holds ([0-9.]+) GiB", log)
+    # (what the GPU holds includes the CUDA context, about 0.5 GiB)
     mem = f"{m.group(2)} GiB (plan {m.group(1)})" if m else ""
-    return (sorted(tps)[len(tps) // 2] if tps else None), mem
+    return (statistics.median(tps) if tps else None), mem
 
 
 def torch(name, mode):
@@ -120,7 +122,7 @@ if before:
     print("|---|---|---|---|")
     for path, name in before:
         tps = [json.loads(l)["tokens_per_s"] for l in open(path) if l.strip()][2:]
-        old = sorted(tps)[len(tps) // 2] if tps else None
+        old = statistics.median(tps) if tps else None
         new = ours(name, "fp8")[0]
         print(f"| {name} | {new and f'{new:,.0f}' or '—'} | {old and f'{old:,.0f}' or '—'} "
               f"| {ratio(new, old)} |")

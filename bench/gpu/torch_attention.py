@@ -4,6 +4,7 @@ through enable_gqa) at the shapes of infir2-kernel-bench, timed the same
 way: CUDA events, the median of 10 calls after 3 warm-ups, forward and
 forward+backward (backward = the difference). One JSON line per shape."""
 import json
+import statistics
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +23,7 @@ def median_ms(fn):
         torch.cuda.synchronize()
         if i >= 3:
             times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
+    return statistics.median(times)
 
 
 for name, B, S, H, KV, D in SHAPES:

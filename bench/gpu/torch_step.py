@@ -6,12 +6,13 @@ F.scaled_dot_product_attention ("sdpa"), fused AdamW (lr 1e-4, betas 0.9 /
 0.95, weight decay 0.1, global-norm clipping at 1), the loss through the
 model's labels; the model eager or through torch.compile. Random token ids.
 Times each step with CUDA events after 3 warm-up steps; prints one JSON line:
-tokens/s (median step), peak GPU memory (summarize.py computes MFU for this
+tokens/s (of the median step time; every step's time too), peak GPU memory (summarize.py computes MFU for this
 and our trainers with one formula).
 
 Usage: torch_step.py CONFIG.json BATCH SEQ STEPS eager|compile [LAYERS]
 (LAYERS overrides num_hidden_layers: the 7B-shaped slice.)"""
 import json
+import statistics
 import sys
 
 import torch
@@ -55,10 +56,11 @@ for _ in range(steps):
     stop.record()
     torch.cuda.synchronize()
     times.append(start.elapsed_time(stop) / 1000.0)
-t = sorted(times)[len(times) // 2]
+t = statistics.median(times)
 print(json.dumps({
     "model": sys.argv[1].split("/")[-1], "mode": mode, "batch": B, "seq": S, "layers": L,
     "params": params, "step_s": round(t, 4), "tokens_per_s": round(B * S / t),
+    "steps_s": [round(x, 4) for x in times],
     "peak_allocated_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
     "peak_reserved_gib": round(torch.cuda.max_memory_reserved() / 2**30, 2),
     "loss": round(float(loss), 3)}), flush=True)

@@ -42,15 +42,17 @@ void Trainer::reportMemory() const {
   double planned = double(m_.stateBytes + m_.scratchBytes) / gib;
   double peak = double(usage.ru_maxrss) * 1024.0 / gib;
   if (device_.onGpu()) {
-    // Nothing is freed during a run (the backend's workspace only grows),
-    // so what the GPU holds at the end is its peak.
+    // The regions stay for the run and the backend's workspace is only
+    // ever replaced by a larger one, so what the GPU holds at the end is
+    // its peak (other processes on the same GPU counted too).
     double held = double(device_.bytesInUse()) / gib,
            before = double(device_.bytesInUseBeforeRegions()) / gib;
     std::fprintf(stderr,
                  "trainer: memory: planned %.2f GiB on the device; the GPU "
-                 "holds %.2f GiB (%+.1f%% of the plan; %.2f GiB of it before "
-                 "the regions: the CUDA context and libraries)\n",
-                 planned, held, 100.0 * ((held - before) / planned - 1.0),
+                 "holds %.2f GiB (%+.1f%% of the plan beside the %.2f GiB "
+                 "held before the regions: the CUDA context and libraries)\n",
+                 planned, held,
+                 planned > 0 ? 100.0 * ((held - before) / planned - 1.0) : 0.0,
                  before);
     return;
   }

@@ -32,205 +32,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaCheck.h"
-#include "FlashAttention.cuh"
-#include "Mma.cuh"
+#include "FlashTiles.cuh"
 #include "Workspace.h"
 
 #include <climits>
 
 namespace infir2::rt::cuda {
 
+namespace flash {
 namespace {
-
-constexpr int kRows = 64;     // rows of a block: queries, or keys for dK/dV
-constexpr int kThreads = 128; // four warps of 16 rows
-constexpr int kPad = 8;       // BF16s after each shared row: no bank conflicts
-constexpr float kLog2e = 1.4426950408889634f;
-
-using Tile = uint16_t; // BF16 bits
-
-struct Args {
-  const Tile *q, *k, *v, *dout;
-  View out, dq, dk, dv;
-  float *lse;   ///< [batch, heads, seq]: row max + log2(row sum), log2 domain
-  float *delta; ///< [batch, heads, seq]: rowsum(dO ∘ O)
-  const int32_t *segments; ///< [batch, seq], or null
-  const int2 *ranges; ///< [batch, blocks]: segment ids of each block, or null
-  int64_t seq, heads, group, qw, kw;
-  int blocks;
-  float scale, scaleLog2;
-  bool causal;
-};
-
-__device__ inline float exp2Approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ inline float bf16(Tile bits) {
-  return __uint_as_float(uint32_t(bits) << 16);
-}
-
-__device__ inline float quadSum(float x) {
-  x += __shfl_xor_sync(~0u, x, 1);
-  return x + __shfl_xor_sync(~0u, x, 2);
-}
-
-/// Rows [r0, r0 + R) of a BF16 matrix (row r at g + r·ld, D columns) into
-/// shared memory (row stride D + kPad), asynchronously; rows at or past
-/// `rows` as zeros.
-template <int D, int R>
-__device__ void loadRows(Tile *s, const Tile *g, int64_t ld, int64_t r0,
-                         int64_t rows) {
-  constexpr int kChunks = D / 8; // 16 bytes each
-  for (int i = threadIdx.x; i < R * kChunks; i += kThreads) {
-    int r = i / kChunks, c = i % kChunks * 8;
-    bool valid = r0 + r < rows;
-    mma::copy16(s + r * (D + kPad) + c, g + (valid ? (r0 + r) * ld : 0) + c,
-                valid);
-  }
-}
-
-/// c[n] += A·Bᵀ over D columns: A = rows [a0, a0 + 16) of tile `sa`, B =
-/// rows [8n, 8n + 8) of tile `sb` (the warp's 16 x 8N block).
-template <int D, int N>
-__device__ void rowsByRows(float (&c)[N][4], const Tile *sa, int a0,
-                           const Tile *sb) {
-  constexpr int LD = D + kPad;
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < D; kk += 16) {
-    uint32_t a[4];
-    mma::load4(a, sa + (a0 + lane % 16) * LD + kk + lane / 16 * 8);
-#pragma unroll
-    for (int n = 0; n < N; n += 2) {
-      uint32_t b[4];
-      mma::load4(b, sb + (n * 8 + lane % 8 + lane / 16 * 8) * LD + kk +
-                        lane / 8 % 2 * 8);
-      mma::mma(c[n], a, b[0], b[1]);
-      mma::mma(c[n + 1], a, b[2], b[3]);
-    }
-  }
-}
-
-/// acc += C·B: C = the warp's 16 x 8N FP32 fragments (rounded to BF16),
-/// B = rows [0, 8N) of tile `sb` (D columns).
-template <int D, int N>
-__device__ void fragsByRows(float (&acc)[D / 8][4], const float (&c)[N][4],
-                            const Tile *sb) {
-  constexpr int LD = D + kPad;
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int j = 0; j < N / 2; ++j) {
-    uint32_t a[4];
-    mma::aFromC(a, c, j);
-#pragma unroll
-    for (int d = 0; d < D; d += 16) {
-      uint32_t b[4];
-      mma::load4T(b, sb + (j * 16 + lane % 16) * LD + d + lane / 16 * 8);
-      mma::mma(acc[d / 8], a, b[0], b[1]);
-      mma::mma(acc[d / 8 + 1], a, b[2], b[3]);
-    }
-  }
-}
-
-__device__ inline int2 rangeOf(const Args &a, int b, int64_t row0) {
-  return a.ranges[b * a.blocks + row0 / kRows];
-}
-
-/// Whether any query of the block at q0 may see a key of the block at k0
-/// (their ranges of segment ids meet).
-__device__ bool meet(const Args &a, int b, int64_t q0, int64_t k0) {
-  if (!a.ranges)
-    return true;
-  int2 rq = rangeOf(a, b, q0), rk = rangeOf(a, b, k0);
-  return rq.x <= rk.y && rk.x <= rq.y;
-}
-
-/// Whether queries [q0, q0 + nq) and keys [k0, k0 + nk) need per-element
-/// masks: a causal diagonal, rows past the end, or several segments.
-__device__ bool needsMask(const Args &a, int b, int64_t q0, int nq,
-                          int64_t k0, int nk) {
-  if ((a.causal && k0 + nk - 1 > q0) || q0 + nq > a.seq || k0 + nk > a.seq)
-    return true;
-  if (!a.ranges)
-    return false;
-  int2 rq = rangeOf(a, b, q0), rk = rangeOf(a, b, k0);
-  return !(rq.x == rq.y && rk.x == rk.y && rq.x == rk.x);
-}
-
-/// Whether query s sees key t, with their segment ids (0 without).
-__device__ inline bool sees(const Args &a, int64_t s, int64_t t, int32_t segS,
-                            int32_t segT) {
-  return s < a.seq && t < a.seq && (!a.causal || t <= s) && segS == segT;
-}
-
-/// The query-side loop of the forward pass and dQ: calls body(k0, buf) for
-/// each key block that query block qb may see, with its keys and values in
-/// buffer `buf` of sK / sV and their segment ids in sSeg[buf]. Loads
-/// issued before the call complete with the first block's.
-template <int D, typename Body>
-__device__ void overKeyBlocks(const Args &a, int b, int qb, const Tile *K,
-                              const Tile *V, Tile *sK, Tile *sV,
-                              int32_t (*sSeg)[kRows], Body body) {
-  constexpr int kTile = kRows * (D + kPad);
-  const int64_t q0 = int64_t(qb) * kRows;
-  const int last = a.causal ? qb : a.blocks - 1;
-  const int32_t *seg = a.segments ? a.segments + b * a.seq : nullptr;
-  auto next = [&](int kb) {
-    while (kb <= last && !meet(a, b, q0, int64_t(kb) * kRows))
-      ++kb;
-    return kb;
-  };
-  auto prefetch = [&](int kb, int buf) {
-    int64_t k0 = int64_t(kb) * kRows;
-    loadRows<D, kRows>(sK + buf * kTile, K, a.kw, k0, a.seq);
-    loadRows<D, kRows>(sV + buf * kTile, V, a.kw, k0, a.seq);
-    if (seg && threadIdx.x < kRows)
-      sSeg[buf][threadIdx.x] =
-          k0 + threadIdx.x < a.seq ? seg[k0 + threadIdx.x] : 0;
-    mma::commit();
-  };
-  int kb = next(0), buf = 0;
-  if (kb <= last)
-    prefetch(kb, 0);
-  while (kb <= last) {
-    int following = next(kb + 1);
-    if (following <= last) {
-      prefetch(following, buf ^ 1);
-      mma::waitGroups<1>();
-    } else {
-      mma::waitGroups<0>();
-    }
-    __syncthreads();
-    body(int64_t(kb) * kRows, buf);
-    __syncthreads();
-    kb = following;
-    buf ^= 1;
-  }
-  mma::waitGroups<0>();
-}
-
-/// This thread's two rows of its warp's 16 (g and g + 8).
-struct Rows {
-  int64_t at[2];
-  int32_t seg[2];
-  __device__ Rows(const Args &a, int b, int64_t r0) {
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      at[r] = r0 + warp * 16 + lane / 4 + 8 * r;
-      seg[r] = a.segments && at[r] < a.seq ? a.segments[b * a.seq + at[r]] : 0;
-    }
-  }
-};
-
-/// The column of element e of 8-column tile n in this thread's fragments.
-__device__ inline int columnOf(int n, int e) {
-  return n * 8 + threadIdx.x % 4 * 2 + e;
-}
 
 template <int D, bool kStats>
 __global__ void __launch_bounds__(kThreads) forwardKernel(Args a) {
@@ -314,156 +124,6 @@ __global__ void __launch_bounds__(kThreads) forwardKernel(Args a) {
   }
 }
 
-/// dK and dV of key block blockIdx.x of KV head blockIdx.y, over BR
-/// queries at a time.
-template <int D, int BR>
-__global__ void __launch_bounds__(kThreads) keyValueGradKernel(Args a) {
-  constexpr int kTile = kRows * (D + kPad), kQTile = BR * (D + kPad);
-  extern __shared__ __align__(16) Tile smem[];
-  __shared__ float sLse[2][BR], sDelta[2][BR];
-  __shared__ int32_t sSeg[2][BR];
-  Tile *sK = smem, *sV = sK + kTile, *sQ = sV + kTile, *sO = sQ + 2 * kQTile;
-  const int kh = blockIdx.y, b = blockIdx.z;
-  const int64_t k0 = int64_t(blockIdx.x) * kRows;
-  const Tile *K = a.k + b * a.seq * a.kw + kh * D,
-             *V = a.v + b * a.seq * a.kw + kh * D;
-  loadRows<D, kRows>(sK, K, a.kw, k0, a.seq);
-  loadRows<D, kRows>(sV, V, a.kw, k0, a.seq);
-  mma::commit();
-  const int nq = int((a.seq + BR - 1) / BR), total = int(a.group) * nq;
-  const int first = a.causal ? int(k0 / BR) : 0;
-  const int32_t *seg = a.segments ? a.segments + b * a.seq : nullptr;
-  // Step i: query head kh·group + i / nq, query block i % nq.
-  auto next = [&](int i) {
-    while (i < total &&
-           (i % nq < first || !meet(a, b, int64_t(i % nq) * BR, k0)))
-      ++i;
-    return i;
-  };
-  auto prefetch = [&](int i, int buf) {
-    int64_t h = kh * a.group + i / nq, q0 = int64_t(i % nq) * BR;
-    int64_t offset = b * a.seq * a.qw + h * D;
-    loadRows<D, BR>(sQ + buf * kQTile, a.q + offset, a.qw, q0, a.seq);
-    loadRows<D, BR>(sO + buf * kQTile, a.dout + offset, a.qw, q0, a.seq);
-    if (threadIdx.x < BR) {
-      int64_t s = q0 + threadIdx.x, at = (b * a.heads + h) * a.seq + s;
-      bool in = s < a.seq;
-      sLse[buf][threadIdx.x] = in ? a.lse[at] : 0.0f;
-      sDelta[buf][threadIdx.x] = in ? a.delta[at] : 0.0f;
-      sSeg[buf][threadIdx.x] = in && seg ? seg[s] : 0;
-    }
-    mma::commit();
-  };
-  const Rows keys(a, b, k0);
-  float dk[D / 8][4] = {}, dv[D / 8][4] = {};
-  int i = next(0), buf = 0;
-  if (i < total)
-    prefetch(i, 0);
-  while (i < total) {
-    int following = next(i + 1);
-    if (following < total) {
-      prefetch(following, buf ^ 1);
-      mma::waitGroups<1>();
-    } else {
-      mma::waitGroups<0>();
-    }
-    __syncthreads();
-    const Tile *q = sQ + buf * kQTile, *o = sO + buf * kQTile;
-    const int64_t q0 = int64_t(i % nq) * BR;
-    float p[BR / 8][4] = {}, ds[BR / 8][4] = {};
-    rowsByRows<D>(p, sK, threadIdx.x / 32 * 16, q);  // Sᵀ = K·Qᵀ
-    rowsByRows<D>(ds, sV, threadIdx.x / 32 * 16, o); // dPᵀ = V·dOᵀ
-    bool mask = needsMask(a, b, q0, BR, k0, kRows);
-#pragma unroll
-    for (int n = 0; n < BR / 8; ++n)
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          int c = columnOf(n, e);
-          float x = exp2Approx(p[n][2 * r + e] * a.scaleLog2 - sLse[buf][c]);
-          if (mask && !sees(a, q0 + c, keys.at[r], sSeg[buf][c], keys.seg[r]))
-            x = 0.0f;
-          p[n][2 * r + e] = x;
-          ds[n][2 * r + e] = x * (ds[n][2 * r + e] - sDelta[buf][c]) * a.scale;
-        }
-    fragsByRows<D>(dv, p, o);  // dV += Pᵀ·dO
-    fragsByRows<D>(dk, ds, q); // dK += dSᵀ·Q
-    __syncthreads();
-    i = following;
-    buf ^= 1;
-  }
-  mma::waitGroups<0>();
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-    if (keys.at[r] < a.seq)
-#pragma unroll
-      for (int d = 0; d < D / 8; ++d)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          int64_t at = (b * a.seq + keys.at[r]) * a.kw + kh * D + columnOf(d, e);
-          a.dk.set(at, dk[d][2 * r + e]);
-          a.dv.set(at, dv[d][2 * r + e]);
-        }
-}
-
-/// dQ of query block blockIdx.x (counted from the end) of head blockIdx.y.
-template <int D>
-__global__ void __launch_bounds__(kThreads) queryGradKernel(Args a) {
-  constexpr int kTile = kRows * (D + kPad);
-  extern __shared__ __align__(16) Tile smem[];
-  __shared__ int32_t sSeg[2][kRows];
-  Tile *sQ = smem, *sO = sQ + kTile, *sK = sO + kTile, *sV = sK + 2 * kTile;
-  const int qb = a.blocks - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  const int64_t q0 = int64_t(qb) * kRows, kvOffset = (h / a.group) * D;
-  const int64_t offset = b * a.seq * a.qw + h * D;
-  loadRows<D, kRows>(sQ, a.q + offset, a.qw, q0, a.seq);
-  loadRows<D, kRows>(sO, a.dout + offset, a.qw, q0, a.seq);
-  const Rows rows(a, b, q0);
-  float lse[2], delta[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    int64_t at = (b * a.heads + h) * a.seq + rows.at[r];
-    bool in = rows.at[r] < a.seq;
-    lse[r] = in ? a.lse[at] : 0.0f;
-    delta[r] = in ? a.delta[at] : 0.0f;
-  }
-  float dq[D / 8][4] = {};
-  overKeyBlocks<D>(
-      a, b, qb, a.k + b * a.seq * a.kw + kvOffset,
-      a.v + b * a.seq * a.kw + kvOffset, sK, sV, sSeg,
-      [&](int64_t k0, int buf) {
-        float s[kRows / 8][4] = {}, dp[kRows / 8][4] = {};
-        const int row0 = threadIdx.x / 32 * 16;
-        rowsByRows<D>(s, sQ, row0, sK + buf * kTile);  // S = Q·Kᵀ
-        rowsByRows<D>(dp, sO, row0, sV + buf * kTile); // dP = dO·Vᵀ
-        bool mask = needsMask(a, b, q0, kRows, k0, kRows);
-#pragma unroll
-        for (int n = 0; n < kRows / 8; ++n)
-#pragma unroll
-          for (int r = 0; r < 2; ++r)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              int c = columnOf(n, e);
-              float x = exp2Approx(s[n][2 * r + e] * a.scaleLog2 - lse[r]);
-              if (mask && !sees(a, rows.at[r], k0 + c, rows.seg[r],
-                                a.segments ? sSeg[buf][c] : 0))
-                x = 0.0f;
-              s[n][2 * r + e] = x * (dp[n][2 * r + e] - delta[r]) * a.scale;
-            }
-        fragsByRows<D>(dq, s, sK + buf * kTile); // dQ += dS·K
-      });
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-    if (rows.at[r] < a.seq)
-#pragma unroll
-      for (int d = 0; d < D / 8; ++d)
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-          a.dq.set((b * a.seq + rows.at[r]) * a.qw + h * D + columnOf(d, e),
-                   dq[d][2 * r + e]);
-}
-
 /// The smallest and largest segment id of each 64-row block.
 __global__ void rangesKernel(const int32_t *segments, int64_t seq, int blocks,
                              int64_t count, int2 *ranges) {
@@ -480,20 +140,16 @@ __global__ void rangesKernel(const int32_t *segments, int64_t seq, int blocks,
   ranges[i] = range;
 }
 
-/// Launches `kernel` on `grid` with `shared` bytes of dynamic shared memory
-/// (raising the kernel's limit once).
-template <typename Kernel>
-int32_t launch(infir2rt_context *ctx, const char *where, Kernel kernel,
-               dim3 grid, int shared, const Args &a) {
-  INFIR2_CUDA_CHECK(ctx,
-                    cudaFuncSetAttribute(
-                        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                        shared),
-                    where);
-  kernel<<<grid, kThreads, shared, streamOf(ctx)>>>(a);
-  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  return 0;
+template <int D>
+int32_t forward(infir2rt_context *ctx, const char *where, const Args &a,
+                dim3 grid, bool statistics) {
+  int shared = 5 * tileBytes(D, kRows); // Q, two of K and of V
+  return statistics
+             ? launch(ctx, where, forwardKernel<D, true>, grid, shared, a)
+             : launch(ctx, where, forwardKernel<D, false>, grid, shared, a);
 }
+
+} // namespace
 
 /// Args of `p`, its workspace taken (the ranges with segments; the
 /// statistics for the gradient).
@@ -535,36 +191,15 @@ int32_t argsOf(infir2rt_context *ctx, const char *where,
   return 0;
 }
 
-constexpr int tileBytes(int D, int rows) { return rows * (D + kPad) * 2; }
-
-template <int D>
-int32_t forward(infir2rt_context *ctx, const char *where, const Args &a,
-                dim3 grid, bool statistics) {
-  int shared = 5 * tileBytes(D, kRows); // Q, two of K and of V
-  return statistics
-             ? launch(ctx, where, forwardKernel<D, true>, grid, shared, a)
-             : launch(ctx, where, forwardKernel<D, false>, grid, shared, a);
+int32_t statistics(infir2rt_context *ctx, const char *where, const Args &a,
+                   dim3 grid, int64_t headDim) {
+  return headDim == 64 ? forward<64>(ctx, where, a, grid, true)
+                       : forward<128>(ctx, where, a, grid, true);
 }
 
-template <int D>
-int32_t backward(infir2rt_context *ctx, const char *where, const Args &a,
-                 const FlashProblem &p) {
-  // Fewer queries per step at head_dim 128: dK and dV hold 2 x 64 FP32
-  // accumulators per thread already.
-  constexpr int BR = D == 128 ? 32 : 64;
-  dim3 grid(unsigned(a.blocks), unsigned(p.heads), unsigned(p.batch));
-  if (int32_t rc = forward<D>(ctx, where, a, grid, /*statistics=*/true))
-    return rc;
-  if (int32_t rc = launch(ctx, where, keyValueGradKernel<D, BR>,
-                          dim3(unsigned(a.blocks), unsigned(p.kvHeads),
-                               unsigned(p.batch)),
-                          2 * tileBytes(D, kRows) + 4 * tileBytes(D, BR), a))
-    return rc;
-  return launch(ctx, where, queryGradKernel<D>, grid,
-                6 * tileBytes(D, kRows), a);
-}
+} // namespace flash
 
-} // namespace
+using namespace flash;
 
 bool flashTakes(const FlashProblem &p, int64_t qType, int64_t kType,
                 int64_t vType, int64_t doutType) {
@@ -575,7 +210,10 @@ bool flashTakes(const FlashProblem &p, int64_t qType, int64_t kType,
          vType == INFIR2RT_BF16 && doutType == INFIR2RT_BF16 &&
          (p.headDim == 64 || p.headDim == 128) && p.kvHeads > 0 &&
          p.heads % p.kvHeads == 0 && p.seq > 0 && aligned(p.q) &&
-         aligned(p.k) && aligned(p.v) && (!p.dout || aligned(p.dout));
+         aligned(p.k) && aligned(p.v) && (!p.dout || aligned(p.dout)) &&
+         // The grid: query blocks, heads and sequences.
+         p.batch > 0 && p.batch <= 65535 && p.heads <= 65535 &&
+         (p.seq + kRows - 1) / kRows <= INT_MAX;
 }
 
 int32_t flashForward(infir2rt_context *ctx, const char *where,
@@ -586,15 +224,6 @@ int32_t flashForward(infir2rt_context *ctx, const char *where,
   dim3 grid(unsigned(a.blocks), unsigned(p.heads), unsigned(p.batch));
   return p.headDim == 64 ? forward<64>(ctx, where, a, grid, false)
                          : forward<128>(ctx, where, a, grid, false);
-}
-
-int32_t flashBackward(infir2rt_context *ctx, const char *where,
-                      const FlashProblem &p) {
-  Args a;
-  if (int32_t rc = argsOf(ctx, where, p, /*statistics=*/true, a))
-    return rc;
-  return p.headDim == 64 ? backward<64>(ctx, where, a, p)
-                         : backward<128>(ctx, where, a, p);
 }
 
 } // namespace infir2::rt::cuda

@@ -5,14 +5,12 @@
 //===----------------------------------------------------------------------===//
 //
 // The CUDA versions of the CPU backend's fill, transpose, embedding (with
-// the same out-of-range error), rope (both directions), reduce_sum and
-// global_norm, on the same descriptors. Sums accumulate in FP64 like the
-// CPU backend's, but in a different order.
+// the same out-of-range error), rope (both directions) and the collectives,
+// on the same descriptors (reduce_sum and global_norm: Reduce.cu).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
-#include "Reduce.cuh"
 #include "DeviceView.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
@@ -98,56 +96,6 @@ __global__ void ropeKernel(View x, const int32_t *pos, View out, int64_t tokens,
   out.set(base + i + half, b * cs + a * sn);
 }
 
-/// reduce_sum's term: element (r, c) of x as [rows, cols].
-struct Element {
-  View x;
-  int64_t cols;
-  __device__ double operator()(int64_t r, int64_t c) const {
-    return x.get(r * cols + c);
-  }
-};
-
-/// A block-wide FP64 sum, the same tree every run; thread 0 gets it.
-__device__ double blockSum(double v, double *shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s)
-      shared[threadIdx.x] += shared[threadIdx.x + s];
-    __syncthreads();
-  }
-  return shared[0];
-}
-
-/// partial[b] = Σ (scale · g[i])² over block b's elements (grid-stride).
-__global__ void sumSquaresKernel(const float *g, int64_t n,
-                                 const float *scale, double *partial) {
-  __shared__ double shared[kThreads];
-  double v = 0.0;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    double s = double(*scale * g[i]);
-    v += s * s;
-  }
-  v = blockSum(v, shared);
-  if (threadIdx.x == 0)
-    partial[blockIdx.x] = v;
-}
-
-/// *total = Σ partial[0..count), in a fixed order; *norm = its root.
-__global__ void normKernel(const double *partial, int64_t count, double *total,
-                           float *norm) {
-  __shared__ double shared[kThreads];
-  double v = 0.0;
-  for (int64_t i = threadIdx.x; i < count; i += kThreads)
-    v += partial[i];
-  v = blockSum(v, shared);
-  if (threadIdx.x == 0) {
-    *total = v;
-    *norm = float(sqrt(v));
-  }
-}
-
 } // namespace
 
 extern "C" int32_t infir2rt_cuda_fill(infir2rt_context *ctx,
@@ -229,75 +177,6 @@ extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
       tokens, width, x.dim(-2), hd, pos.rank == 1, descAttr(desc, 1),
       descAttr(desc, 2));
   return infir2::rt::cuda::finishLaunch(ctx, where);
-}
-
-extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
-                                            const int64_t *desc,
-                                            const char *where) {
-  Operand x = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
-  int64_t rows = x.numel / out.numel;
-  double *partial = nullptr;
-  INFIR2_CUDA_CHECK(
-      ctx,
-      infir2::rt::cuda::takeWorkspace(
-          {{&partial, infir2::rt::cuda::columnSlices(rows) * out.numel * 8}}),
-      where);
-  infir2::rt::cuda::sumColumns(ctx, Element{viewOf(x), out.numel}, rows,
-                               out.numel, partial, viewOf(out));
-  return infir2::rt::cuda::finishLaunch(ctx, where);
-}
-
-extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
-                                             const int64_t *desc,
-                                             const char *where) {
-  // Each gradient's blocks write partial sums of squares (at most 256 per
-  // gradient), one block adds them in order and takes the root: on the
-  // device, with the scale read there.
-  int64_t n = desc[0], count = 0;
-  auto blocksOf = [](int64_t numel) {
-    return std::clamp<int64_t>(blocksFor(numel), 1, kThreads);
-  };
-  for (int64_t g = 0; g < n - 2; ++g)
-    count += blocksOf(descOperand(ctx, desc, g).numel);
-  double *partial = nullptr, *total = nullptr;
-  INFIR2_CUDA_CHECK(ctx,
-                    infir2::rt::cuda::takeWorkspace(
-                        {{&partial, count * 8}, {&total, sizeof *total}}),
-                    where);
-  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
-  const float *scale =
-      reinterpret_cast<const float *>(descOperand(ctx, desc, n - 2).ptr);
-  float *norm = reinterpret_cast<float *>(descOperand(ctx, desc, n - 1).ptr);
-  for (int64_t g = 0, at = 0; g < n - 2; ++g) {
-    Operand o = descOperand(ctx, desc, g);
-    sumSquaresKernel<<<unsigned(blocksOf(o.numel)), kThreads, 0, stream>>>(
-        reinterpret_cast<const float *>(o.ptr), o.numel, scale, partial + at);
-    at += blocksOf(o.numel);
-  }
-  normKernel<<<1, kThreads, 0, stream>>>(partial, count, total, norm);
-  if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
-    return rc;
-  if (descAttr(desc, 0) != 0.0 && ctx->comm) { // ZeRO-1: every rank's shards
-    double ss = 0.0;
-    INFIR2_CUDA_CHECK(ctx,
-                      cudaMemcpyAsync(&ss, total, sizeof ss,
-                                      cudaMemcpyDeviceToHost, stream),
-                      where);
-    INFIR2_CUDA_CHECK(ctx, cudaStreamSynchronize(stream), where);
-    float all = float(ss);
-    char error[256] = {0};
-    if (ctx->comm->all_reduce_sum(ctx->comm->impl, &all, 1, error,
-                                  sizeof error))
-      return setCallError(ctx, where, "all-reduce of the squared norm failed: %s",
-                      error);
-    float root = float(std::sqrt(double(all)));
-    INFIR2_CUDA_CHECK(ctx,
-                      cudaMemcpyAsync(norm, &root, sizeof root,
-                                      cudaMemcpyHostToDevice, stream),
-                      where);
-    INFIR2_CUDA_CHECK(ctx, cudaStreamSynchronize(stream), where);
-  }
-  return 0;
 }
 
 // The collectives on device buffers. With a communicator that works on

@@ -258,7 +258,7 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
   INFIR2_CUDA_CHECK(
       ctx,
       infir2::rt::cuda::takeWorkspace(
-          {{&partial, infir2::rt::cuda::columnSlices(rows) * d * 8},
+          {{&partial, infir2::rt::cuda::columnPartialBytes(rows, d)},
            {&inverse, rows * 4}}),
       where);
   rmsNormGradKernel<<<unsigned(rows), kThreads, 0,

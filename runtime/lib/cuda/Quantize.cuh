@@ -5,11 +5,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// fp8.quantize and fp8.quantize_dual run in three passes: the amax of every
-// scale block, the scales, the cast. The fused entry points
-// (FusedQuantize.cu) replace the first pass with the producer's kernel,
-// which feeds the amaxes as it stores its results (an AmaxSink); the scales
-// and the cast are the quantizer's own, so the results are the same bytes.
+// fp8.quantize and fp8.quantize_dual run in one pass per 128 x 128 tile
+// where the granularities allow (TileQuantize.cu), else in three passes:
+// the amax of every scale block, the scales, the cast. The fused entry
+// points (FusedQuantize.cu) run their producer's kernel first: with the
+// tile kernel it stores its results alone (a sink with no amaxes), with the
+// three passes it also feeds the amaxes (an AmaxSink) in place of the first
+// pass. Either way the results are the unfused calls' bytes.
 //
 //===----------------------------------------------------------------------===//
 

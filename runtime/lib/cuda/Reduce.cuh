@@ -4,12 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The sums that reduce over tokens (a bias's or a norm weight's gradient,
-// the global norm) in two stages instead of single-address atomics: blocks
-// write partial FP64 sums, then one pass adds the partials in order. The
-// order is fixed by the shapes alone, so every run gives the same bits, and
-// no address is contended (an atomic per element on a few hundred
-// addresses serialized the gradient of every RMSNorm weight).
+// Sums over many rows into few columns (a bias's or a norm weight's
+// gradient over tokens) in two stages: row slices write partial FP64 sums,
+// then one pass adds them in order. The order is fixed by the shapes alone,
+// so every run gives the same bits, and nothing is contended: the RMSNorm
+// weight's gradient took an atomic per element on a few hundred addresses,
+// and a bias's gradient one thread per column over every token. Few rows or
+// many columns take one pass, a thread per column (Reduce.cu has the
+// global norm, which reduces to one number).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,12 +22,37 @@
 #include "DeviceView.cuh"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace infir2::rt::cuda {
 
-/// Row slices of a column sum: slice p holds rows p, p + slices, ...
-inline int columnSlices(int64_t rows) {
-  return int(std::min<int64_t>(rows, 128));
+/// Row slices of a column sum: slice p holds rows p, p + slices, ... One
+/// slice (a thread per column over all rows) when the rows are few or the
+/// columns alone fill the GPU; else up to 128, their partials at most 64 MiB.
+inline int columnSlices(int64_t rows, int64_t cols) {
+  if (rows <= 16 || cols >= 65536)
+    return 1;
+  int64_t fit = std::max<int64_t>(1, (int64_t(64) << 20) / (cols * 8));
+  return int(std::min<int64_t>({rows, int64_t(128), fit}));
+}
+
+/// The workspace bytes sumColumns needs for a rows x cols sum.
+inline int64_t columnPartialBytes(int64_t rows, int64_t cols) {
+  int slices = columnSlices(rows, cols);
+  return slices > 1 ? slices * cols * 8 : 0;
+}
+
+/// out[c] = Σ_r term(r, c), one thread per column, rows in order.
+template <typename Term>
+__global__ void columnSumKernel(Term term, int64_t rows, int64_t cols,
+                                View out) {
+  int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols)
+    return;
+  double acc = 0.0;
+  for (int64_t r = 0; r < rows; ++r)
+    acc += term(r, c);
+  out.set(c, float(acc));
 }
 
 /// partial[p][c] = Σ over slice p's rows r of term(r, c), in FP64.
@@ -54,12 +81,16 @@ __global__ inline void columnFinishKernel(const double *partial, int slices,
 }
 
 /// out[c] = Σ_r term(r, c) over a rows x cols matrix of terms, on the
-/// context's stream; `partial` holds columnSlices(rows) x cols doubles.
+/// context's stream; `partial` holds columnPartialBytes(rows, cols).
 template <typename Term>
 void sumColumns(infir2rt_context *ctx, Term term, int64_t rows, int64_t cols,
                 double *partial, View out) {
-  int slices = columnSlices(rows);
+  int slices = columnSlices(rows, cols);
   unsigned columns = unsigned((cols + 255) / 256);
+  if (slices == 1) {
+    columnSumKernel<<<columns, 256, 0, streamOf(ctx)>>>(term, rows, cols, out);
+    return;
+  }
   columnSlicesKernel<<<dim3(columns, unsigned(slices)), 256, 0,
                        streamOf(ctx)>>>(term, rows, cols, partial);
   columnFinishKernel<<<columns, 256, 0, streamOf(ctx)>>>(partial, slices, cols,

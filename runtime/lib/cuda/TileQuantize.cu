@@ -31,6 +31,8 @@
 
 #include <cuda_fp8.h>
 
+#include <climits>
+
 namespace infir2::rt::cuda {
 
 namespace {
@@ -183,6 +185,8 @@ bool tileQuantizable(const TileJob &job) {
   };
   int64_t T = job.n / job.g.C;
   if (!job.g.leadOne && job.g.R != T) // leading dimensions in one block
+    return false;
+  if (T <= 0 || T / kTile > 65535 || job.g.C / kTile > INT_MAX) // the grid
     return false;
   if (!tileBlocks(job.g) || T % kTile != 0 || !aligned(job.x, 16) ||
       !aligned(job.data, 4))

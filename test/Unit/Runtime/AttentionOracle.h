@@ -27,7 +27,10 @@
 // are first-order bounds of the worst case; the tests allow twice them.
 // They stay small against the terms (checked: a bound as large as its
 // terms would pass anything): a wrong mask, index or scale moves an
-// element by about the size of its terms.
+// element by about the size of its terms. Under BF16 arithmetic the bound
+// is about 2^-7 of the terms, so an error smaller than that (a key of tiny
+// weight leaking through a mask) would pass there; the CPU backend's FP32
+// bound, about 2^-10, is the sharper check of the shared semantics.
 //
 // Inputs: queries and keys of N(0, 1)·10^U(-0.5, 0.5) rows (scores from 0
 // to about ±40: flat to nearly one-hot softmaxes), values and result

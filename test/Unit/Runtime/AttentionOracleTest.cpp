@@ -41,6 +41,7 @@ TEST(CpuAttention, WithinTheBoundsOfAnFp64Oracle) {
   const AttentionShape shapes[] = {
       {2, 96, 4, 2, 64, true, false},   {1, 130, 14, 2, 64, true, true},
       {1, 80, 4, 1, 128, false, false}, {2, 72, 4, 4, 128, false, true},
+      {1, 17, 4, 2, 128, false, false}, {3, 40, 8, 2, 64, true, true},
   };
   for (const AttentionShape &sh : shapes)
     for (int64_t type : {INFIR2RT_F32, INFIR2RT_BF16}) {

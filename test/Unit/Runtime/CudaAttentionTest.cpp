@@ -9,8 +9,9 @@
 // rounded to BF16 before their products) and the FP32 kernels (FP32
 // operands), each within the bound its arithmetic implies. 30 fresh draws
 // of whole sequences and 30 of packed samples, over causal and full
-// attention, 1 to 7 query heads per KV head, head sizes 64 and 128 and
-// sequences that are not multiples of the kernels' 64-row blocks. The
+// attention, 1 to 7 query heads per KV head, head sizes 64 and 128,
+// sequences shorter than the kernels' 64-row blocks and not multiples of
+// them, batches of 1 to 3. The
 // bound follows the magnitudes of the summed terms, so that dQ's
 // cancellation (dS = P ∘ (dP − Σ P·dP)) is allowed for and nothing else.
 // The tensor-core gradient is also the same, bit for bit, every run (no
@@ -47,10 +48,11 @@ TEST_P(CudaAttention, WithinTheBoundsOfAnFp64Oracle) {
   const AttentionShape shapes[] = {
       {2, 96, 4, 2, 64, true, packed},   {1, 200, 14, 2, 64, true, packed},
       {2, 160, 4, 1, 128, true, packed}, {1, 256, 8, 4, 128, true, packed},
-      {1, 130, 2, 2, 64, false, packed},
+      {1, 130, 2, 2, 64, false, packed}, {1, 17, 4, 2, 128, false, packed},
+      {3, 40, 8, 2, 64, true, packed},
   };
   for (int draw = 0; draw < 30; ++draw) {
-    const AttentionShape &sh = shapes[draw % 5];
+    const AttentionShape &sh = shapes[draw % 7];
     // Every third draw on FP32 operands (the FP32 kernels); every other
     // one with BF16 results.
     bool fp32 = draw % 3 == 2;

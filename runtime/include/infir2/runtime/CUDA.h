@@ -56,13 +56,13 @@ int32_t infir2rt_cuda_zero(void *ptr, int64_t bytes, void *stream, char *why,
 int32_t infir2rt_cuda_count_nonfinite(const float *data, int64_t n,
                                       void *stream, int64_t *count, char *why,
                                       int64_t why_size);
+/// Bytes in use on the current GPU (all of its memory but the free): the
+/// context, the regions, the workspaces, and whatever other processes on
+/// the same GPU hold. 0 where it cannot be read.
+int64_t infir2rt_cuda_memory_in_use(void);
 /// The step stream (blocking, so that the default stream's copies stay
 /// ordered with it), and waiting for it: where asynchronous kernel failures
 /// surface.
-/// Bytes in use on the current GPU (all of its memory but the free):
-/// the context, the regions, the workspaces. 0 where it cannot be read.
-int64_t infir2rt_cuda_memory_in_use(void);
-
 int32_t infir2rt_cuda_stream_create(void **stream, char *why, int64_t why_size);
 void infir2rt_cuda_stream_destroy(void *stream);
 int32_t infir2rt_cuda_synchronize(void *stream, char *why, int64_t why_size);
