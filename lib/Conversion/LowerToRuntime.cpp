@@ -64,6 +64,16 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
     c.attrs.append(attrs.begin(), attrs.end());
     return success();
   };
+  // A GEMM's optional accumulator goes after the result, so the other
+  // operands keep their places; its last attribute says whether there is
+  // one.
+  auto accumulator = [&](Value acc) {
+    if (acc) {
+      c.operands.erase(llvm::find(c.operands, acc));
+      c.operands.push_back(acc);
+    }
+    c.attrs.push_back(acc ? 1.0 : 0.0);
+  };
   auto attention = [&](auto a) {
     // The optional segments go after the results, so the other operands
     // keep their places.
@@ -102,8 +112,10 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
           })
           .Case([&](EmbeddingOp) { return named("embedding"); })
           .Case([&](MatmulOp m) {
-            return named("matmul", {m.getTransposeLhs() ? 1.0 : 0.0,
-                                    m.getTransposeRhs() ? 1.0 : 0.0});
+            (void)named("matmul", {m.getTransposeLhs() ? 1.0 : 0.0,
+                                   m.getTransposeRhs() ? 1.0 : 0.0});
+            accumulator(m.getAcc());
+            return success();
           })
           .Case([&](RMSNormOp n) {
             return named("rms_norm", {n.getEpsilon().convertToDouble()});
@@ -190,6 +202,7 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
             (void)named("scaled_matmul");
             appendBlock(c.attrs, m.getLhsGranularity(), m.getLhs());
             appendBlock(c.attrs, m.getRhsGranularity(), m.getRhs());
+            accumulator(m.getAcc());
             return success();
           })
           .Case([&](fp8::AmaxOp a) {

@@ -405,7 +405,8 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
   auto linear = [&](const std::string &name, Value x, unsigned w, unsigned bias,
                     int64_t out) -> Value {
     Value y = MatmulOp::create(ob, at(name), act(out), x, arg(w),
-                               /*transpose_lhs=*/false, /*transpose_rhs=*/true);
+                               /*transpose_lhs=*/false, /*transpose_rhs=*/true,
+                               /*acc=*/Value());
     if (bias != kNone)
       y = AddOp::create(ob, at(name), y, arg(bias));
     return y;
@@ -449,7 +450,7 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
   // The LM head writes FP32 logits for the loss.
   Value logits =
       MatmulOp::create(ob, at("lm_head"), RankedTensorType::get({B, S, V}, f32),
-                       z, arg(lmHead), false, true);
+                       z, arg(lmHead), false, true, /*acc=*/Value());
   Value loss = CrossEntropyOp::create(
       ob, at("loss"), lossType, logits, arg(ids + 1), arg(ids + 2),
       /*ignore_index=*/b.getI64IntegerAttr(-100));

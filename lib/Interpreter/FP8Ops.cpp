@@ -225,7 +225,8 @@ LogicalResult Interpreter::scaledMatmul(fp8::ScaledMatmulOp op) {
   int64_t n = b.shape[b.shape.size() - 2];
   int64_t batch = product(ArrayRef<int64_t>(a.shape).drop_back(2));
   bool sharedRhs = b.shape.size() == 2;
-  Tensor out(shapeOf(op.getResult()));
+  // With an accumulator: acc + the product.
+  Tensor out = op.getAcc() ? get(op.getAcc()) : Tensor(shapeOf(op.getResult()));
   for (int64_t p = 0; p < batch; ++p)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
@@ -234,7 +235,7 @@ LogicalResult Interpreter::scaledMatmul(fp8::ScaledMatmulOp op) {
         double acc = 0.0;
         for (int64_t l = 0; l < k; ++l)
           acc += A[l] * B[l];
-        out.data[(p * m + i) * n + j] = acc;
+        out.data[(p * m + i) * n + j] += acc;
       }
   set(op.getResult(), std::move(out));
   return success();

@@ -41,7 +41,8 @@ LogicalResult Interpreter::matmul(MatmulOp op) {
   int64_t n = bs[bs.size() - (tb ? 2 : 1)];
   int64_t batch = product(as.drop_back(2));
   bool sharedRhs = bs.size() == 2;
-  Tensor out(shapeOf(op.getResult()));
+  // With an accumulator: acc + the product.
+  Tensor out = op.getAcc() ? get(op.getAcc()) : Tensor(shapeOf(op.getResult()));
   // Both operands copied to K-contiguous rows ([m, k] and [n, k]), so that
   // every dot product reads memory in order; the sum order is unchanged.
   std::vector<double> A(m * k), B(n * k);
@@ -61,7 +62,7 @@ LogicalResult Interpreter::matmul(MatmulOp op) {
         double acc = 0.0;
         for (int64_t l = 0; l < k; ++l)
           acc += A[i * k + l] * B[j * k + l];
-        C[i * n + j] = acc;
+        C[i * n + j] += acc;
       }
   }
   set(op.getResult(), std::move(out));

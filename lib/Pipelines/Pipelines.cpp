@@ -98,6 +98,8 @@ static void addFP8Recipe(OpPassManager &pm,
   verify.scales = options.scales == ScalePolicy::pow2 ? RequiredScales::pow2
                                                       : RequiredScales::fp32;
   pm.addPass(createVerifyPrecisionPass(verify));
+  // Weight gradients added to their FP32 accumulators by the GEMMs.
+  pm.addPass(createFuseAccumulationPass());
 }
 
 template <typename Derived>
@@ -105,6 +107,7 @@ static void addBF16Recipe(OpPassManager &pm,
                           const TrainingStepOptions<Derived> &options) {
   addTrainingStep(pm, options);
   pm.addPass(createCSEPass());
+  pm.addPass(createFuseAccumulationPass());
 }
 
 void infir2::buildFP8RecipePipeline(OpPassManager &pm,

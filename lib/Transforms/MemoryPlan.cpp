@@ -241,13 +241,19 @@ static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
 
 /// Whether `op` reads element i of `operand` before it writes element i of
 /// `result`, so that the two may share a buffer: the optimizer updates
-/// (every operand and result of one shape), and add / mul with an operand of
-/// the result's shape (not the broadcast one).
+/// (every operand and result of one shape), add / mul with an operand of
+/// the result's shape (not the broadcast one), and a GEMM's accumulator
+/// (each result element is its own accumulator element plus a product of
+/// other operands).
 static bool readsBeforeWriting(Operation *op, Value operand, Value result) {
   if (isa<AdamWOp, SGDOp>(op))
     return true;
   if (isa<AddOp, MulOp>(op))
     return operand.getType() == result.getType();
+  if (auto mm = dyn_cast<MatmulOp>(op))
+    return operand == mm.getAcc();
+  if (auto mm = dyn_cast<fp8::ScaledMatmulOp>(op))
+    return operand == mm.getAcc();
   return false;
 }
 

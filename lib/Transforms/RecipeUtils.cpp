@@ -74,9 +74,11 @@ recipe::replaceWithScaledMatmul(GemmOpInterface gemm, Value lhs, Value lhsScale,
   Operation *op = gemm.getOperation();
   OpBuilder b(op);
   Value result = gemm.getGemmResult();
-  auto mm = fp8::ScaledMatmulOp::create(b, op->getLoc(), result.getType(), lhs,
-                                        lhsScale, lhsGranularity, rhs, rhsScale,
-                                        rhsGranularity);
+  // An infir2.matmul's accumulator stays the FP8 GEMM's.
+  auto matmul = dyn_cast<MatmulOp>(op);
+  auto mm = fp8::ScaledMatmulOp::create(
+      b, op->getLoc(), result.getType(), lhs, lhsScale, lhsGranularity, rhs,
+      rhsScale, rhsGranularity, matmul ? matmul.getAcc() : Value());
   for (NamedAttribute attr : op->getDiscardableAttrs())
     mm->setAttr(attr.getName(), attr.getValue());
   Value replacement = mm.getResult();

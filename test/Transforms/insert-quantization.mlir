@@ -143,3 +143,16 @@ func.func @high(%a: tensor<128x128xbf16>) -> tensor<128x128xbf16> {
   %0 = infir2.matmul %a, %a {fp8.decision = #fp8.decision<precision = high, role = fprop, reason = "x">} : tensor<128x128xbf16>, tensor<128x128xbf16> -> tensor<128x128xbf16>
   return %0 : tensor<128x128xbf16>
 }
+
+// -----
+
+// Tests that a GEMM's accumulator stays the FP8 GEMM's.
+// CHECK-LABEL: func.func @accumulated
+// CHECK-SAME: %[[ACC:[^:]+]]: tensor<256x256xf32>)
+// CHECK: fp8.scaled_matmul ({{.*}}) acc(%[[ACC]] : tensor<256x256xf32>) {fp8.decision
+// CHECK-SAME: -> tensor<256x256xf32>
+func.func @accumulated(%dy: tensor<128x256xbf16>, %x: tensor<128x256xbf16>, %acc: tensor<256x256xf32>) -> tensor<256x256xf32> {
+  %g = infir2.matmul %dy, %x acc(%acc : tensor<256x256xf32>) {transpose_lhs, fp8.decision = #fp8.decision<precision = fp8, role = wgrad, lhs = #fp8.groups<128, dim = 1>, rhs = #fp8.groups<128, dim = 1>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      : tensor<128x256xbf16>, tensor<128x256xbf16> -> tensor<256x256xf32>
+  return %g : tensor<256x256xf32>
+}

@@ -317,6 +317,38 @@ def FuseCastsPass : Pass<"infir2-fuse-casts", "mlir::ModuleOp"> {
   let dependentDialects = ["infir2::Infir2Dialect", "infir2::fp8::FP8Dialect"];
 }
 
+def FuseAccumulationPass
+    : Pass<"infir2-fuse-accumulation", "mlir::ModuleOp"> {
+  let summary = "Lets GEMMs add their product to an FP32 accumulator themselves.";
+  let description = [{
+    A weight gradient that the step adds to its FP32 accumulator,
+    `infir2.add %acc, (infir2.convert (gemm ...))`, becomes the GEMM with
+    that accumulator, `gemm ... acc(%acc)`, writing FP32: the product is
+    never rounded to BF16, no widening copy or add runs, and the memory
+    planner lets the GEMM write into the accumulator's own slot. The GEMM
+    is an `infir2.matmul` or an `fp8.scaled_matmul` read only by that
+    conversion (or, when it already writes FP32, only by the add); the
+    accumulator is an FP32 argument of the function (the training step's
+    accumulators), of the product's shape. Anything else is left alone.
+    Both recipes end with this pass.
+
+    ```mlir
+    %g = fp8.scaled_matmul (%dy, %dys by #fp8.groups<128, dim = 1>), (%x, %xs by #fp8.groups<128, dim = 1>) : ... -> tensor<768x256xbf16>
+    %w = infir2.convert %g : tensor<768x256xbf16> -> tensor<768x256xf32>
+    %a = infir2.add %acc, %w : tensor<768x256xf32>, tensor<768x256xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %a = fp8.scaled_matmul (%dy, %dys by #fp8.groups<128, dim = 1>), (%x, %xs by #fp8.groups<128, dim = 1>) acc(%acc : tensor<768x256xf32>) : ... -> tensor<768x256xf32>
+    ```
+
+    Numerics: the accumulator gains FP32(product) instead of BF16(product),
+    so a weight gradient carries about 16 more bits.
+  }];
+}
+
 def DataParallelPass : Pass<"infir2-data-parallel", "mlir::ModuleOp"> {
   let summary = "Sums the gradient accumulators across data-parallel ranks before the optimizer step.";
   let description = [{

@@ -80,7 +80,7 @@ bool bf16GemmEnabled() { return engine().bf16; }
 
 bool bf16Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
-              void *c, int64_t ldc, bool cIsBf16) {
+              void *c, int64_t ldc, bool cIsBf16, bool add) {
   using dt = dnnl::memory::data_type;
   using dims = dnnl::memory::dims;
   Engine &e = engine();
@@ -98,7 +98,15 @@ bool bf16Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
     // oneDNN caches the compiled kernels by these descriptors (its
     // primitive cache): after the first step, creating one costs about
     // 10 µs.
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), e.engine);
+    // Adding to C: a sum post-op (dst += A·B).
+    dnnl::primitive_attr attr;
+    if (add) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr,
+                                    e.engine);
     dnnl::matmul mm(pd);
     dnnl::memory am(ad, e.engine, const_cast<uint16_t *>(a));
     dnnl::memory bm(bd, e.engine, const_cast<uint16_t *>(b));

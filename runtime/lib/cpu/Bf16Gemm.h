@@ -25,14 +25,14 @@ namespace infir2::rt::cpu {
 /// Whether BF16-exact GEMMs take the BF16 path (decided once per process).
 bool bf16GemmEnabled();
 
-/// C[m, n] = op(A)·op(B) for row-major BF16 matrices, op(X) = Xᵀ when its
-/// flag is set (then X is stored [k, m] or [n, k]); leading dimensions as
-/// stored. C is FP32, or BF16 rounded once (RNE) from the FP32 sum.
-/// Returns false when oneDNN refuses the shapes (the caller then takes the
-/// FP32 path).
+/// C[m, n] = op(A)·op(B) (C += op(A)·op(B) with `add`) for row-major BF16
+/// matrices, op(X) = Xᵀ when its flag is set (then X is stored [k, m] or
+/// [n, k]); leading dimensions as stored. C is FP32, or BF16 rounded once
+/// (RNE) from the FP32 sum. Returns false when oneDNN refuses the shapes
+/// (the caller then takes the FP32 path).
 bool bf16Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
-              void *c, int64_t ldc, bool cIsBf16);
+              void *c, int64_t ldc, bool cIsBf16, bool add = false);
 
 } // namespace infir2::rt::cpu
 

@@ -10,7 +10,12 @@
 // (Bf16Gemm.h). FP8 under other FP32 scales multiplies its unscaled values
 // block by block and applies the scales in cuBLASLt's order
 // (blockScaledGemm). The others, and every GEMM on other CPUs, go through
-// BLAS (cblas_sgemm) on FP32 operands.
+// BLAS (cblas_sgemm) on FP32 operands. With an accumulator (an FP32 result
+// that starts as `acc`, in place when the planner gave both one buffer),
+// every path adds the product to what the result holds: oneDNN with a sum
+// post-op and BLAS with beta = 1 (which may add partial sums of K as they
+// come), the block-scaled path once at the end, as cuBLASLt's epilogue
+// does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace infir2::rt::cpu {
@@ -35,7 +41,8 @@ namespace {
 /// instead of OpenMP's and OpenBLAS's spinning against each other on the
 /// same cores.
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+           bool add = false) {
   int threads = omp_get_max_threads();
   int64_t chunk = std::max<int64_t>(16, (m + threads - 1) / threads);
   int64_t parts = (m + chunk - 1) / chunk;
@@ -44,38 +51,41 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
     int64_t m0 = part * chunk, rows = std::min(chunk, m - m0);
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                 tb ? CblasTrans : CblasNoTrans, rows, n, k, 1.0f,
-                a + (ta ? m0 : m0 * lda), lda, b, ldb, 0.0f, c + m0 * ldc, ldc);
+                a + (ta ? m0 : m0 * lda), lda, b, ldb, add ? 1.0f : 0.0f,
+                c + m0 * ldc, ldc);
   }
 }
 
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-           const float *b, float *c) {
-  sgemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n);
+           const float *b, float *c, bool add = false) {
+  sgemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n, add);
 }
 
 /// The same through the BF16 path, C in FP32 or BF16 (`cBf16`); false when
 /// it is not taken.
 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-            const uint16_t *a, const uint16_t *b, void *c, bool cBf16) {
-  return bf16Gemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n, cBf16);
+            const uint16_t *a, const uint16_t *b, void *c, bool cBf16,
+            bool add) {
+  return bf16Gemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n, cBf16,
+                  add);
 }
 
 /// Runs op(A)·op(B) over `batch` products (B shared when `sharedRhs`) in
-/// BF16; false when the BF16 path is not taken (before any output is
-/// written).
+/// BF16, added to `out` when `add`; false when the BF16 path is not taken
+/// (before any output is written).
 bool batchedGemm16(bool ta, bool tb, int64_t batch, int64_t m, int64_t n,
                    int64_t k, bool sharedRhs, const uint16_t *A,
-                   const uint16_t *B, const Operand &out) {
+                   const uint16_t *B, const Operand &out, bool add) {
   bool cBf16 = out.dtype == INFIR2RT_BF16;
   if (!cBf16 && out.dtype != INFIR2RT_F32)
     return false;
   int64_t cBytes = cBf16 ? 2 : 4;
   if (sharedRhs && !ta) // one GEMM over all rows
-    return gemm16(false, tb, batch * m, n, k, A, B, out.ptr, cBf16);
+    return gemm16(false, tb, batch * m, n, k, A, B, out.ptr, cBf16, add);
   for (int64_t p = 0; p < batch; ++p)
     if (!gemm16(ta, tb, m, n, k, A + p * m * k,
                 B + (sharedRhs ? 0 : p * k * n), out.ptr + p * m * n * cBytes,
-                cBf16))
+                cBf16, add))
       return false; // only the first can fail: the shapes repeat
   return true;
 }
@@ -84,11 +94,30 @@ struct SingleThreadedBlas {
   SingleThreadedBlas() { openblas_set_num_threads(1); }
 } singleThreadedBlas;
 
+/// With an accumulator (operand `at`, when attribute `flag` is set): starts
+/// the FP32 result from it (a copy unless they share a buffer). Sets `add`.
+int32_t startFromAccumulator(const Call &c, int64_t flag, int64_t at,
+                             const Operand &out, bool &add) {
+  add = c.numAttrs() > flag && c.attr(flag) != 0.0;
+  if (!add)
+    return 0;
+  Operand acc = c.operand(at);
+  if (out.dtype != INFIR2RT_F32 || acc.dtype != INFIR2RT_F32 ||
+      acc.numel != out.numel)
+    return c.fail("%s", "a GEMM accumulates into an f32 result of the "
+                        "accumulator's shape");
+  if (acc.ptr != out.ptr)
+    std::memcpy(out.ptr, acc.ptr, size_t(out.numel) * sizeof(float));
+  return 0;
+}
+
 } // namespace
 
 int32_t matmul(const Call &c) {
   Operand a = c.operand(0), b = c.operand(1), out = c.operand(2);
-  bool ta = c.attr(0) != 0.0, tb = c.attr(1) != 0.0;
+  bool ta = c.attr(0) != 0.0, tb = c.attr(1) != 0.0, add = false;
+  if (int32_t rc = startFromAccumulator(c, 2, 3, out, add))
+    return rc;
   int64_t m = a.dim(ta ? -1 : -2), k = a.dim(ta ? -2 : -1);
   int64_t n = b.dim(tb ? -2 : -1);
   int64_t batch = a.numel / (m * k);
@@ -97,17 +126,17 @@ int32_t matmul(const Call &c) {
       b.dtype == INFIR2RT_BF16 &&
       batchedGemm16(ta, tb, batch, m, n, k, sharedRhs,
                     reinterpret_cast<const uint16_t *>(a.ptr),
-                    reinterpret_cast<const uint16_t *>(b.ptr), out))
+                    reinterpret_cast<const uint16_t *>(b.ptr), out, add))
     return 0;
   Buffer ba, bb, bo;
   const float *A = a.floats(ba), *B = b.floats(bb);
-  float *C = out.output(bo);
+  float *C = out.output(bo); // the result itself when accumulating (f32)
   if (sharedRhs && !ta) {
-    sgemm(false, tb, batch * m, n, k, A, B, C); // one GEMM over all rows
+    sgemm(false, tb, batch * m, n, k, A, B, C, add); // one GEMM, all rows
   } else {
     for (int64_t p = 0; p < batch; ++p)
       sgemm(ta, tb, m, n, k, A + p * m * k, B + (sharedRhs ? 0 : p * k * n),
-            C + p * m * n);
+            C + p * m * n, add);
   }
   out.store(C);
   return 0;
@@ -163,7 +192,8 @@ void foldBlockAny(float *acc, const float *part, const float *sa,
 /// multiplies the dequantized values).
 bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
                      const Operand &b, const Operand &sb, const int64_t *blockB,
-                     int64_t rows, int64_t n, int64_t k, const Operand &out) {
+                     int64_t rows, int64_t n, int64_t k, const Operand &out,
+                     bool add) {
   Blocks ga(a, blockA), gb(b, blockB);
   int64_t bk = ga.bc;
   if (b.rank != 2 || gb.bc != bk || k % bk != 0 || !ga.fast() || !gb.fast())
@@ -187,7 +217,12 @@ bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
   };
   decode(bf16);
   Buffer bo;
-  float *acc = out.output(bo, /*zero=*/true);
+  // With an accumulator the product is made apart and added once at the
+  // end, as cuBLASLt's epilogue adds C (D = product + C).
+  Scratch<float> sum;
+  float *result = out.output(bo);
+  float *acc = add ? sum.resize(rows * n) : result;
+  std::memset(acc, 0, size_t(rows * n) * sizeof(float));
   for (int64_t kb = 0; kb < k / bk; ++kb) {
     if (!bf16 ||
         !bf16Gemm(false, true, rows, n, bk, a16.data() + kb * bk, k,
@@ -206,7 +241,12 @@ bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
     foldBlockAny(acc, part.data(), rowScale.data(), colScale.data(), rows, n,
                  combined);
   }
-  out.store(acc);
+  if (add) {
+#pragma omp parallel for simd if (rows * n > 65536)
+    for (int64_t i = 0; i < rows * n; ++i)
+      result[i] += acc[i];
+  }
+  out.store(result);
   return true;
 }
 
@@ -220,6 +260,9 @@ int32_t scaled_matmul(const Call &c) {
     blockA[i] = c.intAttr(i);
   for (int64_t i = 0; i < b.rank; ++i)
     blockB[i] = c.intAttr(a.rank + i);
+  bool add = false;
+  if (int32_t rc = startFromAccumulator(c, a.rank + b.rank, 5, out, add))
+    return rc;
   int64_t k = a.last(), m = a.dim(-2), n = b.dim(-2);
   int64_t batch = a.numel / (m * k);
   // FP8 values times power-of-two scales are exact in BF16: then the GEMM
@@ -230,13 +273,13 @@ int32_t scaled_matmul(const Call &c) {
     if (dequantizedBf16(a, sa, blockA.data(), A16) &&
         dequantizedBf16(b, sb, blockB.data(), B16) &&
         batchedGemm16(false, true, batch, m, n, k, b.rank == 2, A16.data(),
-                      B16.data(), out))
+                      B16.data(), out, add))
       return 0;
   }
   if ((out.dtype == INFIR2RT_F32 || out.dtype == INFIR2RT_BF16) &&
       !(powerOfTwoScales(sa) && powerOfTwoScales(sb)) &&
       blockScaledGemm(a, sa, blockA.data(), b, sb, blockB.data(), batch * m, n,
-                      k, out))
+                      k, out, add))
     return 0;
   // Otherwise the dequantized values (rounded once under FP32 scales),
   // multiplied in FP32 SGEMM.
@@ -245,11 +288,11 @@ int32_t scaled_matmul(const Call &c) {
   Buffer bo;
   float *C = out.output(bo);
   if (b.rank == 2)
-    sgemm(false, true, batch * m, n, k, A.data(), B.data(), C);
+    sgemm(false, true, batch * m, n, k, A.data(), B.data(), C, add);
   else
     for (int64_t p = 0; p < batch; ++p)
       sgemm(false, true, m, n, k, A.data() + p * m * k, B.data() + p * n * k,
-            C + p * m * n);
+            C + p * m * n, add);
   out.store(C);
   return 0;
 }

@@ -165,6 +165,32 @@ cudaDataType_t fp8Type(int64_t dtype) {
   return dtype == INFIR2RT_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
 }
 
+/// out = acc + product, element by element (out may be acc itself).
+__global__ void addProductKernel(const float *acc, const float *product,
+                                 float *out, int64_t n) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = acc[i] + product[i];
+}
+
+/// A GEMM's accumulator (operand `at`, when attribute `flag` is set): an
+/// f32 operand of the result's size; null without one.
+int32_t accumulatorOf(infir2rt_context *ctx, const int64_t *desc,
+                      const char *where, int64_t flag, int64_t at,
+                      const Operand &out, const float **acc) {
+  *acc = nullptr;
+  if (infir2::rt::descAttrCount(desc) <= flag || descAttr(desc, flag) == 0.0)
+    return 0;
+  Operand a = descOperand(ctx, desc, at);
+  if (out.dtype != INFIR2RT_F32 || a.dtype != INFIR2RT_F32 ||
+      a.numel != out.numel)
+    return setCallError(ctx, where, "%s",
+                        "a GEMM accumulates into an f32 result of the "
+                        "accumulator's shape");
+  *acc = reinterpret_cast<const float *>(a.ptr);
+  return 0;
+}
+
 } // namespace
 
 extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
@@ -200,6 +226,11 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
 
   int64_t K = a.shape[a.rank - 1], M = a.numel / K, N = b.shape[0];
   int64_t L = (K + 127) / 128, L4 = (L + 3) / 4 * 4;
+  // With an accumulator the product goes to the workspace, then
+  // out = acc + product (one rounding, as the CPU backend does).
+  const float *acc = nullptr;
+  if (int32_t rc = accumulatorOf(ctx, desc, where, a.rank + b.rank, 5, d, &acc))
+    return rc;
 
   Lt &lib = lt();
   if (int32_t rc = lib.init(ctx, where))
@@ -212,12 +243,14 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
            : m == Mode::Vec128 ? rows * L
                                : ((rows + 127) / 128) * L4;
   };
-  float *scaleA = nullptr, *scaleB = nullptr;
+  float *scaleA = nullptr, *scaleB = nullptr, *product = nullptr;
   INFIR2_CUDA_CHECK(ctx,
                     infir2::rt::cuda::takeWorkspace(
                         {{&scaleA, count(mb, N) * int64_t(sizeof(float))},
-                         {&scaleB, count(ma, M) * int64_t(sizeof(float))}}),
+                         {&scaleB, count(ma, M) * int64_t(sizeof(float))},
+                         {&product, acc ? M * N * int64_t(sizeof(float)) : 0}}),
                     where);
+  uint8_t *dPtr = acc ? reinterpret_cast<uint8_t *>(product) : d.ptr;
   auto layout = [&](const Operand &s, Mode m, int64_t rows,
                     float **out) -> int32_t {
     const float *in = reinterpret_cast<const float *>(s.ptr);
@@ -284,9 +317,13 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
       return rc;
     float alpha = 1.0f, beta = 0.0f;
     BLAS_CHECK(cublasLtMatmul(lib.handle, op, &alpha, b.ptr, la, a.ptr, lb,
-                              &beta, d.ptr, ld, d.ptr, ld, &algo, lib.workspace,
+                              &beta, dPtr, ld, dPtr, ld, &algo, lib.workspace,
                               kWorkspaceBytes,
                               infir2::rt::cuda::streamOf(ctx)));
+    if (acc)
+      addProductKernel<<<unsigned((M * N + 255) / 256), 256, 0,
+                         infir2::rt::cuda::streamOf(ctx)>>>(
+          acc, product, reinterpret_cast<float *>(d.ptr), M * N);
     return infir2::rt::cuda::finishLaunch(ctx, where);
   };
   if (!rc)
@@ -320,6 +357,16 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
   Operand a = descOperand(ctx, desc, 0), b = descOperand(ctx, desc, 1),
           c = descOperand(ctx, desc, 2);
   bool ta = descAttr(desc, 0) != 0.0, tb = descAttr(desc, 1) != 0.0;
+  // With an accumulator: the result starts as it, and beta = 1.
+  const float *acc = nullptr;
+  if (int32_t rc = accumulatorOf(ctx, desc, where, 2, 3, c, &acc))
+    return rc;
+  if (acc && acc != reinterpret_cast<const float *>(c.ptr))
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpyAsync(c.ptr, acc, c.numel * sizeof(float),
+                                      cudaMemcpyDeviceToDevice,
+                                      infir2::rt::cuda::streamOf(ctx)),
+                      where);
   for (const Operand *o : {&a, &b, &c})
     if (o->dtype != INFIR2RT_BF16 && o->dtype != INFIR2RT_F32)
       return setCallError(ctx, where, "%s",
@@ -364,7 +411,7 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
                                     int(c.dtype), 100 + int(ta), 100 + int(tb)},
                                    op, la, lb, lc, algo))
       return rc;
-    float alpha = 1.0f, beta = 0.0f;
+    float alpha = 1.0f, beta = acc ? 1.0f : 0.0f;
     int64_t ea = infir2rt_dtype_size(a.dtype),
             eb = infir2rt_dtype_size(b.dtype),
             ec = infir2rt_dtype_size(c.dtype);

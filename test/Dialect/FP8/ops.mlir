@@ -36,6 +36,18 @@ func.func @wgrad_hybrid(%dyT: tensor<1024x256xf32>, %xq: tensor<512x256xf8E4M3FN
 
 // -----
 
+// Tests a weight gradient added to its FP32 accumulator by the GEMM.
+// CHECK-LABEL: func.func @wgrad_acc
+// CHECK-SAME: %[[ACC:[^:]+]]: tensor<1024x512xf32>
+// CHECK: fp8.scaled_matmul (%{{.+}}, %{{.+}} by #fp8.groups<128, dim = 1>), (%{{.+}}, %{{.+}} by #fp8.groups<128, dim = 1>) acc(%[[ACC]] : tensor<1024x512xf32>) : (tensor<1024x256xf8E4M3FN>, tensor<1024x2xf32>), (tensor<512x256xf8E4M3FN>, tensor<512x2xf32>) -> tensor<1024x512xf32>
+func.func @wgrad_acc(%gq: tensor<1024x256xf8E4M3FN>, %gs: tensor<1024x2xf32>, %xq: tensor<512x256xf8E4M3FN>, %xs: tensor<512x2xf32>, %acc: tensor<1024x512xf32>) -> tensor<1024x512xf32> {
+  %dw = fp8.scaled_matmul (%gq, %gs by #fp8.groups<128, dim = 1>), (%xq, %xs by #fp8.groups<128, dim = 1>) acc(%acc : tensor<1024x512xf32>)
+      : (tensor<1024x256xf8E4M3FN>, tensor<1024x2xf32>), (tensor<512x256xf8E4M3FN>, tensor<512x2xf32>) -> tensor<1024x512xf32>
+  return %dw : tensor<1024x512xf32>
+}
+
+// -----
+
 // Tests per-tensor scaling with plain FP32 scales, dequantize and amax, and
 // column-wise groups.
 // CHECK-LABEL: func.func @tensorwise

@@ -99,6 +99,24 @@ func.func @matmul_result_type(%x: tensor<4x8xf32>, %w: tensor<8x4xf32>) {
 
 // -----
 
+// Tests that an accumulator has the result's type.
+func.func @matmul_acc_type(%x: tensor<4x8xbf16>, %w: tensor<8x4xbf16>, %acc: tensor<4x8xf32>) {
+  // expected-error @+1 {{expects the accumulator 'acc' to have the result's type 'tensor<4x4xf32>', got 'tensor<4x8xf32>'}}
+  %0 = infir2.matmul %x, %w acc(%acc : tensor<4x8xf32>) : tensor<4x8xbf16>, tensor<8x4xbf16> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a GEMM accumulates in f32 only.
+func.func @matmul_acc_bf16(%x: tensor<4x8xbf16>, %w: tensor<8x4xbf16>, %acc: tensor<4x4xbf16>) {
+  // expected-error @+1 {{accumulates in f32 only: expects an f32 result with 'acc', got 'bf16'}}
+  %0 = infir2.matmul %x, %w acc(%acc : tensor<4x4xbf16>) : tensor<4x8xbf16>, tensor<8x4xbf16> -> tensor<4x4xbf16>
+  return
+}
+
+// -----
+
 // Tests that silu keeps its operand's type (generic form: the custom form
 // cannot even spell a mismatch).
 func.func @silu_type(%x: tensor<4x8xf32>) {

@@ -30,6 +30,17 @@ func.func @matmul(%x: tensor<2x32x64xbf16>, %w: tensor<176x64xbf16>, %a: tensor<
 
 // -----
 
+// Tests a weight gradient added to its FP32 accumulator by the GEMM.
+// CHECK-LABEL: func.func @matmul_acc
+// CHECK-SAME: (%[[DY:.+]]: tensor<64x176xbf16>, %[[X:.+]]: tensor<64x32xbf16>, %[[ACC:.+]]: tensor<176x32xf32>)
+// CHECK: infir2.matmul %[[DY]], %[[X]] acc(%[[ACC]] : tensor<176x32xf32>) {transpose_lhs} : tensor<64x176xbf16>, tensor<64x32xbf16> -> tensor<176x32xf32>
+func.func @matmul_acc(%dy: tensor<64x176xbf16>, %x: tensor<64x32xbf16>, %acc: tensor<176x32xf32>) -> tensor<176x32xf32> {
+  %0 = infir2.matmul %dy, %x acc(%acc : tensor<176x32xf32>) {transpose_lhs} : tensor<64x176xbf16>, tensor<64x32xbf16> -> tensor<176x32xf32>
+  return %0 : tensor<176x32xf32>
+}
+
+// -----
+
 // Tests rms_norm, rope with shared and per-batch positions, and attention
 // with grouped-query heads, a causal mask, an explicit scale and segments.
 // CHECK-LABEL: func.func @decoder_pieces

@@ -253,4 +253,71 @@ TEST(CudaMatmul, FormsMatchTheCpuBackend) {
   }
 }
 
+// With an FP32 accumulator (a weight gradient added to it by the GEMM), in
+// a buffer of its own and in place. The FP8 GEMM (1x128 x 1x128, the
+// recipe's weight gradient) with exact block sums and FP32 scales, as in
+// ScalesAndBlocksFoldAsTheCpuDoes: both backends make the product, then add
+// the accumulator once, so the bits agree. The BF16 GEMM in its weight-
+// gradient form within 1e-4 of each row's RMS, as FormsMatchTheCpuBackend.
+TEST(CudaGemmAccumulator, MatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  std::mt19937_64 rng = seededRng();
+  std::normal_distribution<float> normal;
+  auto alias = [](Call &c, int from, int to) {
+    c.desc[2 + from * INFIR2RT_OPERAND_WORDS + 3] =
+        c.desc[2 + to * INFIR2RT_OPERAND_WORDS + 3];
+  };
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "in place" : "a result of its own");
+    {
+      GemmCall call(GemmVariant{"vec_vec", {1, 128, 1, 128}, {256, 4}, {384, 4}});
+      Call &mm = call.mm;
+      int acc = mm.add({256, 384}, INFIR2RT_F32);
+      std::vector<double> attrs = {1, 128, 1, 128, 1.0};
+      mm.attrs(attrs);
+      auto bytes = [&](int o) { return mm.host.data() + mm.operands[o].first; };
+      const uint8_t codes[4] = {0x38, 0x40, 0xb8, 0xc0}; // 1, 2, -1, -2
+      for (int o : {call.a, call.b})
+        for (int64_t i = 0; i < mm.operands[o].second; ++i)
+          bytes(o)[i] = codes[rng() % 4];
+      std::uniform_real_distribution<float> scale(0.01f, 3.0f);
+      for (int o : {call.as, call.bs})
+        for (int64_t i = 0; i < mm.operands[o].second / 4; ++i)
+          mm.f32(o)[i] = scale(rng);
+      for (int64_t i = 0; i < 256 * 384; ++i) {
+        mm.f32(acc)[i] = normal(rng) * 100.0f;
+        mm.f32(call.y)[i] = inPlace ? mm.f32(acc)[i] : 1e30f;
+      }
+      if (inPlace)
+        alias(mm, acc, call.y);
+      std::vector<uint8_t> onCpu, onGpu;
+      ASSERT_NO_FATAL_FAILURE(call.runBoth(onCpu, onGpu));
+      expectSameBytes(mm, call.y, onCpu, onGpu);
+    }
+    {
+      const int64_t M = 256, K = 512, N = 128; // dW [M, N] = dYᵀ·X
+      Call c;
+      int a = c.add({K, M}, INFIR2RT_BF16), b = c.add({K, N}, INFIR2RT_BF16);
+      int y = c.add({M, N}, INFIR2RT_F32), acc = c.add({M, N}, INFIR2RT_F32);
+      c.attrs({1.0, 0.0, 1.0});
+      fill(c, a, INFIR2RT_BF16, K, M, rng);
+      fill(c, b, INFIR2RT_BF16, K, N, rng);
+      fill(c, acc, INFIR2RT_F32, M, N, rng);
+      if (inPlace) {
+        std::memcpy(c.f32(y), c.f32(acc), M * N * 4);
+        alias(c, acc, y);
+      }
+      std::vector<uint8_t> onCpu = runOnCpu(c, infir2rt_matmul);
+      int32_t rc;
+      std::string error;
+      std::vector<uint8_t> onGpu =
+          runOnGpu(c, infir2rt_cuda_matmul, rc, error);
+      ASSERT_EQ(rc, 0) << error;
+      double worst = worstRowError(c, y, onCpu, onGpu, M, N);
+      EXPECT_LE(worst, 1e-4) << "worst error relative to its row's RMS";
+    }
+  }
+}
+
 } // namespace

@@ -15,7 +15,9 @@
 // Accuracy and Stability, §3.1), taken here as K·2^-24·Σ|a·b|. A BF16 result
 // adds its one rounding, 2^-8·|c| (RNE, 8-bit significand). A product that
 // was not exact (a value rounded to BF16 on the way in) errs by up to
-// 2^-8·|a·b| each, far outside the bound at K = 256.
+// 2^-8·|a·b| each, far outside the bound at K = 256. With an accumulator
+// the sum starts at it (BLAS adds partial sums of K into the result), so
+// each rounding is relative to |acc| + Σ|a·b|: (K + 2)·2^-24 of that.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,6 +67,9 @@ TEST(CpuGemm, TakesTheExpectedPath) {
 struct Shape {
   bool ta, tb, sharedRhs, bf16Out;
   int64_t batch;
+  /// With an FP32 accumulator (of N(0, 1)·sqrt(K) entries, the products'
+  /// scale), in a buffer of its own or the result's.
+  bool accumulate = false, inPlace = false;
 };
 
 class CpuMatmul : public ::testing::TestWithParam<Shape> {};
@@ -85,7 +90,19 @@ TEST_P(CpuMatmul, Bf16OperandsAgreeWithFp64Sums) {
     bShape.insert(bShape.begin(), batch);
   int a = c.add(aShape, INFIR2RT_BF16), b = c.add(bShape, INFIR2RT_BF16);
   int y = c.add({batch, m, n}, s.bf16Out ? INFIR2RT_BF16 : INFIR2RT_F32);
-  c.attrs({double(s.ta), double(s.tb)});
+  int acc = s.accumulate ? c.add({batch, m, n}, INFIR2RT_F32) : -1;
+  c.attrs({double(s.ta), double(s.tb), s.accumulate ? 1.0 : 0.0});
+  std::vector<float> accValues(s.accumulate ? batch * m * n : 0);
+  for (float &v : accValues)
+    v = normal(rng) * 16.0f; // sqrt(K)
+  if (s.accumulate) {
+    std::memcpy(c.f32(acc), accValues.data(), accValues.size() * 4);
+    for (int64_t i = 0; i < batch * m * n; ++i) // poisoned, or in place
+      c.f32(y)[i] = s.inPlace ? accValues[i] : 1e30f;
+    if (s.inPlace)
+      c.desc[2 + acc * INFIR2RT_OPERAND_WORDS + 3] =
+          c.desc[2 + y * INFIR2RT_OPERAND_WORDS + 3];
+  }
   auto *A = reinterpret_cast<uint16_t *>(c.u8(a));
   auto *B = reinterpret_cast<uint16_t *>(c.u8(b));
   int64_t na = batch * m * k, nb = (s.sharedRhs ? 1 : batch) * k * n;
@@ -111,6 +128,10 @@ TEST_P(CpuMatmul, Bf16OperandsAgreeWithFp64Sums) {
                          : c.f32(y)[at];
         double bound = k * std::ldexp(abs, -24) +
                        (s.bf16Out ? std::ldexp(std::fabs(sum), -8) : 0);
+        if (s.accumulate) { // BLAS may add partial sums into the result
+          sum += accValues[at];
+          bound = (k + 2) * std::ldexp(abs + std::fabs(accValues[at]), -24);
+        }
         ASSERT_LE(std::fabs(got - sum), bound)
             << "C[" << p << "," << i << "," << j << "]";
       }
@@ -123,7 +144,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{true, false, false, false, 2},
                       Shape{true, true, false, true, 3},
                       Shape{false, true, false, true, 1},
-                      Shape{false, false, false, false, 3}));
+                      Shape{false, false, false, false, 3},
+                      Shape{false, true, true, false, 2, true, false},
+                      Shape{true, false, false, false, 2, true, true}));
 
 /// scaled_matmul of E4M3 data, A in 1x128 groups and B in 128x128 blocks,
 /// with power-of-two scales (the recipe's: the BF16 path) or arbitrary FP32

@@ -211,6 +211,39 @@ TEST_P(KernelsVsInterpreter, DualLayoutsAreIdentical) {
     }
 }
 
+/// `t` (rank 2) quantized to E4M3 by the runtime in 1 x 128 groups (`rows`
+/// 1) or 128 x 128 blocks: a quantize call whose operands 1 and 2 then hold
+/// the data and the scales.
+Call quantized(const Tensor &t, std::vector<int64_t> scaleShape, double rows,
+               double pow2) {
+  Call q;
+  int in = q.add({t.shape[0], t.shape[1]}, INFIR2RT_F32);
+  q.add({t.shape[0], t.shape[1]}, INFIR2RT_E4M3);
+  q.add(scaleShape, INFIR2RT_F32);
+  q.attrs({0.0, pow2, rows, 128});
+  for (int64_t i = 0; i < t.getNumElements(); ++i)
+    q.f32(in)[i] = float(t.data[i]);
+  EXPECT_EQ(q.run(infir2rt_quantize), 0);
+  return q;
+}
+
+/// The largest error of `got` ([rows, cols]) against `want`, relative to
+/// each row's RMS.
+double worstRowError(const Tensor &want, const float *got, int64_t rows,
+                     int64_t cols) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < rows; ++i) {
+    double rms = 0.0, err = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = want.data[i * cols + j];
+      rms += v * v;
+      err = std::max(err, std::fabs(double(got[i * cols + j]) - v));
+    }
+    worst = std::max(worst, err / std::sqrt(rms / double(cols)));
+  }
+  return worst;
+}
+
 TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
   bool fp32Scales = GetParam();
   std::mt19937_64 rng(seedFor("ScaledMatmulAgrees"));
@@ -239,20 +272,9 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
   ASSERT_EQ(expected.size(), 1u);
 
   double pow2 = fp32Scales ? 0.0 : 1.0;
-  Call qx, qw, mm;
-  int xi = qx.add({256, 512}, INFIR2RT_F32),
-      xq = qx.add({256, 512}, INFIR2RT_E4M3),
-      xs = qx.add({256, 4}, INFIR2RT_F32);
-  qx.attrs({0.0, pow2, 1, 128});
-  int wi = qw.add({384, 512}, INFIR2RT_F32),
-      wq = qw.add({384, 512}, INFIR2RT_E4M3), ws = qw.add({3, 4}, INFIR2RT_F32);
-  qw.attrs({0.0, pow2, 128, 128});
-  for (int64_t i = 0; i < x.getNumElements(); ++i)
-    qx.f32(xi)[i] = float(x.data[i]);
-  for (int64_t i = 0; i < w.getNumElements(); ++i)
-    qw.f32(wi)[i] = float(w.data[i]);
-  ASSERT_EQ(qx.run(infir2rt_quantize), 0);
-  ASSERT_EQ(qw.run(infir2rt_quantize), 0);
+  Call qx = quantized(x, {256, 4}, 1, pow2), qw = quantized(w, {3, 4}, 128, pow2);
+  const int xq = 1, xs = 2, wq = 1, ws = 2; // quantize's data and scales
+  Call mm;
   int a = mm.add({256, 512}, INFIR2RT_E4M3),
       as = mm.add({256, 4}, INFIR2RT_F32),
       b = mm.add({384, 512}, INFIR2RT_E4M3), bs = mm.add({3, 4}, INFIR2RT_F32),
@@ -265,17 +287,7 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
   ASSERT_EQ(mm.run(infir2rt_scaled_matmul), 0);
 
   // Rows span 10^±3 in scale: errors are measured against each row's RMS.
-  const Tensor &e = expected[0];
-  double worst = 0.0;
-  for (int64_t i = 0; i < 256; ++i) {
-    double rms = 0.0, err = 0.0;
-    for (int64_t j = 0; j < 384; ++j) {
-      double v = e.data[i * 384 + j];
-      rms += v * v;
-      err = std::max(err, std::fabs(double(mm.f32(y)[i * 384 + j]) - v));
-    }
-    worst = std::max(worst, err / std::sqrt(rms / 384));
-  }
+  double worst = worstRowError(expected[0], mm.f32(y), 256, 384);
   // The bound: the operands dequantize exactly enough (FP64 in the
   // interpreter, FP32 products of 4-bit mantissas here), so the difference
   // is the FP32 sum of K = 512 products, about sqrt(K)·2^-24 ≈ 1.4e-6 of
@@ -285,6 +297,75 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
   // percent or more.
   std::printf("worst error relative to its row's RMS: %.3g\n", worst);
   EXPECT_LE(worst, 5e-5) << "worst error relative to its row's RMS";
+}
+
+// scaled_matmul with an accumulator (a weight gradient added to its FP32
+// accumulator): the result is acc + the product, in a buffer of its own and
+// in place (the result and the accumulator one buffer, as the planner lays
+// out a training step), against the interpreter's FP64 acc + product. The
+// accumulator's entries are N(0, 1) times each row's product RMS, so a
+// dropped or doubled accumulator is off by about the row's RMS; the bound
+// is ScaledMatmulAgrees' plus one FP32 rounding of the sum.
+TEST_P(KernelsVsInterpreter, ScaledMatmulAccumulates) {
+  bool fp32Scales = GetParam();
+  std::mt19937_64 rng(seedFor("ScaledMatmulAccumulates"));
+  const char *rule = fp32Scales ? "fp32" : "pow2";
+  std::string src =
+      std::string("func.func @f(%x: tensor<128x256xf32>, %w: tensor<256x256xf32>, "
+                  "%acc: tensor<128x256xf32>) -> tensor<128x256xf32> {\n"
+                  "  %xq, %xs = fp8.quantize %x to e4m3 by #fp8.groups<128, dim = "
+                  "1> scale ") +
+      rule +
+      " : tensor<128x256xf32> -> tensor<128x256xf8E4M3FN>, tensor<128x2xf32>\n"
+      "  %wq, %ws = fp8.quantize %w to e4m3 by #fp8.groups<128, dim = 1> scale " +
+      rule +
+      " : tensor<256x256xf32> -> tensor<256x256xf8E4M3FN>, tensor<256x2xf32>\n"
+      "  %y = fp8.scaled_matmul (%xq, %xs by #fp8.groups<128, dim = 1>), "
+      "(%wq, %ws by #fp8.groups<128, dim = 1>) acc(%acc : tensor<128x256xf32>) "
+      ": (tensor<128x256xf8E4M3FN>, tensor<128x2xf32>), (tensor<256x256xf8E4M3FN>, "
+      "tensor<256x2xf32>) -> tensor<128x256xf32>\n"
+      "  return %y : tensor<128x256xf32>\n}\n";
+  Tensor x = draw({128, 256}, rng), w = draw({256, 256}, rng);
+  // Each row's accumulator at the scale of its product (about sqrt(K) times
+  // the product of the two rows' scales).
+  Tensor acc(SmallVector<int64_t>{128, 256});
+  std::normal_distribution<double> normal;
+  for (int64_t i = 0; i < 128; ++i) {
+    double rx = 0.0;
+    for (int64_t k = 0; k < 256; ++k)
+      rx += x.data[i * 256 + k] * x.data[i * 256 + k];
+    for (int64_t j = 0; j < 256; ++j)
+      acc.data[i * 256 + j] = double(float(normal(rng) * std::sqrt(rx)));
+  }
+  SmallVector<Tensor> expected = interpret(src, {x, w, acc});
+  ASSERT_EQ(expected.size(), 1u);
+
+  double pow2 = fp32Scales ? 0.0 : 1.0;
+  Call q = quantized(x, {128, 2}, 1, pow2), qw = quantized(w, {256, 2}, 1, pow2);
+  const int xq = 1, xs = 2, wq = 1, ws = 2; // quantize's data and scales
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "in place" : "a result of its own");
+    Call mm;
+    int a = mm.add({128, 256}, INFIR2RT_E4M3), as = mm.add({128, 2}, INFIR2RT_F32),
+        b = mm.add({256, 256}, INFIR2RT_E4M3), bs = mm.add({256, 2}, INFIR2RT_F32),
+        y = mm.add({128, 256}, INFIR2RT_F32), ac = mm.add({128, 256}, INFIR2RT_F32);
+    mm.attrs({1, 128, 1, 128, 1.0});
+    std::memcpy(mm.u8(a), q.u8(xq), 128 * 256);
+    std::memcpy(mm.f32(as), q.f32(xs), 128 * 2 * 4);
+    std::memcpy(mm.u8(b), qw.u8(wq), 256 * 256);
+    std::memcpy(mm.f32(bs), qw.f32(ws), 256 * 2 * 4);
+    for (int64_t i = 0; i < acc.getNumElements(); ++i) {
+      mm.f32(ac)[i] = float(acc.data[i]);
+      mm.f32(y)[i] = inPlace ? float(acc.data[i]) : 1e30f; // poisoned
+    }
+    if (inPlace) // the accumulator's descriptor addresses the result
+      mm.desc[2 + ac * INFIR2RT_OPERAND_WORDS + 3] =
+          mm.desc[2 + y * INFIR2RT_OPERAND_WORDS + 3];
+    ASSERT_EQ(mm.run(infir2rt_scaled_matmul), 0);
+    double worst = worstRowError(expected[0], mm.f32(y), 128, 256);
+    std::printf("worst error relative to its row's RMS: %.3g\n", worst);
+    EXPECT_LE(worst, 5e-5) << "worst error relative to its row's RMS";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, KernelsVsInterpreter, ::testing::Bool());

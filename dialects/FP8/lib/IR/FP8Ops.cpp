@@ -184,10 +184,22 @@ LogicalResult ScaledMatmulOp::verify() {
                          << " ([..., M, N]), got "
                          << "[" << out << "]";
   if (failed(verifyScale(*this, "lhs", getLhs(), "lhs_scale", getLhsScale(),
-                         getLhsGranularity())))
+                         getLhsGranularity())) ||
+      failed(verifyScale(*this, "rhs", getRhs(), "rhs_scale", getRhsScale(),
+                         getRhsGranularity())))
     return failure();
-  return verifyScale(*this, "rhs", getRhs(), "rhs_scale", getRhsScale(),
-                     getRhsGranularity());
+  // An accumulator, when there is one, has the result's type, which is f32.
+  if (Value acc = getAcc()) {
+    if (acc.getType() != getResult().getType())
+      return emitOpError()
+             << "expects the accumulator 'acc' to have the result's type "
+             << getResult().getType() << ", got " << acc.getType();
+    if (!tensorOf(getResult()).getElementType().isF32())
+      return emitOpError() << "accumulates in f32 only: expects an f32 "
+                              "result with 'acc', got "
+                           << tensorOf(getResult()).getElementType();
+  }
+  return success();
 }
 
 LogicalResult AmaxOp::verify() {

@@ -51,7 +51,7 @@ Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tl,
   if (failed(shape))
     return nullptr;
   auto type = RankedTensorType::get(*shape, tensorType(lhs).getElementType());
-  return MatmulOp::create(b, loc, type, lhs, rhs, tl, tr);
+  return MatmulOp::create(b, loc, type, lhs, rhs, tl, tr, /*acc=*/Value());
 }
 
 Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
@@ -142,6 +142,8 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                   weight, /*gradOperand=*/tb ? 0 : 1);
   operandGrads.push_back(da);
   operandGrads.push_back(db);
+  if (getAcc()) // result = acc + lhs·rhs: the accumulator's gradient passes
+    operandGrads.push_back(resultGrads[0]);
   return success();
 }
 

@@ -116,6 +116,22 @@ infir2::inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
   return result;
 }
 
+/// An accumulator, when there is one, has the result's type, which is f32.
+static LogicalResult verifyAccumulator(Operation *op, Value acc,
+                                       Value result) {
+  if (!acc)
+    return success();
+  if (acc.getType() != result.getType())
+    return op->emitOpError()
+           << "expects the accumulator 'acc' to have the result's type "
+           << result.getType() << ", got " << acc.getType();
+  if (!elementTypeOf(result).isF32())
+    return op->emitOpError() << "accumulates in f32 only: expects an f32 "
+                                "result with 'acc', got "
+                             << elementTypeOf(result);
+  return success();
+}
+
 LogicalResult MatmulOp::verify() {
   FailureOr<SmallVector<int64_t>> expected =
       inferMatmulShape(shapeOf(getLhs()), shapeOf(getRhs()), getTransposeLhs(),
@@ -133,7 +149,7 @@ LogicalResult MatmulOp::verify() {
                             "operands' ("
                          << elementTypeOf(getLhs()) << ") or f32, got "
                          << resultElt;
-  return success();
+  return verifyAccumulator(*this, getAcc(), getResult());
 }
 
 Value MatmulOp::getGemmLhs() { return getLhs(); }

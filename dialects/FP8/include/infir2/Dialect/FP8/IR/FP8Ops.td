@@ -128,23 +128,31 @@ def FP8_ScaledMatmulOp : FP8_Op<"scaled_matmul", [Pure]> {
 
     Each operand carries its scales and the granularity they were made with;
     the blocks must tile the operand and the scale shapes must follow from
-    them. A linear layer's forward GEMM with 1×128 activation groups and
-    128×128 weight blocks:
+    them. With an accumulator `acc` (`f32`, of the result's type) the result
+    is `acc + Σ_k …`, the product added in FP32 (a weight gradient added to
+    its FP32 accumulator). A linear layer's forward GEMM with 1×128
+    activation groups and 128×128 weight blocks, and a weight gradient:
 
     ```mlir
     %y = fp8.scaled_matmul (%xq, %xs by #fp8.groups<128, dim = 1>), (%wq, %ws by #fp8.blocks<128, 128>)
         : (tensor<64x256xf8E4M3FN>, tensor<64x2xf32>), (tensor<512x256xf8E4M3FN>, tensor<4x2xf32>)
         -> tensor<64x512xbf16>
+    %g = fp8.scaled_matmul (%dyq, %dys by #fp8.groups<128, dim = 1>), (%xq, %xs by #fp8.groups<128, dim = 1>)
+        acc(%gw : tensor<512x256xf32>)
+        : (tensor<512x128xf8E4M3FN>, tensor<512x1xf32>), (tensor<256x128xf8E4M3FN>, tensor<256x1xf32>)
+        -> tensor<512x256xf32>
     ```
   }];
   let arguments = (ins FP8_DataTensor:$lhs, FP8_ScaleTensor:$lhs_scale,
                        FP8_GranularityAttrInterface:$lhs_granularity,
                        FP8_DataTensor:$rhs, FP8_ScaleTensor:$rhs_scale,
-                       FP8_GranularityAttrInterface:$rhs_granularity);
+                       FP8_GranularityAttrInterface:$rhs_granularity,
+                       Optional<FP8_AccumulatorTensor>:$acc);
   let results = (outs FP8_AccumulatorTensor:$result);
   let assemblyFormat = [{
     ` ` `(` $lhs `,` $lhs_scale `by` $lhs_granularity `)` `,`
-    `(` $rhs `,` $rhs_scale `by` $rhs_granularity `)` attr-dict
+    `(` $rhs `,` $rhs_scale `by` $rhs_granularity `)`
+    (`acc` `(` $acc^ `:` type($acc) `)`)? attr-dict
     `:` `(` type($lhs) `,` type($lhs_scale) `)` `,`
         `(` type($rhs) `,` type($rhs_scale) `)` `->` type($result)
   }];

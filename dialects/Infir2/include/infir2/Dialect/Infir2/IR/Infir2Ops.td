@@ -53,17 +53,26 @@ def Infir2_MatmulOp : Infir2_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Infir
     the result has that type or `f32` (the product accumulates in FP32 either
     way).
 
-    A linear layer `y = x·Wᵀ` on activations `[B, S, D]` and a weight `[N, D]`:
+    With an accumulator `acc` (`f32`, of the result's type) the result is
+    `acc + op(lhs)·op(rhs)`, the product added in FP32: a weight gradient
+    added to its FP32 accumulator by the GEMM itself, in place when `acc`
+    is not read afterwards (`--infir2-fuse-accumulation` makes these).
+
+    A linear layer `y = x·Wᵀ` on activations `[B, S, D]` and a weight `[N, D]`,
+    and its weight gradient accumulated over tokens:
 
     ```mlir
     %y = infir2.matmul %x, %w {transpose_rhs} : tensor<2x32x64xbf16>, tensor<128x64xbf16> -> tensor<2x32x128xbf16>
+    %g = infir2.matmul %dy, %x acc(%gw : tensor<128x64xf32>) {transpose_lhs} : tensor<64x128xbf16>, tensor<64x64xbf16> -> tensor<128x64xf32>
     ```
   }];
   let arguments = (ins Infir2_FloatTensor:$lhs, Infir2_FloatTensor:$rhs,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       Optional<Infir2_FloatTensor>:$acc);
   let results = (outs Infir2_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+    $lhs `,` $rhs (`acc` `(` $acc^ `:` type($acc) `)`)? attr-dict `:`
+    type($lhs) `,` type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;
 }
