@@ -384,8 +384,10 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
                  ? reinterpret_cast<float *>(grads[i].ptr)
                  : scratch[i];
     rc = infir2::rt::cuda::check(
-        ctx, cudaMemset(acc[i], 0, grads[i].numel * sizeof(float)),
-        "cudaMemset", where);
+        ctx,
+        cudaMemsetAsync(acc[i], 0, grads[i].numel * sizeof(float),
+                        infir2::rt::cuda::streamOf(ctx)),
+        "cudaMemsetAsync", where);
   }
   if (!rc) {
     int64_t n = a.batch * a.heads * a.sq;

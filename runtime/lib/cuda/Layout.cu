@@ -141,7 +141,10 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
   unsigned long long *bad = nullptr, none = ~0ull, first = none;
   INFIR2_CUDA_CHECK(ctx, infir2::rt::cuda::takeWorkspace({{&bad, sizeof *bad}}),
                     where);
-  cudaMemcpy(bad, &none, sizeof none, cudaMemcpyHostToDevice);
+  INFIR2_CUDA_CHECK(ctx,
+                    cudaMemsetAsync(bad, 0xff, sizeof *bad,
+                                    infir2::rt::cuda::streamOf(ctx)),
+                    where);
   embeddingKernel<<<blocksFor(ids.numel * dim), kThreads, 0,
                     infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(table), reinterpret_cast<const int32_t *>(ids.ptr), viewOf(out),

@@ -196,8 +196,12 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
                     infir2::rt::cuda::takeWorkspace(
                         {{&dw, int64_t(w.size() * 4)}, {&sum, sizeof *sum}}),
                     where);
-  cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice);
-  cudaMemset(sum, 0, sizeof *sum);
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  INFIR2_CUDA_CHECK(ctx,
+                    cudaMemcpyAsync(dw, w.data(), w.size() * 4,
+                                    cudaMemcpyHostToDevice, stream),
+                    where);
+  INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(sum, 0, sizeof *sum, stream), where);
   crossEntropyKernel<<<unsigned(targets.numel), kThreads, 0,
                        infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
@@ -237,7 +241,11 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
   INFIR2_CUDA_CHECK(
       ctx, infir2::rt::cuda::takeWorkspace({{&dw, int64_t(w.size() * 4)}}),
       where);
-  cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice);
+  INFIR2_CUDA_CHECK(ctx,
+                    cudaMemcpyAsync(dw, w.data(), w.size() * 4,
+                                    cudaMemcpyHostToDevice,
+                                    infir2::rt::cuda::streamOf(ctx)),
+                    where);
   crossEntropyGradKernel<<<unsigned(targets.numel), kThreads, 0,
                            infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
@@ -298,8 +306,9 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
     INFIR2_CUDA_CHECK(ctx,
                       infir2::rt::cuda::takeWorkspace({{&sum, out.numel * 4}}),
                       where);
-  INFIR2_CUDA_CHECK(ctx, cudaMemset(sum, 0, out.numel * 4), where);
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(sum, 0, out.numel * 4, stream),
+                    where);
   embeddingGradKernel<<<unsigned((ids.numel * dim + kThreads - 1) / kThreads),
                         kThreads, 0, stream>>>(
       reinterpret_cast<const int32_t *>(ids.ptr), viewOf(dy), sum, ids.numel,

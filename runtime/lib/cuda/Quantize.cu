@@ -306,7 +306,10 @@ extern "C" int32_t infir2rt_cuda_amax(infir2rt_context *ctx,
                     infir2::rt::cuda::takeWorkspace(
                         {{&bits, int64_t(out.numel * sizeof(unsigned))}}),
                     where);
-  cudaMemset(bits, 0, out.numel * sizeof(unsigned));
+  INFIR2_CUDA_CHECK(ctx,
+                    cudaMemsetAsync(bits, 0, out.numel * sizeof(unsigned),
+                                    infir2::rt::cuda::streamOf(ctx)),
+                    where);
   const int threads = 256;
   amaxKernel<<<unsigned((x.numel + threads - 1) / threads), threads, 0,
                infir2::rt::cuda::streamOf(ctx)>>>(x.ptr, x.dtype, x.numel, g,
