@@ -1,27 +1,34 @@
 #!/usr/bin/env python3
-"""Fails when the CUDA backend blocks the host where nobody has said why.
+"""Fails when the CUDA backend synchronizes where nobody has said why.
 
-Counts, per file of DIR (runtime/lib/cuda), the calls that make the host wait
-for the GPU: cudaMemcpy, cudaMemset, cudaDeviceSynchronize and
-cudaStreamSynchronize (the asynchronous forms, cudaMemcpyAsync and
-cudaMemsetAsync, are not counted; a read-back through them needs one of the
-synchronizations, which is). The counts must equal those of DIR/host-syncs.txt,
-whose lines are `file call count: reason`. More calls than listed is an error
-naming them (a new host round trip needs a reason, or better none); fewer is
-an error too, so that the list stays the list of the backend's round trips.
-Comments are ignored.
+Counts, per file of DIR (runtime/lib/cuda), the calls that make the host
+wait for the GPU or run on the legacy default stream, serializing with every
+other stream (neither can be captured in a CUDA graph): cudaMemcpy and its
+2D/3D/peer/symbol forms, cudaMemset and its 2D/3D forms,
+cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and
+cudaFree. The asynchronous copies and memsets on the step's stream are not
+counted; a read-back through them needs one of the synchronizations, which
+is. The counts must equal those of DIR/host-syncs.txt, whose lines are
+`file call count: reason`. More calls than listed is an error naming them (a
+new one needs a reason, or better none); fewer is an error too, so that the
+list stays the list. Comments and string literals are ignored.
 
 Usage: check-cuda-syncs.py DIR"""
 import os
 import re
 import sys
 
-CALLS = ("cudaMemcpy", "cudaMemset", "cudaDeviceSynchronize", "cudaStreamSynchronize")
+CALLS = ("cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer",
+         "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemset", "cudaMemset2D",
+         "cudaMemset3D", "cudaDeviceSynchronize", "cudaStreamSynchronize",
+         "cudaEventSynchronize", "cudaFree")
 
 
 def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+    """The code without comments and string or character literals."""
+    token = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                       re.S)
+    return token.sub(lambda m: "" if m.group(0)[0] == "/" else '""', text)
 
 
 def counted(folder):
@@ -69,7 +76,7 @@ def main():
     if errors:
         sys.exit(1)
     total = sum(have.values())
-    print(f"check-cuda-syncs: {total} blocking call sites, each listed with its reason")
+    print(f"check-cuda-syncs: {total} synchronizing call sites, each listed with its reason")
 
 
 main()

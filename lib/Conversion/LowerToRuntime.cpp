@@ -64,12 +64,12 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
     c.attrs.append(attrs.begin(), attrs.end());
     return success();
   };
-  // A GEMM's optional accumulator goes after the result, so the other
-  // operands keep their places; its last attribute says whether there is
-  // one.
-  auto accumulator = [&](Value acc) {
+  // A GEMM's optional accumulator (its last operand, `index`) goes after
+  // the result, so the other operands keep their places; its last
+  // attribute says whether there is one.
+  auto accumulator = [&](Value acc, unsigned index) {
     if (acc) {
-      c.operands.erase(llvm::find(c.operands, acc));
+      c.operands.erase(c.operands.begin() + index);
       c.operands.push_back(acc);
     }
     c.attrs.push_back(acc ? 1.0 : 0.0);
@@ -114,7 +114,7 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
           .Case([&](MatmulOp m) {
             (void)named("matmul", {m.getTransposeLhs() ? 1.0 : 0.0,
                                    m.getTransposeRhs() ? 1.0 : 0.0});
-            accumulator(m.getAcc());
+            accumulator(m.getAcc(), 2);
             return success();
           })
           .Case([&](RMSNormOp n) {
@@ -202,7 +202,7 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
             (void)named("scaled_matmul");
             appendBlock(c.attrs, m.getLhsGranularity(), m.getLhs());
             appendBlock(c.attrs, m.getRhsGranularity(), m.getRhs());
-            accumulator(m.getAcc());
+            accumulator(m.getAcc(), 4);
             return success();
           })
           .Case([&](fp8::AmaxOp a) {

@@ -10,6 +10,7 @@
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace infir2 {
@@ -60,8 +61,17 @@ Operation *soleGemmOf(Value v) {
   return nullptr;
 }
 
+/// Whether `v` is an argument of the function `op` is in (its entry block).
+bool isFunctionArgument(Value v, Operation *op) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto fn = op->getParentOfType<FunctionOpInterface>();
+  return arg && fn && arg.getOwner() == &fn.getFunctionBody().front();
+}
+
 /// add(acc, [convert] gemm) -> gemm acc(acc), for an FP32 accumulator that
-/// is an argument of the function.
+/// is an argument of the function. The GEMM stays where it was (its
+/// operands die there, as before); the planner still decides whether it
+/// may write the accumulator's slot in place.
 struct AddIntoAccumulator : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -73,12 +83,13 @@ struct AddIntoAccumulator : OpRewritePattern<AddOp> {
     for (unsigned side : {0u, 1u}) {
       Value acc = add->getOperand(side), other = add->getOperand(1 - side);
       if (acc.getType() != type || other.getType() != type ||
-          !isa<BlockArgument>(acc))
+          !isFunctionArgument(acc, add))
         continue;
       Operation *gemm = soleGemmOf(other);
       if (!gemm)
         continue;
       Operation *convert = other.getDefiningOp<ConvertOp>();
+      rewriter.setInsertionPoint(gemm);
       rewriter.replaceOp(add,
                          withAccumulator(rewriter, gemm, acc, type,
                                          gemm->getLoc())

@@ -250,8 +250,10 @@ static bool readsBeforeWriting(Operation *op, Value operand, Value result) {
     return true;
   if (isa<AddOp, MulOp>(op))
     return operand.getType() == result.getType();
+  // (An accumulator that is also a factor is read whole while written.)
   if (auto mm = dyn_cast<MatmulOp>(op))
-    return operand == mm.getAcc();
+    return operand == mm.getAcc() && operand != mm.getLhs() &&
+           operand != mm.getRhs();
   if (auto mm = dyn_cast<fp8::ScaledMatmulOp>(op))
     return operand == mm.getAcc();
   return false;

@@ -20,6 +20,21 @@ func.func @wgrad(%dy: tensor<64x176xbf16>, %x: tensor<64x32xbf16>, %acc: tensor<
 
 // -----
 
+// Tests that the fused GEMM stays where the GEMM was (its operands die
+// there), ahead of what ran between it and the add.
+// CHECK-LABEL: func.func @stays
+// CHECK-NEXT: infir2.matmul {{.*}} acc(
+// CHECK-NEXT: infir2.add %{{.+}}, %{{.+}} : tensor<64x32xbf16>
+func.func @stays(%dy: tensor<64x176xbf16>, %x: tensor<64x32xbf16>, %acc: tensor<176x32xf32>) -> (tensor<176x32xf32>, tensor<64x32xbf16>) {
+  %g = infir2.matmul %dy, %x {transpose_lhs} : tensor<64x176xbf16>, tensor<64x32xbf16> -> tensor<176x32xbf16>
+  %between = infir2.add %x, %x : tensor<64x32xbf16>, tensor<64x32xbf16>
+  %w = infir2.convert %g : tensor<176x32xbf16> -> tensor<176x32xf32>
+  %a = infir2.add %acc, %w : tensor<176x32xf32>, tensor<176x32xf32>
+  return %a, %between : tensor<176x32xf32>, tensor<64x32xbf16>
+}
+
+// -----
+
 // Tests a GEMM that writes FP32 already (no conversion between).
 // CHECK-LABEL: func.func @f32_product
 // CHECK-NEXT: %[[G:.+]] = infir2.matmul %{{.+}}, %{{.+}} acc(%{{.+}} : tensor<8x4xf32>) {transpose_lhs} : tensor<6x8xf32>, tensor<6x4xf32> -> tensor<8x4xf32>

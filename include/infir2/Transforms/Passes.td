@@ -328,9 +328,12 @@ def FuseAccumulationPass
     planner lets the GEMM write into the accumulator's own slot. The GEMM
     is an `infir2.matmul` or an `fp8.scaled_matmul` read only by that
     conversion (or, when it already writes FP32, only by the add); the
-    accumulator is an FP32 argument of the function (the training step's
-    accumulators), of the product's shape. Anything else is left alone.
-    Both recipes end with this pass.
+    accumulator is an FP32 argument of the enclosing function (in a
+    training step, a gradient accumulator), of the product's shape. The
+    fused GEMM stays where the GEMM was, so its operands are freed as
+    early as before. Anything else is left alone (a gradient that is a sum
+    of a GEMM and something else, such as a tied embedding's, keeps its
+    conversion and add). Both recipes end with this pass.
 
     ```mlir
     %g = fp8.scaled_matmul (%dy, %dys by #fp8.groups<128, dim = 1>), (%x, %xs by #fp8.groups<128, dim = 1>) : ... -> tensor<768x256xbf16>

@@ -296,25 +296,29 @@ TEST(CudaGemmAccumulator, MatchesTheCpuBackend) {
       expectSameBytes(mm, call.y, onCpu, onGpu);
     }
     {
-      const int64_t M = 256, K = 512, N = 128; // dW [M, N] = dYᵀ·X
+      // dW [M, N] = dYᵀ·X per batch element: one cuBLASLt call each, each
+      // adding into its own slice of the result.
+      const int64_t B = 2, M = 256, K = 512, N = 128;
       Call c;
-      int a = c.add({K, M}, INFIR2RT_BF16), b = c.add({K, N}, INFIR2RT_BF16);
-      int y = c.add({M, N}, INFIR2RT_F32), acc = c.add({M, N}, INFIR2RT_F32);
+      int a = c.add({B, K, M}, INFIR2RT_BF16),
+          b = c.add({B, K, N}, INFIR2RT_BF16);
+      int y = c.add({B, M, N}, INFIR2RT_F32),
+          acc = c.add({B, M, N}, INFIR2RT_F32);
       c.attrs({1.0, 0.0, 1.0});
-      fill(c, a, INFIR2RT_BF16, K, M, rng);
-      fill(c, b, INFIR2RT_BF16, K, N, rng);
-      fill(c, acc, INFIR2RT_F32, M, N, rng);
-      if (inPlace) {
-        std::memcpy(c.f32(y), c.f32(acc), M * N * 4);
+      fill(c, a, INFIR2RT_BF16, B * K, M, rng);
+      fill(c, b, INFIR2RT_BF16, B * K, N, rng);
+      fill(c, acc, INFIR2RT_F32, B * M, N, rng);
+      for (int64_t i = 0; i < B * M * N; ++i) // poisoned, or in place
+        c.f32(y)[i] = inPlace ? c.f32(acc)[i] : 1e30f;
+      if (inPlace)
         alias(c, acc, y);
-      }
       std::vector<uint8_t> onCpu = runOnCpu(c, infir2rt_matmul);
       int32_t rc;
       std::string error;
       std::vector<uint8_t> onGpu =
           runOnGpu(c, infir2rt_cuda_matmul, rc, error);
       ASSERT_EQ(rc, 0) << error;
-      double worst = worstRowError(c, y, onCpu, onGpu, M, N);
+      double worst = worstRowError(c, y, onCpu, onGpu, B * M, N);
       EXPECT_LE(worst, 1e-4) << "worst error relative to its row's RMS";
     }
   }

@@ -29,7 +29,9 @@
 extern "C" {
 #endif
 
-enum { INFIR2RT_ABI_VERSION = 3 };
+// 4: matmul and scaled_matmul take an optional accumulator after their
+// result (a trailing has_acc attribute).
+enum { INFIR2RT_ABI_VERSION = 4 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
