@@ -13,24 +13,11 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/Format.h"
 
 #include <map>
 
 using namespace mlir;
 using namespace infir2;
-
-StringRef infir2::memoryCategoryName(MemoryCategory c) {
-  static const char *names[kNumMemoryCategories] = {"BF16 weights",
-                                              "FP32 master weights",
-                                              "optimizer moments",
-                                              "gradients",
-                                              "inputs",
-                                              "activations saved for backward",
-                                              "FP8 copies and scales",
-                                              "workspace"};
-  return names[static_cast<int>(c)];
-}
 
 int64_t infir2::storedBytes(RankedTensorType t) {
   Type e = t.getElementType();
@@ -38,17 +25,17 @@ int64_t infir2::storedBytes(RankedTensorType t) {
   return t.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
+int64_t infir2::alignedBytes(int64_t n) {
+  return (n + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
+}
+
 namespace {
-
-constexpr int64_t kAlign = 64;
-
-int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 /// First-fit allocation in one arena, with coalescing frees.
 class Arena {
 public:
   int64_t allocate(int64_t bytes) {
-    bytes = aligned(std::max<int64_t>(bytes, 1));
+    bytes = alignedBytes(std::max<int64_t>(bytes, 1));
     for (auto it = free_.begin(); it != free_.end(); ++it)
       if (it->second >= bytes) {
         int64_t offset = it->first, rest = it->second - bytes;
@@ -71,7 +58,7 @@ public:
   }
 
   void release(int64_t offset, int64_t bytes) {
-    bytes = aligned(std::max<int64_t>(bytes, 1));
+    bytes = alignedBytes(std::max<int64_t>(bytes, 1));
     auto it = free_.emplace(offset, bytes).first;
     auto next = std::next(it);
     if (next != free_.end() && it->first + it->second == next->first) {
@@ -133,7 +120,7 @@ FailureOr<int64_t> Planner::slot(Operation *where, StringRef kind,
   s.type = type;
   s.bytes = storedBytes(type);
   s.offset = plan.stateBytes;
-  plan.stateBytes += aligned(s.bytes);
+  plan.stateBytes += alignedBytes(s.bytes);
   if (param)
     s.init = param;
   plan.state.push_back(std::move(s));
@@ -366,8 +353,8 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       fp.buffers[r] = {true, arena.allocate(bytes)};
       MemoryCategory c = categoryOf(r, i, lastUse[r], lossAt, isTrainStep);
       category[r] = c;
-      live[static_cast<int>(c)] += aligned(bytes);
-      liveTotal += aligned(bytes);
+      live[static_cast<int>(c)] += alignedBytes(bytes);
+      liveTotal += alignedBytes(bytes);
     }
     if (liveTotal > peak) {
       peak = liveTotal;
@@ -383,8 +370,8 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
         continue;
       int64_t bytes = storedBytes(cast<RankedTensorType>(v.getType()));
       arena.release(fp.buffers[v].offset, bytes);
-      live[static_cast<int>(category[v])] -= aligned(bytes);
-      liveTotal -= aligned(bytes);
+      live[static_cast<int>(category[v])] -= alignedBytes(bytes);
+      liveTotal -= alignedBytes(bytes);
     }
   }
   // Aliases share their root's buffer. The root's entry is copied before
@@ -450,56 +437,4 @@ FailureOr<ModelPlan> infir2::planModel(ModuleOp module) {
     return train.emitError() << "expects token ids of shape [batch, seq] and "
                                 "a cross_entropy loss";
   return plan;
-}
-
-void infir2::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
-  std::array<int64_t, kNumMemoryCategories> state{};
-  for (const StateSlot &s : plan.state) {
-    MemoryCategory c = s.kind == "param"     ? MemoryCategory::Weights
-                 : s.kind == "master"  ? MemoryCategory::Masters
-                 : s.kind == "grad"    ? MemoryCategory::Gradients
-                 : s.kind == "moment1" ? MemoryCategory::Moments
-                 : s.kind == "moment2" ? MemoryCategory::Moments
-                                       : MemoryCategory::Inputs;
-    state[static_cast<int>(c)] += aligned(s.bytes);
-  }
-  const FunctionPlan *train = nullptr;
-  for (const FunctionPlan &f : plan.functions)
-    if (f.symbol == rtir::RuntimeDialect::getStepSymbols()[0])
-      train = &f;
-  auto gib = [](int64_t b) { return double(b) / (1024.0 * 1024.0 * 1024.0); };
-  os << "planned memory (batch " << plan.batch << " x seq " << plan.seqLen
-     << " tokens, vocab " << plan.vocab << ")";
-  if (plan.zero1WorldSize)
-    os << ", per rank: masters and moments sharded over " << plan.zero1WorldSize
-       << " ranks (ZeRO-1)";
-  os << "\n";
-  int64_t total = 0;
-  for (int c = 0; c < kNumMemoryCategories; ++c) {
-    int64_t bytes = state[c] + (train ? train->peakByCategory[c] : 0);
-    total += bytes;
-    os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
-                       memoryCategoryName(static_cast<MemoryCategory>(c)).str().c_str(),
-                       gib(bytes), (long long)bytes);
-  }
-  os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
-                     "peak (training step)", gib(total), (long long)total);
-  if (train)
-    for (MemoryCategory c :
-         {MemoryCategory::SavedActivations, MemoryCategory::FP8})
-      os << llvm::format(
-          "  %-32s %12.3f GiB %16lld bytes\n",
-          (c == MemoryCategory::FP8 ? "FP8 saved, at backward start"
-                              : "saved, at backward start"),
-          gib(train->atBackwardStart[static_cast<int>(c)]),
-          (long long)train->atBackwardStart[static_cast<int>(c)]);
-  for (const FunctionPlan &f : plan.functions)
-    os << llvm::format("  scratch arena of %-15s %12.3f GiB %16lld bytes\n",
-                       f.fn.getSymName().str().c_str(), gib(f.scratchBytes),
-                       (long long)f.scratchBytes);
-  // What the trainer allocates: the state and one arena for every step.
-  int64_t allocated = plan.stateBytes + plan.scratchBytes;
-  os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
-                     "allocated (state + arena)", gib(allocated),
-                     (long long)allocated);
 }

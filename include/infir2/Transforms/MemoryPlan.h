@@ -46,6 +46,11 @@ llvm::StringRef memoryCategoryName(MemoryCategory c);
 /// Bytes of a statically shaped tensor as the runtime stores it.
 int64_t storedBytes(mlir::RankedTensorType type);
 
+/// Buffers in the state and the arenas start at multiples of this.
+constexpr int64_t kPlanAlignment = 64;
+/// `n` bytes rounded up to kPlanAlignment.
+int64_t alignedBytes(int64_t n);
+
 /// One tensor of the persistent state region.
 struct StateSlot {
   std::string kind; ///< param, master, moment1, moment2, grad, input, output
