@@ -100,6 +100,9 @@ static void addFP8Recipe(OpPassManager &pm,
   pm.addPass(createVerifyPrecisionPass(verify));
   // Weight gradients added to their FP32 accumulators by the GEMMs.
   pm.addPass(createFuseAccumulationPass());
+  // FP8 weights quantized by the optimizer step, read by every micro-batch.
+  if (options.cacheWeights)
+    pm.addPass(createCacheFP8WeightsPass());
 }
 
 template <typename Derived>

@@ -151,6 +151,9 @@ FailureOr<int64_t> Planner::argumentSlot(func::FuncOp fn, BlockArgument arg) {
   if (auto cache =
           fn.getArgAttrOfType<StringAttr>(i, Infir2Dialect::getCacheAttrName()))
     return slot(fn, "cache", cache.getValue(), type);
+  if (auto cache = fn.getArgAttrOfType<StringAttr>(
+          i, Infir2Dialect::getFP8CacheAttrName()))
+    return slot(fn, "fp8_cache", cache.getValue(), type);
   if (std::optional<StringRef> role = getBatchInputRole(arg))
     return slot(fn, "input", *role, type);
   return fn.emitError() << "argument #" << i << " of @" << fn.getSymName()
@@ -176,6 +179,9 @@ FailureOr<int64_t> Planner::resultSlot(func::FuncOp fn, unsigned i) {
   if (auto cache = fn.getResultAttrOfType<StringAttr>(
           i, Infir2Dialect::getCacheAttrName()))
     return slot(fn, "cache", cache.getValue(), type);
+  if (auto cache = fn.getResultAttrOfType<StringAttr>(
+          i, Infir2Dialect::getFP8CacheAttrName()))
+    return slot(fn, "fp8_cache", cache.getValue(), type);
   if (auto role = fn.getResultAttrOfType<StringAttr>(
           i, Infir2Dialect::getDecodeAttrName()))
     return slot(fn, "output", ("decode." + role.getValue()).str(), type);
@@ -411,7 +417,7 @@ FailureOr<ModelPlan> infir2::planModel(ModuleOp module) {
            << "expects @train_step and @optimizer_step (run a recipe "
               "pipeline, e.g. --fp8-recipe or --bf16-recipe, first)";
   // The trainer calls the steps by these symbols (train, optimizer, eval,
-  // decode).
+  // decode, the FP8 weight cache's fill).
   ArrayRef<StringRef> symbols = rtir::RuntimeDialect::getStepSymbols();
   if (failed(planner.planFunction(train, symbols[0])) ||
       failed(planner.planFunction(opt, symbols[1])))
@@ -421,6 +427,9 @@ FailureOr<ModelPlan> infir2::planModel(ModuleOp module) {
       return failure();
   if (auto decode = module.lookupSymbol<func::FuncOp>("decode_step"))
     if (failed(planner.planFunction(decode, symbols[3])))
+      return failure();
+  if (auto cache = module.lookupSymbol<func::FuncOp>("quantize_weights"))
+    if (failed(planner.planFunction(cache, symbols[4])))
       return failure();
   // The batch geometry, from the token ids and the logits.
   for (const StateSlot &s : plan.state)

@@ -27,6 +27,7 @@ StringRef infir2::memoryCategoryName(MemoryCategory c) {
                                               "FP32 master weights",
                                               "optimizer moments",
                                               "gradients",
+                                              "FP8 weight cache",
                                               "inputs",
                                               "activations saved for backward",
                                               "FP8 copies and scales",
@@ -42,6 +43,7 @@ void infir2::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
                  : s.kind == "grad"    ? MemoryCategory::Gradients
                  : s.kind == "moment1" ? MemoryCategory::Moments
                  : s.kind == "moment2" ? MemoryCategory::Moments
+                 : s.kind == "fp8_cache" ? MemoryCategory::WeightCache
                                        : MemoryCategory::Inputs;
     state[static_cast<int>(c)] += alignedBytes(s.bytes);
   }

@@ -33,6 +33,8 @@
 // compiler cannot decode) does not define it: the trainer then says so when
 // asked to --generate, instead of failing to link.
 #pragma weak infir2_decode_step
+// Likewise the FP8 weight cache's fill: a BF16 model has no cache.
+#pragma weak infir2_quantize_weights
 
 using namespace infir2::rt;
 
@@ -87,7 +89,7 @@ int main(int argc, char **argv) {
 #endif
   Trainer trainer(std::move(*manifest), cl->config,
                   {infir2_train_step, infir2_optimizer_step, infir2_eval_step,
-                   infir2_decode_step},
+                   infir2_decode_step, infir2_quantize_weights},
                   comm, hook.get());
   std::string notice;
   Status opened = trainer.open(notice);

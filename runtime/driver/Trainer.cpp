@@ -278,6 +278,11 @@ Status Trainer::run() {
     return evaluateOnly();
   }
 
+  // The training step reads the FP8 weights from the cache, which the
+  // optimizer step keeps current from here on.
+  if (model_.quantizeWeights)
+    INFIR2_RETURN_IF_ERROR(
+        call(model_.quantizeWeights, "quantizing the FP8 weights", step_));
   if (!o_.dumpStep.empty()) {
     if (comm_.size() > 1)
       return fail("--dump-step runs one process, not %d ranks", comm_.size());

@@ -43,6 +43,9 @@ struct ModelEntryPoints {
   int32_t (*evalStep)(infir2rt_context *) = nullptr;
   /// One token of generation; null for a model compiled without it.
   int32_t (*decodeStep)(infir2rt_context *) = nullptr;
+  /// Fills the FP8 weight cache from the parameters (the optimizer step
+  /// refreshes it after each update); null for a model without one.
+  int32_t (*quantizeWeights)(infir2rt_context *) = nullptr;
 };
 
 /// A seam for tests: called at the start of every optimizer step. Production

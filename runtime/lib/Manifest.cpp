@@ -108,7 +108,9 @@ int64_t infir2::rt::manifestDtypeSize(std::string_view dtype) {
     return 2;
   if (dtype == "f64" || dtype == "i64")
     return 8;
-  if (dtype == "i1")
+  // i1, and the FP8 weight cache's codes (and E8M0 scales).
+  if (dtype == "i1" || dtype == "f8E4M3FN" || dtype == "f8E5M2" ||
+      dtype == "f8E8M0FNU")
     return 1;
   return 0;
 }
@@ -237,7 +239,9 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
       r.string(s, path, "name", slot.name);
       r.string(s, path, "dtype", slot.dtype);
       if (r.ok() && !manifestDtypeSize(slot.dtype))
-        r.mistyped(path, "dtype", "f32, bf16, f16, f64, i32, i64 or i1");
+        r.mistyped(path, "dtype",
+                   "f32, bf16, f16, f64, i32, i64, i1, f8E4M3FN, f8E5M2 or "
+                   "f8E8M0FNU");
       r.integer(s, path, "offset", slot.offset);
       r.integer(s, path, "bytes", slot.bytes);
       if (const json *shape = r.array(s, path, "shape"))

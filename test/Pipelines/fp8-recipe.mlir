@@ -10,12 +10,18 @@
 // HIGH: 4
 // CHECK-LABEL: func.func @forward(
 // CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<256x256xf8E4M3FN> {infir2.fp8_cache = "model.layers.0.self_attn.q_proj.weight:data"}
+// CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<2x2xf32> {infir2.fp8_cache = "model.layers.0.self_attn.q_proj.weight:scale"}
 // CHECK: fp8.quantize_dual {{.*}} by #fp8.groups<128, dim = 2> and transposed by #fp8.groups<128, dim = 1> scale pow2
-// CHECK: fp8.quantize {{.*}} by #fp8.blocks<128, 128> scale pow2
-// CHECK: fp8.scaled_matmul
+// CHECK-NOT: fp8.quantize {{.*}} by #fp8.blocks
+// CHECK: fp8.scaled_matmul ({{.*}}), (%[[W]], %[[S]] by #fp8.blocks<128, 128>)
+// CHECK-NOT: fp8.quantize {{.*}} by #fp8.blocks
 // CHECK: infir2.matmul {{.*}} {fp8.decision = #fp8.decision<precision = high, role = fprop, reason = "the LM head stays in high precision">
+// CHECK-NOT: fp8.quantize {{.*}} by #fp8.blocks
 // CHECK-LABEL: func.func @optimizer_step(
 // CHECK: infir2.adamw
+// CHECK: fp8.quantize {{.*}} by #fp8.blocks<128, 128> scale pow2
+// CHECK-LABEL: func.func @quantize_weights(
 
 // Running the recipe again on its own output changes nothing.
 // RUN: infir2-opt %t.mlir --fp8-recipe -o %t.again.mlir

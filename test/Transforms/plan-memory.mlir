@@ -72,6 +72,7 @@
 // REPORT-NEXT: FP32 master weights 0.000 GiB 128 bytes
 // REPORT-NEXT: optimizer moments 0.000 GiB 0 bytes
 // REPORT-NEXT: gradients 0.000 GiB 128 bytes
+// REPORT-NEXT: FP8 weight cache 0.000 GiB 0 bytes
 // REPORT-NEXT: inputs 0.000 GiB 448 bytes
 // REPORT-NEXT: activations saved for backward 0.000 GiB 320 bytes
 // REPORT-NEXT: FP8 copies and scales 0.000 GiB 0 bytes

@@ -141,6 +141,46 @@ static std::pair<std::string, std::string> roleOf(func::FuncOp fn,
   return {};
 }
 
+/// Fills `fn`'s FP8 weight cache arguments (infir2.fp8_cache) the way the
+/// trainer does: by running @quantize_weights on the parameters among
+/// `inputs` (found by name), here in the reference interpreter.
+static LogicalResult fillWeightCache(ModuleOp module, func::FuncOp fn,
+                                     ArrayRef<std::string> names,
+                                     MutableArrayRef<Tensor> inputs) {
+  StringRef attr = infir2::Infir2Dialect::getFP8CacheAttrName();
+  if (llvm::none_of(names, [](const std::string &n) {
+        return StringRef(n).starts_with("fp8_cache.");
+      }))
+    return success();
+  auto fill = module.lookupSymbol<func::FuncOp>("quantize_weights");
+  if (!fill)
+    return fn.emitError() << "takes an FP8 weight cache, but the module has "
+                             "no @quantize_weights to fill it";
+  SmallVector<Tensor> params;
+  for (BlockArgument arg : fill.getArguments()) {
+    auto param = fill.getArgAttrOfType<infir2::ParamAttr>(
+        arg.getArgNumber(), infir2::Infir2Dialect::getParamAttrName());
+    const auto *it = param ? llvm::find(names, param.getName().str())
+                           : names.end();
+    if (it == names.end())
+      return fill.emitError() << "argument #" << arg.getArgNumber()
+                              << " is no parameter of @" << fn.getSymName();
+    params.push_back(inputs[it - names.begin()]);
+  }
+  FailureOr<SmallVector<Tensor>> cache = infir2::interp::run(fill, params);
+  if (failed(cache))
+    return failure();
+  for (auto [i, t] : llvm::enumerate(*cache)) {
+    auto name = fill.getResultAttrOfType<StringAttr>(i, attr);
+    const auto *it =
+        name ? llvm::find(names, "fp8_cache." + name.getValue().str())
+             : names.end();
+    if (it != names.end())
+      inputs[it - names.begin()] = std::move(t);
+  }
+  return success();
+}
+
 static Tensor drawInput(BlockArgument arg, infir2::ParamAttr param,
                         std::pair<std::string, std::string> role,
                         std::mt19937_64 &rng) {
@@ -406,6 +446,13 @@ int main(int argc, char **argv) {
     auto param = fn.getArgAttrOfType<infir2::ParamAttr>(
         arg.getArgNumber(), infir2::Infir2Dialect::getParamAttrName());
     auto role = roleOf(fn, arg.getArgNumber());
+    if (auto cache = fn.getArgAttrOfType<StringAttr>(
+            arg.getArgNumber(), infir2::Infir2Dialect::getFP8CacheAttrName())) {
+      // Computed from the parameters below, never drawn or read.
+      inputs.push_back(Tensor(cast<RankedTensorType>(arg.getType()).getShape()));
+      names.push_back("fp8_cache." + cache.getValue().str());
+      continue;
+    }
     inputs.push_back(drawInput(arg, param, role, rng));
     names.push_back(param ? param.getName().str()
                     : role.first.empty()
@@ -418,6 +465,8 @@ int main(int argc, char **argv) {
     if (!infir2::rt::readSafetensors(inputsPath, stored, error))
       return fail(error);
     for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+      if (StringRef(names[i]).starts_with("fp8_cache."))
+        continue;
       std::optional<StringRef> role = infir2::getBatchInputRole(arg);
       auto it = stored.find(names[i]);
       if (it == stored.end() && role)
@@ -438,6 +487,9 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (failed(fillWeightCache(*module, fn, names, inputs)))
+    return 1;
+
   if (gradcheck) {
     auto step = module->lookupSymbol<func::FuncOp>(trainStepName);
     if (!step)
@@ -457,8 +509,10 @@ int main(int argc, char **argv) {
 
   if (!dumpPath.empty()) {
     SmallVector<std::pair<std::string, const Tensor *>> tensors;
+    // Not the FP8 weight cache: it is computed from the parameters.
     for (auto [name, t] : llvm::zip_equal(names, inputs))
-      tensors.emplace_back(name, &t);
+      if (!StringRef(name).starts_with("fp8_cache."))
+        tensors.emplace_back(name, &t);
     for (auto [i, r] : llvm::enumerate(*results))
       tensors.emplace_back("result" + std::to_string(i), &r);
     if (failed(writeSafetensors(dumpPath, tensors, error)))

@@ -123,6 +123,12 @@ struct FP8OptionsBase : public TrainingStepOptions<Derived> {
       llvm::cl::desc("Fuse quantizations into norms, SwiGLU and GEMMs "
                      "(numerics unchanged; off: one op per cast)"),
       llvm::cl::init(true)};
+  Option<bool> cacheWeights{
+      *this, "cache-weights",
+      llvm::cl::desc("Quantize the FP8 GEMMs' weights once per optimizer "
+                     "step, in the optimizer step (numerics unchanged; off: "
+                     "twice per micro-batch, in the training step)"),
+      llvm::cl::init(true)};
 };
 
 /// `--fp8-recipe`: the InfiR2 FP8 training recipe and its variants.
@@ -159,7 +165,7 @@ struct TrainerPipelineOptions : public FP8OptionsBase<TrainerPipelineOptions> {
 
 /// Adds the FP8 recipe: autodiff and the optimizer when the module has no
 /// training step yet, then assign-precision, insert-quantization, CSE,
-/// fuse-casts and verify-precision.
+/// fuse-casts, verify-precision, fuse-accumulation and cache-fp8-weights.
 void buildFP8RecipePipeline(mlir::OpPassManager &pm,
                             const FP8RecipeOptions &options);
 

@@ -35,12 +35,13 @@ enum class MemoryCategory {
   Masters,          ///< FP32 master weights
   Moments,          ///< optimizer moments
   Gradients,        ///< FP32 gradient accumulators
+  WeightCache,      ///< FP8 weights and scales kept between steps
   Inputs,           ///< token ids, targets, masks, positions, scalars
   SavedActivations, ///< high-precision tensors the backward pass reads
   FP8,              ///< FP8 copies and their scales
   Workspace,        ///< everything else a step computes
 };
-constexpr int kNumMemoryCategories = 8;
+constexpr int kNumMemoryCategories = 9;
 llvm::StringRef memoryCategoryName(MemoryCategory c);
 
 /// Bytes of a statically shaped tensor as the runtime stores it.

@@ -352,6 +352,50 @@ def FuseAccumulationPass
   }];
 }
 
+def CacheFP8WeightsPass
+    : Pass<"infir2-cache-fp8-weights", "mlir::ModuleOp"> {
+  let summary = "Quantizes the FP8 GEMMs' weights once per optimizer step, not per micro-batch.";
+  let description = [{
+    In `@train_step`, every `fp8.quantize` of a parameter (an argument with
+    `infir2.param`) by `#fp8.blocks`, or of its transpose
+    (`infir2.transpose %w [1, 0]`, the dgrad GEMM's operand), becomes two
+    arguments of the step: the cached codes and scales, each a state slot
+    named by `infir2.fp8_cache` (`NAME:data`, `NAME:scale`, and `NAME.t:...`
+    for the transposed copy). The weights only change in the optimizer step,
+    so the step reads the same codes and scales it used to compute.
+
+    The cache is filled by a new function, `@quantize_weights` (parameters
+    in, cache out; the trainer calls it once after loading the weights), and
+    refreshed at the end of `@optimizer_step` from each parameter's updated
+    working copy (the result with `infir2.working_copy_of`), so a step with
+    `K` accumulated micro-batches quantizes each weight once instead of
+    `2K` times.
+
+    With square blocks the transposed copy is the transpose of the codes
+    and of the scale grid: block `(i, j)` of `Wᵀ` holds the elements of
+    block `(j, i)` of `W`, so its amax, scale and codes are the same (bit
+    for bit what quantizing the transpose gives). Non-square blocks, or a
+    transposed quantization without its untransposed twin, quantize the
+    transpose instead, still once per optimizer step.
+
+    A parameter the optimizer step does not update (no working copy among
+    its results) is left to quantize in the step as before. Running the
+    pass again changes nothing.
+
+    ```mlir
+    %wt = infir2.transpose %w [1, 0] : tensor<768x256xbf16> -> tensor<256x768xbf16>
+    %q, %s = fp8.quantize %wt to e4m3 by #fp8.blocks<128, 128> scale pow2 : ...
+    ```
+
+    becomes an argument pair of `@train_step`
+
+    ```mlir
+    %q: tensor<256x768xf8E4M3FN> {infir2.fp8_cache = "model.layers.0.mlp.gate_proj.weight.t:data"},
+    %s: tensor<2x6xf32> {infir2.fp8_cache = "model.layers.0.mlp.gate_proj.weight.t:scale"}
+    ```
+  }];
+}
+
 def DataParallelPass : Pass<"infir2-data-parallel", "mlir::ModuleOp"> {
   let summary = "Sums the gradient accumulators across data-parallel ranks before the optimizer step.";
   let description = [{

@@ -143,3 +143,35 @@ func.func @model_config_on_a_function() attributes {infir2.model_config = "{}"} 
   // expected-error @-1 {{'infir2.model_config' belongs on the module}}
   return
 }
+
+// -----
+
+// Tests that an FP8 weight cache tensor says which part of which parameter
+// it holds.
+// expected-error @+1 {{'infir2.fp8_cache' on argument #0 must be "PARAM:data" or "PARAM:scale"}}
+func.func @fp8_cache_without_part(%arg0: tensor<128x128xf8E4M3FN> {infir2.fp8_cache = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'infir2.fp8_cache' on result #0 must be "PARAM:data" or "PARAM:scale"}}
+func.func @fp8_cache_not_a_string() -> (tensor<1x1xf32> {infir2.fp8_cache = 1 : i64}) {
+  %0 = arith.constant dense<1.0> : tensor<1x1xf32>
+  return %0 : tensor<1x1xf32>
+}
+
+// -----
+
+// Tests that cached codes are FP8 and cached scales f32 (or E8M0).
+// expected-error @+1 {{FP8 weight cache 'w:data' (argument #0) must be a 2-D FP8 (f8E4M3FN or f8E5M2) tensor, got 'tensor<128x128xbf16>'}}
+func.func @fp8_cache_data_not_fp8(%arg0: tensor<128x128xbf16> {infir2.fp8_cache = "w:data"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{FP8 weight cache 'w.t:scale' (argument #0) must be a 2-D f32 or f8E8M0FNU tensor, got 'tensor<2xf32>'}}
+func.func @fp8_cache_scale_not_2d(%arg0: tensor<2xf32> {infir2.fp8_cache = "w.t:scale"}) {
+  return
+}

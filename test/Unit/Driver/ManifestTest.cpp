@@ -154,7 +154,7 @@ TEST(Manifest, MissingAndMistypedFieldsAreNamedByPath) {
             "non-negative integers");
   EXPECT_EQ(parseError(edited([](json &j) { j["slots"][2]["dtype"] = "f8"; })),
             "the compiled model's manifest: slots[2].dtype must be f32, bf16, "
-            "f16, f64, i32, i64 or i1");
+            "f16, f64, i32, i64, i1, f8E4M3FN, f8E5M2 or f8E8M0FNU");
   EXPECT_EQ(parseError(edited([](json &j) { j["batch"] = 4.5; })),
             "the compiled model's manifest: batch must be an integer");
   EXPECT_EQ(
@@ -184,7 +184,10 @@ TEST(Manifest, DtypeSizes) {
   EXPECT_EQ(manifestDtypeSize("i32"), 4);
   EXPECT_EQ(manifestDtypeSize("i64"), 8);
   EXPECT_EQ(manifestDtypeSize("i1"), 1);
-  EXPECT_EQ(manifestDtypeSize("f8E4M3FN"), 0);
+  EXPECT_EQ(manifestDtypeSize("f8E4M3FN"), 1); // the FP8 weight cache
+  EXPECT_EQ(manifestDtypeSize("f8E5M2"), 1);
+  EXPECT_EQ(manifestDtypeSize("f8E8M0FNU"), 1);
+  EXPECT_EQ(manifestDtypeSize("f8"), 0);
 }
 
 // The model's Hugging Face config and its FP8 weights, which saved folders

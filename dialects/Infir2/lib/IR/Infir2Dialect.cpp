@@ -144,8 +144,8 @@ static Type signatureType(Operation *op, unsigned index, bool isResult) {
 
 /// Checks the training-state attributes that name the parameter a tensor
 /// belongs to (`infir2.grad_of`, `infir2.master_of`, ...) and the scalar
-/// `infir2.input` roles, and the decode step's `infir2.decode` roles and
-/// `infir2.cache` names. Returns std::nullopt for other attribute names.
+/// `infir2.input` roles, the decode step's `infir2.decode` roles and
+/// `infir2.cache` names, and the FP8 weight cache's `infir2.fp8_cache`. Returns std::nullopt for other attribute names.
 static std::optional<LogicalResult>
 verifyStateAttr(Operation *op, StringRef what, unsigned index,
                 NamedAttribute attr, Type type) {
@@ -187,6 +187,29 @@ verifyStateAttr(Operation *op, StringRef what, unsigned index,
                              << ") must be a float tensor [batch, length, "
                                 "width], got "
                              << type;
+    return success();
+  }
+  if (attrName == Infir2Dialect::getFP8CacheAttrName()) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    StringRef param, part;
+    if (name)
+      std::tie(param, part) = name.getValue().rsplit(':');
+    if (!name || param.empty() || (part != "data" && part != "scale"))
+      return op->emitError() << "'" << attrName << "' on " << what << " #"
+                             << index
+                             << " must be \"PARAM:data\" or \"PARAM:scale\"";
+    auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+    bool fp8 = tensor && isa<Float8E4M3FNType, Float8E5M2Type>(
+                             tensor.getElementType());
+    bool scale = tensor && isa<Float32Type, Float8E8M0FNUType>(
+                               tensor.getElementType());
+    if (!tensor || tensor.getRank() != 2 || (part == "data" ? !fp8 : !scale))
+      return op->emitError()
+             << "FP8 weight cache '" << name.getValue() << "' (" << what
+             << " #" << index << ") must be a 2-D "
+             << (part == "data" ? "FP8 (f8E4M3FN or f8E5M2)"
+                                : "f32 or f8E8M0FNU")
+             << " tensor, got " << type;
     return success();
   }
   static const std::pair<StringRef, StringRef> kinds[] = {

@@ -167,6 +167,9 @@ int32_t infir2_eval_step(infir2rt_context *ctx);
 /// One token of generation (models compiled with a decode step; the trainer
 /// driver declares it weak, see runtime/driver/Main.cpp).
 int32_t infir2_decode_step(infir2rt_context *ctx);
+/// Fills the FP8 weight cache from the parameters (models compiled with
+/// one: the FP8 recipe; declared weak by the driver, like the decode step).
+int32_t infir2_quantize_weights(infir2rt_context *ctx);
 
 #ifdef __cplusplus
 }

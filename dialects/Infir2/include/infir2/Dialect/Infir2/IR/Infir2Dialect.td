@@ -100,6 +100,13 @@ def Infir2_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getCacheAttrName() {
       return ::llvm::StringLiteral("infir2.cache");
     }
+    /// On an argument or result: one tensor of the FP8 weight cache, the
+    /// codes or scales of a parameter quantized once per optimizer step
+    /// ("NAME:data", "NAME:scale", "NAME.t:data", "NAME.t:scale" for the
+    /// transposed copy the backward pass reads); one state slot each.
+    static constexpr ::llvm::StringLiteral getFP8CacheAttrName() {
+      return ::llvm::StringLiteral("infir2.fp8_cache");
+    }
 
     void registerAttributes();
   }];

@@ -28,7 +28,8 @@ def RT_SlotKind : I32EnumAttr<"SlotKind", "what a state slot holds", [
     I32EnumAttrCase<"grad", 4>,
     I32EnumAttrCase<"input", 5>,
     I32EnumAttrCase<"output", 6>,
-    I32EnumAttrCase<"cache", 7>
+    I32EnumAttrCase<"cache", 7>,
+    I32EnumAttrCase<"fp8_cache", 8>
   ]> {
   let cppNamespace = "::infir2::rtir";
   let genSpecializedAttr = 0;

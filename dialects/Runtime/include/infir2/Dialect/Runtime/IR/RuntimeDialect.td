@@ -41,7 +41,7 @@ def Runtime_Dialect : Dialect {
     static ::llvm::ArrayRef<::llvm::StringRef> getStepSymbols() {
       static const ::llvm::StringRef symbols[] = {
           "infir2_train_step", "infir2_optimizer_step", "infir2_eval_step",
-          "infir2_decode_step"};
+          "infir2_decode_step", "infir2_quantize_weights"};
       return symbols;
     }
     /// On a planned function: the C symbol its step is exported as (one of
