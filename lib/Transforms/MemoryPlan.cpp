@@ -229,6 +229,17 @@ static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
       write && isa<BlockArgument>(write.getCache()) &&
       write.getCache().hasOneUse())
     alias[write.getResult()] = write.getCache();
+  // A sum over the ranks is taken in place: each gradient accumulator the
+  // all-reduce alone reads holds its sum afterwards (one rank: no copy at
+  // all), instead of a copy of every gradient in the arena.
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    for (auto [in, sum] : llvm::zip_equal(reduce->getOperands(),
+                                          reduce->getResults()))
+      if (isa<BlockArgument>(in) && in.hasOneUse() &&
+          llvm::none_of(sum.getUsers(), [](Operation *user) {
+            return user->hasTrait<OpTrait::IsTerminator>();
+          }))
+        alias[sum] = in;
   out.push_back(op);
 }
 
