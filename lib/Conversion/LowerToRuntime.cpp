@@ -174,6 +174,22 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
                                    a.getWeightDecay().convertToDouble(),
                                    a.getMaxGradNorm().convertToDouble()});
           })
+          .Case([&](AdamWGroupOp a) {
+            // Operands: params, grads, moments1, moments2 (n each), the
+            // four scalars; then new params, moments1, moments2 (n each)
+            // and the working copies (k). Attributes: the betas, epsilon,
+            // clipping, n, the n weight decays, k, the k parameter indices.
+            SmallVector<double> attrs = {a.getBeta1().convertToDouble(),
+                                         a.getBeta2().convertToDouble(),
+                                         a.getEpsilon().convertToDouble(),
+                                         a.getMaxGradNorm().convertToDouble(),
+                                         double(a.getParams().size())};
+            llvm::append_range(attrs, a.getWeightDecays());
+            attrs.push_back(double(a.getWorking().size()));
+            for (int64_t i : a.getWorking())
+              attrs.push_back(double(i));
+            return named("adamw_group", attrs);
+          })
           .Case([&](SGDOp s) {
             return named("sgd", {s.getWeightDecay().convertToDouble(),
                                  s.getMaxGradNorm().convertToDouble()});

@@ -27,9 +27,9 @@
 using namespace mlir;
 using namespace infir2;
 
-/// The optimizer's settings, from the updates of @optimizer_step: those of
-/// the first; the weight decay is the largest of all (1-D parameters are
-/// updated without decay). None when the step has no update.
+/// The optimizer's settings, from the updates of @optimizer_step (adamw,
+/// adamw_group, sgd): those of the first; the weight decay is the largest of
+/// all (1-D parameters are updated without decay). None when the step has no update.
 static std::optional<rt::ManifestOptimizer> optimizerOf(func::FuncOp step) {
   std::optional<rt::ManifestOptimizer> m;
   step.walk([&](Operation *op) {
@@ -41,6 +41,14 @@ static std::optional<rt::ManifestOptimizer> optimizerOf(func::FuncOp step) {
       o.eps = adamw.getEpsilonAttr().getValueAsDouble();
       o.weightDecay = adamw.getWeightDecayAttr().getValueAsDouble();
       o.gradClip = adamw.getMaxGradNormAttr().getValueAsDouble();
+    } else if (auto group = dyn_cast<AdamWGroupOp>(op)) {
+      o.kind = "adamw";
+      o.beta1 = group.getBeta1().convertToDouble();
+      o.beta2 = group.getBeta2().convertToDouble();
+      o.eps = group.getEpsilon().convertToDouble();
+      for (double wd : group.getWeightDecays())
+        o.weightDecay = std::max(o.weightDecay, wd);
+      o.gradClip = group.getMaxGradNorm().convertToDouble();
     } else if (auto sgd = dyn_cast<SGDOp>(op)) {
       o.kind = "sgd";
       o.weightDecay = sgd.getWeightDecayAttr().getValueAsDouble();

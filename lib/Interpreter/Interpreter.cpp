@@ -102,6 +102,7 @@ LogicalResult Interpreter::run(Operation *op) {
       .Case([&](ReduceSumOp o) { return reduceSum(o); })
       .Case([&](GlobalNormOp o) { return globalNorm(o); })
       .Case([&](AdamWOp o) { return adamw(o); })
+      .Case([&](AdamWGroupOp o) { return adamwGroup(o); })
       .Case([&](SGDOp o) { return sgd(o); })
       .Case([&](ConvertOp o) {
         // FP64 throughout: a conversion changes the declared type only.

@@ -190,6 +190,7 @@ private:
   template <typename CollectiveOp>
   mlir::LogicalResult oneRankShards(CollectiveOp op);
   mlir::LogicalResult adamw(AdamWOp op);
+  mlir::LogicalResult adamwGroup(AdamWGroupOp op);
   mlir::LogicalResult sgd(SGDOp op);
   double clippedScale(double gradScale, double norm, double maxGradNorm);
   // FP8Ops.cpp

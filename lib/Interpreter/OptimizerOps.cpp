@@ -53,33 +53,89 @@ double Interpreter::clippedScale(double gradScale, double norm,
   return gradScale * std::min(1.0, maxGradNorm / (norm + 1e-6));
 }
 
-LogicalResult Interpreter::adamw(AdamWOp op) {
-  const Tensor &p = get(op.getParam()), &g = get(op.getGrad()),
-               &m = get(op.getMoment1()), &v = get(op.getMoment2());
-  double lr = get(op.getLearningRate()).data[0];
-  double t = get(op.getStep()).data[0];
+namespace {
+/// One AdamW update's hyperparameters, in FP64.
+struct AdamWRule {
+  double lr, scale, b1, b2, eps, c1, c2;
+
+  /// The updated parameter and moments of `p` with weight decay `wd`.
+  void apply(const Tensor &p, const Tensor &g, const Tensor &m,
+             const Tensor &v, double wd, Tensor &np, Tensor &nm,
+             Tensor &nv) const {
+    np = Tensor(p.shape), nm = Tensor(p.shape), nv = Tensor(p.shape);
+    for (int64_t i = 0, n = p.getNumElements(); i < n; ++i) {
+      double gi = g.data[i] * scale;
+      nm.data[i] = b1 * m.data[i] + (1.0 - b1) * gi;
+      nv.data[i] = b2 * v.data[i] + (1.0 - b2) * gi * gi;
+      np.data[i] =
+          p.data[i] -
+          lr * (wd * p.data[i] +
+                (nm.data[i] / c1) / (std::sqrt(nv.data[i] / c2) + eps));
+    }
+  }
+};
+} // namespace
+
+/// The rule of an adamw or adamw_group op, or an error at `op` for a step
+/// below 1.
+template <typename UpdateOp>
+static FailureOr<AdamWRule> adamwRule(UpdateOp op, double lr, double t,
+                                      double scale) {
   if (!(t >= 1.0))
     return op.emitOpError() << "step must be at least 1, got " << t;
-  double scale = clippedScale(get(op.getGradScale()).data[0],
-                              get(op.getGradNorm()).data[0],
-                              op.getMaxGradNorm().convertToDouble());
   double b1 = op.getBeta1().convertToDouble(),
-         b2 = op.getBeta2().convertToDouble(),
-         eps = op.getEpsilon().convertToDouble(),
-         wd = op.getWeightDecay().convertToDouble();
-  double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
-  Tensor np(p.shape), nm(p.shape), nv(p.shape);
-  for (int64_t i = 0, n = p.getNumElements(); i < n; ++i) {
-    double gi = g.data[i] * scale;
-    nm.data[i] = b1 * m.data[i] + (1.0 - b1) * gi;
-    nv.data[i] = b2 * v.data[i] + (1.0 - b2) * gi * gi;
-    np.data[i] = p.data[i] -
-                 lr * (wd * p.data[i] +
-                       (nm.data[i] / c1) / (std::sqrt(nv.data[i] / c2) + eps));
-  }
+         b2 = op.getBeta2().convertToDouble();
+  return AdamWRule{lr,
+                   scale,
+                   b1,
+                   b2,
+                   op.getEpsilon().convertToDouble(),
+                   1.0 - std::pow(b1, t),
+                   1.0 - std::pow(b2, t)};
+}
+
+LogicalResult Interpreter::adamw(AdamWOp op) {
+  FailureOr<AdamWRule> rule = adamwRule(
+      op, get(op.getLearningRate()).data[0], get(op.getStep()).data[0],
+      clippedScale(get(op.getGradScale()).data[0],
+                   get(op.getGradNorm()).data[0],
+                   op.getMaxGradNorm().convertToDouble()));
+  if (failed(rule))
+    return failure();
+  Tensor np, nm, nv;
+  rule->apply(get(op.getParam()), get(op.getGrad()), get(op.getMoment1()),
+              get(op.getMoment2()), op.getWeightDecay().convertToDouble(), np,
+              nm, nv);
   set(op.getNewParam(), std::move(np));
   set(op.getNewMoment1(), std::move(nm));
   set(op.getNewMoment2(), std::move(nv));
+  return success();
+}
+
+LogicalResult Interpreter::adamwGroup(AdamWGroupOp op) {
+  FailureOr<AdamWRule> rule = adamwRule(
+      op, get(op.getLearningRate()).data[0], get(op.getStep()).data[0],
+      clippedScale(get(op.getGradScale()).data[0],
+                   get(op.getGradNorm()).data[0],
+                   op.getMaxGradNorm().convertToDouble()));
+  if (failed(rule))
+    return failure();
+  ArrayRef<int64_t> working = op.getWorking();
+  for (size_t i = 0, n = op.getParams().size(); i < n; ++i) {
+    Tensor np, nm, nv;
+    rule->apply(get(op.getParams()[i]), get(op.getGrads()[i]),
+                get(op.getMoments1()[i]), get(op.getMoments2()[i]),
+                op.getWeightDecays()[i], np, nm, nv);
+    // The working copy is the updated master, rounded to its type (as
+    // infir2.convert of the FP32 result).
+    const auto *k = llvm::find(working, int64_t(i));
+    set(op.getNewParams()[i], std::move(np));
+    if (k != working.end())
+      set(op.getWorkingCopies()[k - working.begin()],
+          get(op.getNewParams()[i]));
+    set(op.getNewMoments1()[i], std::move(nm));
+    set(op.getNewMoments2()[i], std::move(nv));
+  }
   return success();
 }
 

@@ -252,6 +252,26 @@ static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
 static bool readsBeforeWriting(Operation *op, Value operand, Value result) {
   if (isa<AdamWOp, SGDOp>(op))
     return true;
+  // The group updates tensor i from the i-th parameter, gradient and
+  // moments only.
+  if (auto group = dyn_cast<AdamWGroupOp>(op)) {
+    auto indexIn = [](ValueRange values, Value v) -> int64_t {
+      auto it = llvm::find(values, v);
+      return it == values.end() ? -1 : it - values.begin();
+    };
+    int64_t in = -1, out = -1;
+    for (ValueRange values :
+         {ValueRange(group.getParams()), ValueRange(group.getGrads()),
+          ValueRange(group.getMoments1()), ValueRange(group.getMoments2())})
+      if (in < 0)
+        in = indexIn(values, operand);
+    for (ValueRange values : {ValueRange(group.getNewParams()),
+                              ValueRange(group.getNewMoments1()),
+                              ValueRange(group.getNewMoments2())})
+      if (out < 0)
+        out = indexIn(values, result);
+    return in >= 0 && in == out;
+  }
   if (isa<AddOp, MulOp>(op))
     return operand.getType() == result.getType();
   // (An accumulator that is also a factor is read whole while written.)

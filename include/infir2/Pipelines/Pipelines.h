@@ -93,6 +93,12 @@ struct TrainingStepOptions : public OptimizerOptionsBase<Derived> {
       *this, "world-size",
       llvm::cl::desc("The number of data-parallel ranks, for zero1"),
       llvm::cl::init(0)};
+  Option<bool> fuseOptimizer{
+      *this, "fuse-optimizer",
+      llvm::cl::desc("One AdamW update over all the optimizer's state, with "
+                     "the working copies (numerics unchanged; off: one "
+                     "update and one conversion per tensor)"),
+      llvm::cl::init(true)};
 };
 
 /// The FP8 recipe's policy.
@@ -165,7 +171,8 @@ struct TrainerPipelineOptions : public FP8OptionsBase<TrainerPipelineOptions> {
 
 /// Adds the FP8 recipe: autodiff and the optimizer when the module has no
 /// training step yet, then assign-precision, insert-quantization, CSE,
-/// fuse-casts, verify-precision, fuse-accumulation and cache-fp8-weights.
+/// fuse-casts, verify-precision, fuse-accumulation, fuse-optimizer and
+/// cache-fp8-weights.
 void buildFP8RecipePipeline(mlir::OpPassManager &pm,
                             const FP8RecipeOptions &options);
 

@@ -396,6 +396,40 @@ def CacheFP8WeightsPass
   }];
 }
 
+def FuseOptimizerPass : Pass<"infir2-fuse-optimizer", "mlir::ModuleOp"> {
+  let summary = "Makes the AdamW updates of a step one op over all the optimizer's state.";
+  let description = [{
+    In every function, the `infir2.adamw` updates that share their learning
+    rate, step, gradient scale and norm and their betas, epsilon and
+    clipping (in an optimizer step: all of them) become one
+    `infir2.adamw_group`, with each tensor's weight decay in
+    `weight_decays`; the `infir2.convert` of an updated master to its
+    narrower working copy joins the group as one of its `working_copies`.
+    A backend then runs the step's whole update as one call, one pass over
+    every tensor (reading each master once for the update and the working
+    copy), instead of a call per tensor and a conversion per working copy.
+    The arithmetic of each element is unchanged, so are the bits.
+
+    The group takes the place of the first update; updates whose operands
+    are not all defined before it are left alone, and so is a single
+    update. Both recipes end with this pass.
+
+    ```mlir
+    %p0, %m0, %v0 = infir2.adamw %a, %ga, %ma, %va, %lr, %t, %s, %n {..., weight_decay = 0.1 : f64} : tensor<8x4xf32>
+    %w0 = infir2.convert %p0 : tensor<8x4xf32> -> tensor<8x4xbf16>
+    %p1, %m1, %v1 = infir2.adamw %b, %gb, %mb, %vb, %lr, %t, %s, %n {..., weight_decay = 0.0 : f64} : tensor<4xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %p:2, %m:2, %v:2, %w0 = infir2.adamw_group (%a, %b) grads(%ga, %gb) moments(%ma, %mb) (%va, %vb)
+        lr %lr step %t scale %s norm %n {..., weight_decays = array<f64: 0.1, 0.0>, working = array<i64: 0>}
+        : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xbf16>
+    ```
+  }];
+}
+
 def DataParallelPass : Pass<"infir2-data-parallel", "mlir::ModuleOp"> {
   let summary = "Sums the gradient accumulators across data-parallel ranks before the optimizer step.";
   let description = [{

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// global_norm (FP64, across the ranks under ZeRO-1), adamw and sgd on FP32
-// state: the update rules of Optimizer.h and Elementwise.h, the same
+// global_norm (FP64, across the ranks under ZeRO-1), adamw, adamw_group
+// and sgd on FP32 state: the update rules of Optimizer.h and Elementwise.h, the same
 // functions the CUDA kernels run.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +13,7 @@
 #include "Operand.h"
 
 #include "infir2/runtime/Elementwise.h"
+#include "infir2/runtime/Float.h"
 #include "infir2/runtime/Optimizer.h"
 
 #include <cmath>
@@ -72,6 +73,72 @@ int32_t adamw(const Call &c) {
 #pragma omp parallel for simd if (p.numel > 16384)
   for (int64_t i = 0; i < p.numel; ++i)
     adamwOf(step, P[i], G[i], M[i], V[i], NP[i], NM[i], NV[i]);
+  return 0;
+}
+
+int32_t adamw_group(const Call &c) {
+  // Operands: p, g, m, v (n each), lr, step, grad_scale, grad_norm, new p,
+  // m, v (n each), the k working copies. Attributes: beta1, beta2, epsilon,
+  // max_grad_norm, n, n weight decays, k, k parameter indices.
+  int64_t n = c.numAttrs() > 4 ? c.intAttr(4) : 0;
+  int64_t k = n > 0 && c.numAttrs() > 5 + n ? c.intAttr(5 + n) : -1;
+  if (n <= 0 || k < 0 || c.numAttrs() != 6 + n + k ||
+      c.numOperands() != 7 * n + 4 + k)
+    return c.fail("malformed call: %lld operands and %lld attributes for "
+                  "%lld tensors",
+                  (long long)c.numOperands(), (long long)c.numAttrs(),
+                  (long long)n);
+  float lr = c.operand(4 * n).get(0), t = c.operand(4 * n + 1).get(0);
+  if (!(t >= 1.0f))
+    return c.fail("step must be at least 1, got %g", double(t));
+  float scale = clippedGradScale(c.operand(4 * n + 2).get(0),
+                                 c.operand(4 * n + 3).get(0), c.attr(3));
+  double b1 = c.attr(0), b2 = c.attr(1);
+  float c1 = float(1.0 - std::pow(b1, double(t))),
+        c2 = float(1.0 - std::pow(b2, double(t)));
+  std::vector<int64_t> workingOf(size_t(n), -1);
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t i = c.intAttr(6 + n + j);
+    if (i < 0 || i >= n)
+      return c.fail("working copy #%lld of parameter #%lld, of %lld",
+                    (long long)j, (long long)i, (long long)n);
+    workingOf[size_t(i)] = 7 * n + 4 + j;
+  }
+  auto f = [&](int64_t i) { return reinterpret_cast<float *>(c.operand(i).ptr); };
+  // One parallel region for the whole step; each tensor's elements are
+  // split among the threads, with no barrier between tensors (element e of
+  // tensor i reads and writes only element e of tensor i's buffers).
+#pragma omp parallel
+  for (int64_t i = 0; i < n; ++i) {
+    AdamWStep step{lr,    scale,                float(b1), float(b2),
+                   float(c.attr(2)), float(c.attr(5 + i)), c1, c2};
+    const float *P = f(i), *G = f(n + i), *M = f(2 * n + i), *V = f(3 * n + i);
+    float *NP = f(4 * n + 4 + i), *NM = f(5 * n + 4 + i),
+          *NV = f(6 * n + 4 + i);
+    int64_t count = c.operand(i).numel;
+    if (workingOf[size_t(i)] < 0) {
+#pragma omp for simd schedule(static) nowait
+      for (int64_t e = 0; e < count; ++e)
+        adamwOf(step, P[e], G[e], M[e], V[e], NP[e], NM[e], NV[e]);
+      continue;
+    }
+    // The working copy as infir2.convert (the copy entry) rounds it.
+    Operand w = c.operand(workingOf[size_t(i)]);
+    if (w.dtype == INFIR2RT_BF16) {
+      auto *W = reinterpret_cast<uint16_t *>(w.ptr);
+#pragma omp for simd schedule(static) nowait
+      for (int64_t e = 0; e < count; ++e) {
+        adamwOf(step, P[e], G[e], M[e], V[e], NP[e], NM[e], NV[e]);
+        W[e] = floatToBF16(NP[e]);
+      }
+      continue;
+    }
+#pragma omp for schedule(static) nowait
+    for (int64_t e = 0; e < count; ++e) {
+      adamwOf(step, P[e], G[e], M[e], V[e], NP[e], NM[e], NV[e]);
+      w.set(e, NP[e]);
+    }
+  }
   return 0;
 }
 

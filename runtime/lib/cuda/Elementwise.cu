@@ -24,11 +24,14 @@
 #include <cuda_bf16.h>
 
 #include <cstring>
+#include <vector>
 
 namespace {
 
 using Operand = infir2::rt::DescOperand;
 using infir2::rt::descAttr;
+using infir2::rt::descAttrCount;
+using infir2::rt::descOperandCount;
 using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 
@@ -117,6 +120,19 @@ __global__ void adamwKernel(const float *p, const float *g, const float *m,
     infir2::rt::adamwOf(step, p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
 }
 
+/// adamwKernel, and the updated master rounded to its working copy `w`
+/// (FP32 or BF16, as the copy entry rounds it).
+__global__ void adamwWorkingKernel(const float *p, const float *g,
+                                   const float *m, const float *v, float *np,
+                                   float *nm, float *nv, View w, int64_t n,
+                                   infir2::rt::AdamWStep step) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) {
+    infir2::rt::adamwOf(step, p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
+    w.set(i, np[i]);
+  }
+}
+
 /// Reads `count` FP32 scalars (operands first, first + 1, ...) to the host.
 int32_t readScalars(infir2rt_context *ctx, const int64_t *desc, int64_t first,
                     int count, float *out, const char *where) {
@@ -193,6 +209,67 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
       infir2::rt::AdamWStep{lr, scale, float(b1), float(b2),
                             float(descAttr(desc, 2)), float(descAttr(desc, 3)),
                             c1, c2});
+  return infir2::rt::cuda::finishLaunch(ctx, where);
+}
+
+extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
+                                             const int64_t *desc,
+                                             const char *where) {
+  // The layout of the CPU backend's adamw_group (runtime/lib/cpu).
+  int64_t attrs = descAttrCount(desc), operands = descOperandCount(desc);
+  int64_t n = attrs > 4 ? int64_t(descAttr(desc, 4)) : 0;
+  int64_t k = n > 0 && attrs > 5 + n ? int64_t(descAttr(desc, 5 + n)) : -1;
+  if (n <= 0 || k < 0 || attrs != 6 + n + k || operands != 7 * n + 4 + k)
+    return setCallError(ctx, where,
+                        "malformed call: %lld operands and %lld attributes "
+                        "for %lld tensors",
+                        (long long)operands, (long long)attrs, (long long)n);
+  float in[4]; // learning rate, step, grad scale, grad norm: read once
+  if (int32_t rc = readScalars(ctx, desc, 4 * n, 4, in, where))
+    return rc;
+  float lr = in[0], t = in[1];
+  if (!(t >= 1.0f))
+    return setCallError(ctx, where, "step must be at least 1, got %g",
+                        double(t));
+  double b1 = descAttr(desc, 0), b2 = descAttr(desc, 1);
+  float scale = infir2::rt::clippedGradScale(in[2], in[3], descAttr(desc, 3));
+  float c1 = float(1.0 - std::pow(b1, double(t))),
+        c2 = float(1.0 - std::pow(b2, double(t)));
+  std::vector<int64_t> workingOf(size_t(n), -1);
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t i = int64_t(descAttr(desc, 6 + n + j));
+    if (i < 0 || i >= n)
+      return setCallError(ctx, where, "working copy #%lld of parameter #%lld",
+                          (long long)j, (long long)i);
+    workingOf[size_t(i)] = 7 * n + 4 + j;
+  }
+  auto f = [&](int64_t i) {
+    return reinterpret_cast<float *>(descOperand(ctx, desc, i).ptr);
+  };
+  const int threads = 256;
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t count = descOperand(ctx, desc, i).numel;
+    infir2::rt::AdamWStep step{lr,        scale,
+                               float(b1), float(b2),
+                               float(descAttr(desc, 2)),
+                               float(descAttr(desc, 5 + i)),
+                               c1,        c2};
+    unsigned blocks = unsigned((count + threads - 1) / threads);
+    if (workingOf[size_t(i)] < 0) {
+      adamwKernel<<<blocks, threads, 0, stream>>>(
+          f(i), f(n + i), f(2 * n + i), f(3 * n + i), f(4 * n + 4 + i),
+          f(5 * n + 4 + i), f(6 * n + 4 + i), count, step);
+      continue;
+    }
+    View w = viewOf(descOperand(ctx, desc, workingOf[size_t(i)]));
+    if (w.dtype != INFIR2RT_F32 && w.dtype != INFIR2RT_BF16)
+      return setCallError(ctx, where, "%s",
+                          "the CUDA kernel takes f32 or bf16 working copies");
+    adamwWorkingKernel<<<blocks, threads, 0, stream>>>(
+        f(i), f(n + i), f(2 * n + i), f(3 * n + i), f(4 * n + 4 + i),
+        f(5 * n + 4 + i), f(6 * n + 4 + i), w, count, step);
+  }
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 

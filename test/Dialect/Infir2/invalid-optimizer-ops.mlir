@@ -151,3 +151,75 @@ func.func @all_gather_rows(%w: tensor<2xbf16>) {
   %r = infir2.all_gather %w {world_size = 2 : i64} : tensor<2xbf16> -> tensor<8xbf16>
   return
 }
+
+// -----
+
+// Tests that a group update has as many gradients as parameters.
+func.func @adamw_group_0(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects as many gradients, moments and updated tensors as parameters (2)}}
+  %0:5 = "infir2.adamw_group"(%a, %b, %a, %a, %b, %a, %b, %s, %s, %s, %s) <{beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64>, operandSegmentSizes = array<i32: 2, 1, 2, 2, 1, 1, 1, 1>, resultSegmentSizes = array<i32: 2, 1, 2, 0>}> : (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+// Tests that each gradient has its parameter's type.
+func.func @adamw_group_1(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects gradients, moments and updated tensors of the parameters' types}}
+  %0:6 = "infir2.adamw_group"(%a, %b, %b, %a, %a, %b, %a, %b, %s, %s, %s, %s) <{beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64>, operandSegmentSizes = array<i32: 2, 2, 2, 2, 1, 1, 1, 1>, resultSegmentSizes = array<i32: 2, 2, 2, 0>}> : (tensor<4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+// Tests that there is one weight decay per parameter.
+func.func @adamw_group_2(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects one weight decay per parameter (2), got 1}}
+  %p:2, %m:2, %v:2 = infir2.adamw_group (%a, %b) grads (%a, %b) moments (%a, %b) (%a, %b) lr %s step %s scale %s norm %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1>, working = array<i64>} : tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests that weight decays are not negative.
+func.func @adamw_group_3(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects a non-negative weight_decay, got -5.000000e-01}}
+  %p:2, %m:2, %v:2 = infir2.adamw_group (%a, %b) grads (%a, %b) moments (%a, %b) (%a, %b) lr %s step %s scale %s norm %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, -0.5>, working = array<i64>} : tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests the betas.
+func.func @adamw_group_4(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects beta1 in [0, 1), got 1.000000e+00}}
+  %p:2, %m:2, %v:2 = infir2.adamw_group (%a, %b) grads (%a, %b) moments (%a, %b) (%a, %b) lr %s step %s scale %s norm %s {beta1 = 1.0 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64>} : tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests that there is one working copy per index of `working`.
+func.func @adamw_group_5(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects one working copy per index of 'working' (1), got 0}}
+  %p:2, %m:2, %v:2 = infir2.adamw_group (%a, %b) grads (%a, %b) moments (%a, %b) (%a, %b) lr %s step %s scale %s norm %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64: 0>} : tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests that working copy indices are strictly increasing parameter indices.
+func.func @adamw_group_6(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects 'working' to be strictly increasing parameter indices below 2}}
+  %p:2, %m:2, %v:2, %w:2 = infir2.adamw_group (%a, %b) grads (%a, %b) moments (%a, %b) (%a, %b) lr %s step %s scale %s norm %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64: 1, 1>} : tensor<4xf32>, tensor<2xf32> -> tensor<2xbf16>, tensor<2xbf16>
+  return
+}
+
+// -----
+
+// Tests that a working copy has its parameter's shape.
+func.func @adamw_group_7(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects working copy #0 of parameter #1's shape, got 'tensor<4xbf16>'}}
+  %p:2, %m:2, %v:2, %w = infir2.adamw_group (%a, %b) grads (%a, %b) moments (%a, %b) (%a, %b) lr %s step %s scale %s norm %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64: 1>} : tensor<4xf32>, tensor<2xf32> -> tensor<4xbf16>
+  return
+}

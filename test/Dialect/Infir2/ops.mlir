@@ -201,6 +201,22 @@ func.func @optimizer_ops(%p: tensor<8x4xf32> {infir2.master_of = "w"}, %g: tenso
 
 // -----
 
+// Tests that a group update round-trips, with and without working copies.
+// CHECK-LABEL: func.func @adamw_group
+// CHECK: %{{.+}}:2, %{{.+}}:2, %{{.+}}:2, %{{.+}} = infir2.adamw_group (%{{.+}}, %{{.+}}) grads(%{{.+}}, %{{.+}}) moments(%{{.+}}, %{{.+}}) (%{{.+}}, %{{.+}}) lr %{{.+}} step %{{.+}} scale %{{.+}} norm %{{.+}} {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, epsilon = 1.000000e-08 : f64, max_grad_norm = 1.000000e+00 : f64, weight_decays = array<f64: 1.000000e-01, 0.000000e+00>, working = array<i64: 0>} : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xbf16>
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}} = infir2.adamw_group (%{{.+}}) grads(%{{.+}}) moments(%{{.+}}) (%{{.+}}) lr %{{.+}} step %{{.+}} scale %{{.+}} norm %{{.+}} {{{.*}}working = array<i64>} : tensor<4xf32>
+func.func @adamw_group(%a: tensor<8x4xf32>, %b: tensor<4xf32>, %s: tensor<f32>) {
+  %p:2, %m:2, %v:2, %w = infir2.adamw_group (%a, %b) grads (%a, %b) moments (%a, %b) (%a, %b) lr %s step %s scale %s norm %s
+      {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64,
+       weight_decays = array<f64: 0.1, 0.0>, working = array<i64: 0>} : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xbf16>
+  %p1, %m1, %v1 = infir2.adamw_group (%b) grads (%b) moments (%b) (%b) lr %s step %s scale %s norm %s
+      {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64,
+       weight_decays = array<f64: 0.0>, working = array<i64>} : tensor<4xf32>
+  return
+}
+
+// -----
+
 // Tests the all-reduce of one gradient bucket.
 // CHECK-LABEL: func.func @all_reduce
 // CHECK: %{{.+}}:2 = infir2.all_reduce %{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<4xf32>

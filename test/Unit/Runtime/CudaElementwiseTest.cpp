@@ -101,6 +101,47 @@ TEST(CudaElementwise, AdamWMatchesTheCpuBackend) {
     compareClose(c, o, INFIR2RT_F32, n, 0, infir2rt_adamw, infir2rt_cuda_adamw);
 }
 
+// The whole optimizer step's update in one call: three tensors of odd
+// sizes, two with BF16 working copies; every result bit-identical to the
+// CPU backend's (the adamw rule above, and the same rounding to BF16).
+TEST(CudaElementwise, AdamWGroupMatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  std::mt19937_64 rng = seededRng();
+  const int64_t sizes[] = {1, 4099, 896};
+  Call c;
+  std::vector<int> in[4];
+  for (int k = 0; k < 4; ++k)
+    for (int64_t n : sizes) {
+      in[k].push_back(c.add({n}, INFIR2RT_F32));
+      fill(c, in[k].back(), INFIR2RT_F32, 1, n, rng);
+    }
+  for (size_t t = 0; t < 3; ++t) { // second moments are non-negative
+    float *v = reinterpret_cast<float *>(c.host.data() +
+                                         c.operands[in[3][t]].first);
+    for (int64_t i = 0; i < sizes[t]; ++i)
+      v[i] = std::fabs(v[i]);
+  }
+  int first = c.add({}, INFIR2RT_F32);
+  for (int i = 0; i < 3; ++i)
+    c.add({}, INFIR2RT_F32);
+  for (auto [i, x] : {std::pair{0, 1e-3f}, {1, 7.0f}, {2, 0.5f}, {3, 3.0f}})
+    std::memcpy(c.host.data() + c.operands[first + i].first, &x, 4);
+  std::vector<std::pair<int, int64_t>> outs; // (operand, elements), FP32
+  for (int k = 0; k < 3; ++k)
+    for (int64_t n : sizes)
+      outs.push_back({c.add({n}, INFIR2RT_F32), n});
+  int w0 = c.add({sizes[0]}, INFIR2RT_BF16), w2 = c.add({sizes[2]}, INFIR2RT_BF16);
+  c.attrs({0.9, 0.95, 1e-8, 1.0, 3, 0.1, 0.0, 0.1, 2, 0, 2});
+  for (auto [o, n] : outs)
+    compareClose(c, o, INFIR2RT_F32, n, 0, infir2rt_adamw_group,
+                 infir2rt_cuda_adamw_group);
+  compareClose(c, w0, INFIR2RT_BF16, sizes[0], 0, infir2rt_adamw_group,
+               infir2rt_cuda_adamw_group);
+  compareClose(c, w2, INFIR2RT_BF16, sizes[2], 0, infir2rt_adamw_group,
+               infir2rt_cuda_adamw_group);
+}
+
 // Layout and reduction kernels against the CPU backend: fill, transpose and
 // embedding exactly; rope (both directions) and the gradients of silu and
 // swiglu within a few ulps of the largest output, not of each: they are

@@ -96,14 +96,68 @@ static LogicalResult verifyUpdate(Operation *op, double weightDecay,
   return success();
 }
 
-LogicalResult AdamWOp::verify() {
-  for (auto [name, beta] :
-       {std::pair<StringRef, double>{"beta1", getBeta1().convertToDouble()},
-        {"beta2", getBeta2().convertToDouble()}})
+/// Checks AdamW's betas.
+static LogicalResult verifyBetas(Operation *op, double beta1, double beta2) {
+  for (auto [name, beta] : {std::pair<StringRef, double>{"beta1", beta1},
+                            {"beta2", beta2}})
     if (!(beta >= 0.0 && beta < 1.0))
-      return emitOpError() << "expects " << name << " in [0, 1), got " << beta;
+      return op->emitOpError()
+             << "expects " << name << " in [0, 1), got " << beta;
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  if (failed(verifyBetas(*this, getBeta1().convertToDouble(),
+                         getBeta2().convertToDouble())))
+    return failure();
   return verifyUpdate(*this, getWeightDecay().convertToDouble(),
                       getMaxGradNorm().convertToDouble());
+}
+
+LogicalResult AdamWGroupOp::verify() {
+  if (failed(verifyBetas(*this, getBeta1().convertToDouble(),
+                         getBeta2().convertToDouble())))
+    return failure();
+  size_t n = getParams().size();
+  if (n == 0)
+    return emitOpError() << "expects at least one parameter";
+  if (getGrads().size() != n || getMoments1().size() != n ||
+      getMoments2().size() != n || getNewParams().size() != n ||
+      getNewMoments1().size() != n || getNewMoments2().size() != n)
+    return emitOpError() << "expects as many gradients, moments and updated "
+                            "tensors as parameters ("
+                         << n << ")";
+  for (ValueRange group : {ValueRange(getGrads()), ValueRange(getMoments1()),
+                           ValueRange(getMoments2()),
+                           ValueRange(getNewParams()),
+                           ValueRange(getNewMoments1()),
+                           ValueRange(getNewMoments2())})
+    if (group.getTypes() != getParams().getTypes())
+      return emitOpError() << "expects gradients, moments and updated tensors "
+                              "of the parameters' types";
+  if (getWeightDecays().size() != n)
+    return emitOpError() << "expects one weight decay per parameter (" << n
+                         << "), got " << getWeightDecays().size();
+  for (double wd : getWeightDecays())
+    if (failed(verifyUpdate(*this, wd, getMaxGradNorm().convertToDouble())))
+      return failure();
+  ArrayRef<int64_t> working = getWorking();
+  if (working.size() != getWorkingCopies().size())
+    return emitOpError() << "expects one working copy per index of 'working' ("
+                         << working.size() << "), got "
+                         << getWorkingCopies().size();
+  for (auto [k, i] : llvm::enumerate(working)) {
+    if (i < 0 || i >= int64_t(n) || (k > 0 && i <= working[k - 1]))
+      return emitOpError() << "expects 'working' to be strictly increasing "
+                              "parameter indices below "
+                           << n;
+    auto w = cast<RankedTensorType>(getWorkingCopies()[k].getType());
+    auto p = cast<RankedTensorType>(getParams()[i].getType());
+    if (w.getShape() != p.getShape())
+      return emitOpError() << "expects working copy #" << k << " of parameter #"
+                           << i << "'s shape, got " << w;
+  }
+  return success();
 }
 
 LogicalResult SGDOp::verify() {

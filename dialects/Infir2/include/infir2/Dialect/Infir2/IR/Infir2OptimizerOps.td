@@ -192,4 +192,57 @@ def Infir2_SGDOp : Infir2_UpdateOp<"sgd",
   let hasVerifier = 1;
 }
 
+def Infir2_AdamWGroupOp : Infir2_UpdateOp<"adamw_group", [
+    AttrSizedOperandSegments, AttrSizedResultSegments]> {
+  let summary = "Applies one AdamW step to many FP32 master weights at once, and narrows them to their working copies.";
+  let description = [{
+    `infir2.adamw` on each `(params[i], grads[i], moments1[i], moments2[i])`
+    with weight decay `weight_decays[i]`, all with the same learning rate,
+    step, gradient scale and norm, betas, epsilon and clipping: element for
+    element the same arithmetic, so the same bits. Each parameter listed in
+    `working` (strictly increasing indices) also gets its updated master
+    rounded (to nearest even) to `working_copies[k]`'s element type, as
+    `infir2.convert` would.
+
+    `--infir2-fuse-optimizer` makes it from the updates of an optimizer step,
+    so that a backend runs the whole update as one call over all the
+    optimizer's state (one pass, a segment table of tensors) instead of a
+    call per tensor and a conversion per working copy.
+  }] # clipDescription # [{
+
+    ```mlir
+    %p:2, %m:2, %v:2, %w = infir2.adamw_group (%p0, %p1) grads(%g0, %g1)
+        moments(%m0, %m1) (%v0, %v1) lr %lr step %t scale %s norm %n
+        {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-08 : f64,
+         max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>,
+         working = array<i64: 0>}
+        : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Infir2_FP32Tensor>:$params,
+                       Variadic<Infir2_FP32Tensor>:$grads,
+                       Variadic<Infir2_FP32Tensor>:$moments1,
+                       Variadic<Infir2_FP32Tensor>:$moments2,
+                       Infir2_Scalar:$learning_rate, Infir2_Scalar:$step,
+                       Infir2_Scalar:$grad_scale, Infir2_Scalar:$grad_norm,
+                       F64Attr:$beta1, F64Attr:$beta2, PositiveF64Attr:$epsilon,
+                       F64Attr:$max_grad_norm,
+                       DenseF64ArrayAttr:$weight_decays,
+                       DenseI64ArrayAttr:$working);
+  let results = (outs Variadic<Infir2_FP32Tensor>:$new_params,
+                      Variadic<Infir2_FP32Tensor>:$new_moments1,
+                      Variadic<Infir2_FP32Tensor>:$new_moments2,
+                      Variadic<Infir2_FloatTensor>:$working_copies);
+  let assemblyFormat = [{
+    ` ` `(` $params `)` `grads` `(` $grads `)` `moments` `(` $moments1 `)`
+    `(` $moments2 `)` `lr` $learning_rate `step` $step `scale` $grad_scale
+    `norm` $grad_norm attr-dict `:` type($params)
+    custom<SameTypes>(ref(type($params)), type($grads), type($moments1),
+                      type($moments2), type($new_params), type($new_moments1),
+                      type($new_moments2))
+    (`->` type($working_copies)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // INFIR2_DIALECT_INFIR2_IR_INFIR2OPTIMIZEROPS_TD
