@@ -3,7 +3,7 @@
 # the tokens/s of the bf16 and fp8 trainers each compiles for the same
 # model, alternating in every round, with the ratios new / old.
 #
-#   bash bench/trainer-compare.sh OLD_BUILD NEW_BUILD [tiny|110m] [ROUNDS] [STEPS]
+#   bash bench/trainer-compare.sh OLD_BUILD NEW_BUILD [tiny|110m|0.5b] [ROUNDS] [STEPS]
 #   e.g. git worktree add /tmp/old <commit> && cmake -S /tmp/old -B /tmp/old/build ... &&
 #        bash bench/trainer-compare.sh /tmp/old/build build 110m 3 6
 set -euo pipefail
@@ -14,7 +14,10 @@ case "$which" in
   110m) model=$tmp/model.mlir
         "$new/bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen-110m.json" \
           --seq-len 256 --micro-batch 4 -o "$model" ;;
-  *) echo "usage: trainer-compare.sh OLD_BUILD NEW_BUILD [tiny|110m] [ROUNDS] [STEPS]" >&2; exit 2 ;;
+  0.5b) model=$tmp/model.mlir
+        "$new/bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen2.5-0.5b.json" \
+          --seq-len 256 --micro-batch 1 -o "$model" ;;
+  *) echo "usage: trainer-compare.sh OLD_BUILD NEW_BUILD [tiny|110m|0.5b] [ROUNDS] [STEPS]" >&2; exit 2 ;;
 esac
 for side in old new; do
   dir=$old; [ "$side" = new ] && dir=$new
