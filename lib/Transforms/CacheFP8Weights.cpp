@@ -84,23 +84,14 @@ std::string cacheName(StringRef param, bool transposed, StringRef part) {
 }
 
 /// The codes and scales of `weight` quantized as `cached` says, built at
-/// `b`: from `twin` (the untransposed codes and scales of the same
-/// settings, if any) by transposing both when the blocks are square, else
-/// by quantizing.
+/// `b` (quantizing its transpose for a transposed copy).
 std::pair<Value, Value> quantizeLike(OpBuilder &b, Location loc, Value weight,
-                                     const CachedQuantization &cached,
-                                     std::optional<std::pair<Value, Value>> twin) {
+                                     const CachedQuantization &cached) {
   fp8::QuantizeOp proto = cached.prototype;
-  auto swap = [&](Value v, Type type) -> Value {
-    return TransposeOp::create(b, loc, type, v, b.getDenseI64ArrayAttr({1, 0}));
-  };
-  auto blocks = cast<fp8::BlocksAttr>(proto.getGranularity());
-  if (cached.transposed && twin && blocks.getRows() == blocks.getCols())
-    return {swap(twin->first, proto.getData().getType()),
-            swap(twin->second, proto.getScale().getType())};
   Value input = weight;
   if (cached.transposed)
-    input = swap(weight, proto.getInput().getType());
+    input = TransposeOp::create(b, loc, proto.getInput().getType(), weight,
+                                b.getDenseI64ArrayAttr({1, 0}));
   auto q = fp8::QuantizeOp::create(
       b, loc, proto.getData().getType(), proto.getScale().getType(), input,
       proto.getFormatAttr(), proto.getGranularity(), proto.getScaleRuleAttr());
@@ -114,15 +105,25 @@ void emitCache(OpBuilder &b, Location loc, Value weight, StringRef param,
                SmallVectorImpl<Value> &values,
                SmallVectorImpl<std::string> &names) {
   SmallVector<std::pair<Value, Value>> built;
-  for (const CachedQuantization &c : cached) {
-    std::optional<std::pair<Value, Value>> twin;
-    if (c.transposed)
-      for (auto [other, codes] : llvm::zip(cached, built))
-        if (!other.transposed && sameSettings(other.prototype, c.prototype))
-          twin = codes;
-    // Untransposed copies first, so that a transposed one finds its twin.
-    built.push_back(quantizeLike(b, loc, weight, c, twin));
+  // Both layouts of one setting by square blocks: one quantize_dual, which
+  // writes the transposed codes and scales in the same pass.
+  if (cached.size() == 2 && !cached[0].transposed && cached[1].transposed &&
+      sameSettings(cached[0].prototype, cached[1].prototype)) {
+    fp8::QuantizeOp a = cached[0].prototype, t = cached[1].prototype;
+    auto blocks = cast<fp8::BlocksAttr>(a.getGranularity());
+    if (blocks.getRows() == blocks.getCols()) {
+      auto dual = fp8::QuantizeDualOp::create(
+          b, loc, a.getData().getType(), a.getScale().getType(),
+          t.getData().getType(), t.getScale().getType(), weight,
+          a.getFormatAttr(), a.getGranularity(), t.getGranularity(),
+          a.getScaleRuleAttr());
+      built = {{dual.getData(), dual.getScale()},
+               {dual.getDataT(), dual.getScaleT()}};
+    }
   }
+  if (built.empty())
+    for (const CachedQuantization &c : cached)
+      built.push_back(quantizeLike(b, loc, weight, c));
   for (auto [c, codes] : llvm::zip_equal(cached, built)) {
     values.append({codes.first, codes.second});
     names.push_back(cacheName(param, c.transposed, "data"));

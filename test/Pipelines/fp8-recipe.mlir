@@ -20,7 +20,7 @@
 // CHECK-NOT: fp8.quantize {{.*}} by #fp8.blocks
 // CHECK-LABEL: func.func @optimizer_step(
 // CHECK: infir2.adamw
-// CHECK: fp8.quantize {{.*}} by #fp8.blocks<128, 128> scale pow2
+// CHECK: fp8.quantize_dual {{.*}} by #fp8.blocks<128, 128> and transposed by #fp8.blocks<128, 128> scale pow2
 // CHECK-LABEL: func.func @quantize_weights(
 
 // Running the recipe again on its own output changes nothing.

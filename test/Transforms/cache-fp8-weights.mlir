@@ -4,8 +4,8 @@
 // Tests that a weight's quantizations by square blocks, as read by its
 // forward GEMM and, transposed, by its dgrad GEMM, leave the training step
 // for the cache: two arguments per layout, filled by @quantize_weights and
-// refreshed by the optimizer step from the updated working copy, where the
-// transposed copy is the transpose of the codes and of the scale grid.
+// refreshed by the optimizer step from the updated working copy, both
+// layouts by one quantize_dual.
 
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<256x128xbf16> {infir2.param = #infir2.param<"w", normal(std = 2.000000e-02)>}
@@ -26,9 +26,7 @@ func.func @train_step(%w: tensor<256x128xbf16> {infir2.param = #infir2.param<"w"
 // CHECK-LABEL: func.func @optimizer_step(
 // CHECK-SAME: -> (tensor<256x128xbf16> {infir2.working_copy_of = "w"}, tensor<256x128xf8E4M3FN> {infir2.fp8_cache = "w:data"}, tensor<2x1xf32> {infir2.fp8_cache = "w:scale"}, tensor<128x256xf8E4M3FN> {infir2.fp8_cache = "w.t:data"}, tensor<1x2xf32> {infir2.fp8_cache = "w.t:scale"})
 // CHECK: %[[NEW:.+]] = infir2.add
-// CHECK: %[[Q:.+]], %[[QS:.+]] = fp8.quantize %[[NEW]] to e4m3 by #fp8.blocks<128, 128> scale pow2
-// CHECK: %[[QT:.+]] = infir2.transpose %[[Q]] [1, 0] : tensor<256x128xf8E4M3FN> -> tensor<128x256xf8E4M3FN>
-// CHECK: %[[QST:.+]] = infir2.transpose %[[QS]] [1, 0] : tensor<2x1xf32> -> tensor<1x2xf32>
+// CHECK: %[[Q:.+]], %[[QS:.+]], %[[QT:.+]], %[[QST:.+]] = fp8.quantize_dual %[[NEW]] to e4m3 by #fp8.blocks<128, 128> and transposed by #fp8.blocks<128, 128> scale pow2 : tensor<256x128xbf16> -> tensor<256x128xf8E4M3FN>, tensor<2x1xf32>, tensor<128x256xf8E4M3FN>, tensor<1x2xf32>
 // CHECK: return %[[NEW]], %[[Q]], %[[QS]], %[[QT]], %[[QST]]
 func.func @optimizer_step(%w: tensor<256x128xbf16>) -> (tensor<256x128xbf16> {infir2.working_copy_of = "w"}) {
   %0 = infir2.add %w, %w : tensor<256x128xbf16>, tensor<256x128xbf16>
@@ -38,17 +36,15 @@ func.func @optimizer_step(%w: tensor<256x128xbf16>) -> (tensor<256x128xbf16> {in
 // CHECK-LABEL: func.func @quantize_weights(
 // CHECK-SAME: %[[P:[a-z0-9]+]]: tensor<256x128xbf16> {infir2.param = #infir2.param<"w", normal(std = 2.000000e-02)>}
 // CHECK-SAME: -> (tensor<256x128xf8E4M3FN> {infir2.fp8_cache = "w:data"}, tensor<2x1xf32> {infir2.fp8_cache = "w:scale"}, tensor<128x256xf8E4M3FN> {infir2.fp8_cache = "w.t:data"}, tensor<1x2xf32> {infir2.fp8_cache = "w.t:scale"})
-// CHECK: %[[Q:.+]], %[[QS:.+]] = fp8.quantize %[[P]]
-// CHECK: %[[QT:.+]] = infir2.transpose %[[Q]] [1, 0]
-// CHECK: %[[QST:.+]] = infir2.transpose %[[QS]] [1, 0]
+// CHECK: %[[Q:.+]], %[[QS:.+]], %[[QT:.+]], %[[QST:.+]] = fp8.quantize_dual %[[P]]
 // CHECK: return %[[Q]], %[[QS]], %[[QT]], %[[QST]]
 // CHECK-NOT: func.func @quantize_weights
 
 // -----
 
 // Tests that with blocks that are not square, and for a transposed copy
-// without its untransposed twin, the refresh quantizes the transpose (the
-// codes of a transpose are then not the transposed codes).
+// alone, the refresh quantizes the transpose on its own (with non-square
+// blocks the codes of the transpose are not the transposed codes).
 
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: {infir2.fp8_cache = "a.t:data"}

@@ -371,12 +371,12 @@ def CacheFP8WeightsPass
     `K` accumulated micro-batches quantizes each weight once instead of
     `2K` times.
 
-    With square blocks the transposed copy is the transpose of the codes
-    and of the scale grid: block `(i, j)` of `Wᵀ` holds the elements of
-    block `(j, i)` of `W`, so its amax, scale and codes are the same (bit
-    for bit what quantizing the transpose gives). Non-square blocks, or a
-    transposed quantization without its untransposed twin, quantize the
-    transpose instead, still once per optimizer step.
+    With square blocks both copies come from one `fp8.quantize_dual` of the
+    weight: block `(i, j)` of `Wᵀ` holds the elements of block `(j, i)` of
+    `W`, so its amax, scale and codes are the same, bit for bit what
+    quantizing the transpose gives, and one pass writes both. Non-square
+    blocks, or one layout alone, quantize (the transpose) on their own,
+    still once per optimizer step.
 
     A parameter the optimizer step does not update (no working copy among
     its results) is left to quantize in the step as before. Running the

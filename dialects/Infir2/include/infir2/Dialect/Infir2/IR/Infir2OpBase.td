@@ -19,10 +19,6 @@ include "mlir/IR/CommonTypeConstraints.td"
 // Model tensors hold high-precision floats; FP8 appears only where the recipe
 // inserts `fp8` ops.
 def Infir2_FloatTensor : StaticShapeTensorOf<[BF16, F16, F32, F64]>;
-// What layout ops move: floats, and the FP8 codes and scales of a quantized
-// tensor (a cached weight's transposed copy).
-def Infir2_LayoutTensor : StaticShapeTensorOf<[BF16, F16, F32, F64, F8E4M3FN,
-                                               F8E5M2, F8E8M0FNU]>;
 def Infir2_IdTensor : StaticShapeTensorOf<[I32, I64]>;
 def Infir2_MaskTensor : StaticShapeTensorOf<[I1, BF16, F16, F32, F64]>;
 // A 0-d f32 tensor: the loss, a learning rate, a norm.

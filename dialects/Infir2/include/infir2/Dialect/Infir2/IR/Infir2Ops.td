@@ -288,9 +288,9 @@ def Infir2_TransposeOp : Infir2_Op<"transpose", [Pure, DeclareOpInterfaceMethods
     %t = infir2.transpose %x [1, 0] : tensor<64x128xbf16> -> tensor<128x64xbf16>
     ```
   }];
-  let arguments = (ins Infir2_LayoutTensor:$input,
+  let arguments = (ins Infir2_FloatTensor:$input,
                        DenseI64ArrayAttr:$permutation);
-  let results = (outs Infir2_LayoutTensor:$result);
+  let results = (outs Infir2_FloatTensor:$result);
   let assemblyFormat = [{
     $input $permutation attr-dict `:` type($input) `->` type($result)
   }];
