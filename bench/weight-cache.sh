@@ -5,8 +5,10 @@
 # alternating in every round, at --grad-accum 1 and 4. For each: the
 # seconds per optimizer step (median over the rounds, steps after the
 # first), and from INFIR2_PROFILE=1 the seconds per optimizer step in
-# `quantize` and `transpose` calls (all of them weights': activations go
-# through quantize_dual), and the planned memory (--report-memory).
+# `quantize`, `quantize_dual` and `transpose` calls (without the cache the
+# weights' quantize and transposes; with it, both layouts of each weight in
+# one quantize_dual, beside the activations'), and the planned memory
+# (--report-memory).
 #
 #   bash bench/weight-cache.sh [0.5b|110m] [ROUNDS] [STEPS]   (default 0.5b 2 4)
 set -euo pipefail
@@ -27,7 +29,8 @@ for side in cached uncached; do
     --recipe-options="$opts" --report-memory | grep -E 'weight cache|peak|allocated' |
     sed -E 's/ +/ /g' | paste -sd';')"
 done
-printf "%-9s %5s %8s %14s %15s\n" trainer accum "s/step" "quantize s/st" "transpose s/st"
+printf "%-9s %5s %8s %14s %14s %15s\n" trainer accum "s/step" "quantize s/st" "dual s/st" \
+  "transpose s/st"
 for i in $(seq "$rounds"); do
   for accum in 1 4; do
     for side in cached uncached; do
@@ -38,9 +41,9 @@ for i in $(seq "$rounds"); do
       sec=$(tail -n +2 "$tmp/log.jsonl" |
             sed -E 's/.*"tokens_per_s": ?([0-9.e+-]+).*/\1/' |
             awk -v t=$((seq * mb * accum)) '{print t / $1}' | median)
-      printf "%-9s %5s %8.2f %14s %15s\n" $side $accum "$sec" \
-        "$(awk -v n="$steps" '$1 == "quantize" {printf "%.3f", $4 / n}' "$tmp/profile")" \
-        "$(awk -v n="$steps" '$1 == "transpose" {printf "%.3f", $4 / n}' "$tmp/profile")"
+      each() { awk -v e="$1" -v n="$steps" '$1 == e {printf "%.3f", $4 / n}' "$tmp/profile"; }
+      printf "%-9s %5s %8.2f %14s %14s %15s\n" $side $accum "$sec" "$(each quantize)" \
+        "$(each quantize_dual)" "$(each transpose)"
     done
   done
 done
