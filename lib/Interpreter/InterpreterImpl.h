@@ -157,6 +157,16 @@ Tensor rotate(const Tensor &x, const Tensor &pos, int64_t hd, double theta,
 /// The values computed so far and one rule per op. `run` dispatches on the op
 /// (Interpreter.cpp); the rules are defined by family in the files named
 /// above.
+/// One AdamW update's hyperparameters, in FP64 (OptimizerOps.cpp).
+struct AdamWRule {
+  double lr, scale, b1, b2, eps, c1, c2;
+
+  /// The updated parameter and moments of `p` with weight decay `wd`.
+  void apply(const Tensor &p, const Tensor &g, const Tensor &m,
+             const Tensor &v, double wd, Tensor &np, Tensor &nm,
+             Tensor &nv) const;
+};
+
 class Interpreter {
 public:
   mlir::LogicalResult run(mlir::Operation *op);
@@ -193,6 +203,8 @@ private:
   mlir::LogicalResult adamwGroup(AdamWGroupOp op);
   mlir::LogicalResult sgd(SGDOp op);
   double clippedScale(double gradScale, double norm, double maxGradNorm);
+  template <typename UpdateOp>
+  mlir::FailureOr<AdamWRule> adamwRule(UpdateOp op);
   // FP8Ops.cpp
   mlir::LogicalResult quantize(fp8::QuantizeOp op);
   mlir::LogicalResult quantizeDual(fp8::QuantizeDualOp op);

@@ -53,40 +53,33 @@ double Interpreter::clippedScale(double gradScale, double norm,
   return gradScale * std::min(1.0, maxGradNorm / (norm + 1e-6));
 }
 
-namespace {
-/// One AdamW update's hyperparameters, in FP64.
-struct AdamWRule {
-  double lr, scale, b1, b2, eps, c1, c2;
-
-  /// The updated parameter and moments of `p` with weight decay `wd`.
-  void apply(const Tensor &p, const Tensor &g, const Tensor &m,
-             const Tensor &v, double wd, Tensor &np, Tensor &nm,
-             Tensor &nv) const {
-    np = Tensor(p.shape), nm = Tensor(p.shape), nv = Tensor(p.shape);
-    for (int64_t i = 0, n = p.getNumElements(); i < n; ++i) {
-      double gi = g.data[i] * scale;
-      nm.data[i] = b1 * m.data[i] + (1.0 - b1) * gi;
-      nv.data[i] = b2 * v.data[i] + (1.0 - b2) * gi * gi;
-      np.data[i] =
-          p.data[i] -
-          lr * (wd * p.data[i] +
-                (nm.data[i] / c1) / (std::sqrt(nv.data[i] / c2) + eps));
-    }
+void AdamWRule::apply(const Tensor &p, const Tensor &g, const Tensor &m,
+                      const Tensor &v, double wd, Tensor &np, Tensor &nm,
+                      Tensor &nv) const {
+  np = Tensor(p.shape), nm = Tensor(p.shape), nv = Tensor(p.shape);
+  for (int64_t i = 0, n = p.getNumElements(); i < n; ++i) {
+    double gi = g.data[i] * scale;
+    nm.data[i] = b1 * m.data[i] + (1.0 - b1) * gi;
+    nv.data[i] = b2 * v.data[i] + (1.0 - b2) * gi * gi;
+    np.data[i] = p.data[i] -
+                 lr * (wd * p.data[i] +
+                       (nm.data[i] / c1) / (std::sqrt(nv.data[i] / c2) + eps));
   }
-};
-} // namespace
+}
 
-/// The rule of an adamw or adamw_group op, or an error at `op` for a step
-/// below 1.
+/// The rule of an adamw or adamw_group op (the same scalar operands and
+/// hyperparameters), or an error at `op` for a step below 1.
 template <typename UpdateOp>
-static FailureOr<AdamWRule> adamwRule(UpdateOp op, double lr, double t,
-                                      double scale) {
+FailureOr<AdamWRule> Interpreter::adamwRule(UpdateOp op) {
+  double t = get(op.getStep()).data[0];
   if (!(t >= 1.0))
     return op.emitOpError() << "step must be at least 1, got " << t;
   double b1 = op.getBeta1().convertToDouble(),
          b2 = op.getBeta2().convertToDouble();
-  return AdamWRule{lr,
-                   scale,
+  return AdamWRule{get(op.getLearningRate()).data[0],
+                   clippedScale(get(op.getGradScale()).data[0],
+                                get(op.getGradNorm()).data[0],
+                                op.getMaxGradNorm().convertToDouble()),
                    b1,
                    b2,
                    op.getEpsilon().convertToDouble(),
@@ -95,11 +88,7 @@ static FailureOr<AdamWRule> adamwRule(UpdateOp op, double lr, double t,
 }
 
 LogicalResult Interpreter::adamw(AdamWOp op) {
-  FailureOr<AdamWRule> rule = adamwRule(
-      op, get(op.getLearningRate()).data[0], get(op.getStep()).data[0],
-      clippedScale(get(op.getGradScale()).data[0],
-                   get(op.getGradNorm()).data[0],
-                   op.getMaxGradNorm().convertToDouble()));
+  FailureOr<AdamWRule> rule = adamwRule(op);
   if (failed(rule))
     return failure();
   Tensor np, nm, nv;
@@ -113,11 +102,7 @@ LogicalResult Interpreter::adamw(AdamWOp op) {
 }
 
 LogicalResult Interpreter::adamwGroup(AdamWGroupOp op) {
-  FailureOr<AdamWRule> rule = adamwRule(
-      op, get(op.getLearningRate()).data[0], get(op.getStep()).data[0],
-      clippedScale(get(op.getGradScale()).data[0],
-                   get(op.getGradNorm()).data[0],
-                   op.getMaxGradNorm().convertToDouble()));
+  FailureOr<AdamWRule> rule = adamwRule(op);
   if (failed(rule))
     return failure();
   ArrayRef<int64_t> working = op.getWorking();
