@@ -68,6 +68,31 @@ void infir2::rt::writeElement(const std::string &dtype, uint8_t *data,
     store(v, 4);
 }
 
+std::vector<std::pair<int64_t, int64_t>>
+StateLayout::runsOf(const std::string &kind) const {
+  std::vector<const ManifestSlot *> byOffset;
+  for (const ManifestSlot &s : m_.slots)
+    byOffset.push_back(&s);
+  std::stable_sort(byOffset.begin(), byOffset.end(),
+                   [](const ManifestSlot *a, const ManifestSlot *b) {
+                     return a->offset < b->offset;
+                   });
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  bool extend = false; // the previous slot was of `kind`
+  for (const ManifestSlot *s : byOffset) {
+    if (s->kind != kind) {
+      extend = false;
+      continue;
+    }
+    if (extend)
+      runs.back().second = s->offset + s->bytes - runs.back().first;
+    else
+      runs.push_back({s->offset, s->bytes});
+    extend = true;
+  }
+  return runs;
+}
+
 const ManifestSlot *StateLayout::find(const std::string &kind,
                                       const std::string &name) const {
   for (const ManifestSlot &s : m_.slots)

@@ -60,9 +60,9 @@ Status Trainer::download(const ManifestSlot &s) {
   return check(device_.download(s.offset, s.bytes, e_));
 }
 Status Trainer::zeroGradients() {
-  for (const ManifestSlot &s : m_.slots)
-    if (s.kind == "grad")
-      INFIR2_RETURN_IF_ERROR(check(device_.zero(s.offset, s.bytes, e_)));
+  // One call for the accumulators the plan lays out one after the other.
+  for (auto [offset, bytes] : layout_.runsOf("grad"))
+    INFIR2_RETURN_IF_ERROR(check(device_.zero(offset, bytes, e_)));
   return Status::ok();
 }
 
@@ -216,14 +216,15 @@ Status Trainer::evaluateOnly() {
 }
 
 Expected<bool> Trainer::gradientsFinite() {
-  for (const ManifestSlot &s : m_.slots)
-    if (s.kind == "grad") {
-      int64_t bad = 0;
-      INFIR2_RETURN_IF_ERROR(
-          check(device_.countNonFinite(s.offset, s.numel(), bad, e_)));
-      if (bad)
-        return false;
-    }
+  // The padding between accumulators is zeroed with them, so it is finite:
+  // one count over each run of FP32 accumulators.
+  for (auto [offset, bytes] : layout_.runsOf("grad")) {
+    int64_t bad = 0;
+    INFIR2_RETURN_IF_ERROR(
+        check(device_.countNonFinite(offset, bytes / 4, bad, e_)));
+    if (bad)
+      return false;
+  }
   return true;
 }
 

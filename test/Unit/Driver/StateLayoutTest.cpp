@@ -205,3 +205,21 @@ TEST(StateLayout, MissingSlotIsNamed) {
   ASSERT_FALSE(s);
   EXPECT_EQ(s.message(), "the compiled model has no input 'input_ids'");
 }
+
+// The byte ranges of a kind's slots: neighbours merge across the alignment
+// padding between them, another slot in between splits them, and the
+// manifest's order of slots does not matter (only their offsets).
+TEST(StateLayout, RunsOfAKindMergeNeighboursOnly) {
+  Manifest m;
+  m.slots.push_back({"grad", "c", "f32", 256, 4, {1}, "zeros", 0.0});
+  m.slots.push_back({"grad", "a", "f32", 0, 100, {25}, "zeros", 0.0});
+  m.slots.push_back({"param", "w", "bf16", 192, 64, {32}, "zeros", 0.0});
+  m.slots.push_back({"grad", "b", "f32", 128, 64, {16}, "zeros", 0.0});
+  m.slots.push_back({"grad", "d", "f32", 320, 8, {2}, "zeros", 0.0});
+  m.stateBytes = 384;
+  StateLayout layout(m);
+  using Runs = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(layout.runsOf("grad"), (Runs{{0, 192}, {256, 72}}));
+  EXPECT_EQ(layout.runsOf("param"), (Runs{{192, 64}}));
+  EXPECT_EQ(layout.runsOf("moment1"), Runs{});
+}
