@@ -195,6 +195,11 @@ struct CacheFP8WeightsPass
     buildQuantizeWeights(module, step, cache);
     refreshInOptimizerStep(opt, step, cache, updated);
     addStepArguments(step, cache);
+    // Evaluation reads the same cache (the trainer fills it before); while
+    // the step's quantizations, the prototypes, still exist.
+    if (auto forward = module.lookupSymbol<func::FuncOp>("forward");
+        forward && !forward.isExternal())
+      readCacheIn(forward, step, cache);
     for (fp8::QuantizeOp q : replaced) {
       bool transposed;
       BlockArgument w = cacheableWeight(q, step, transposed);
@@ -203,10 +208,57 @@ struct CacheFP8WeightsPass
           q.getData().replaceAllUsesWith(c.data);
           q.getScale().replaceAllUsesWith(c.scale);
         }
-      auto t = q.getInput().getDefiningOp<TransposeOp>();
-      q.erase();
-      if (t && t->use_empty())
-        t.erase();
+      eraseWithTranspose(q);
+    }
+  }
+
+  static void eraseWithTranspose(fp8::QuantizeOp q) {
+    auto t = q.getInput().getDefiningOp<TransposeOp>();
+    q.erase();
+    if (t && t->use_empty())
+      t.erase();
+  }
+
+  /// Replaces `fn`'s quantizations of cached parameters, with the cached
+  /// settings, by arguments of the cache's slots (one per tensor read).
+  void readCacheIn(func::FuncOp fn, func::FuncOp step, const Cache &cache) {
+    llvm::StringMap<const SmallVector<CachedQuantization, 2> *> byName;
+    for (auto &[index, list] : cache.byParam)
+      byName[paramName(step, step.getArgument(index))] = &list;
+    llvm::StringMap<BlockArgument> args;
+    Builder b(fn.getContext());
+    SmallVector<fp8::QuantizeOp> replaced;
+    for (auto q : fn.getBody().front().getOps<fp8::QuantizeOp>())
+      replaced.push_back(q);
+    for (fp8::QuantizeOp q : replaced) {
+      bool transposed;
+      BlockArgument w = cacheableWeight(q, fn, transposed);
+      auto it = w ? byName.find(paramName(fn, w)) : byName.end();
+      if (it == byName.end())
+        continue;
+      const auto *c = llvm::find_if(*it->second, [&](const auto &c) {
+        return c.transposed == transposed && sameSettings(c.prototype, q);
+      });
+      if (c == it->second->end())
+        continue;
+      for (auto [part, v] : {std::pair{"data", q.getData()},
+                             std::pair{"scale", q.getScale()}}) {
+        std::string name = cacheName(it->first(), transposed, part);
+        BlockArgument &arg = args[name];
+        if (!arg) {
+          unsigned at = fn.getNumArguments();
+          if (failed(fn.insertArgument(
+                  at, v.getType(),
+                  b.getDictionaryAttr(b.getNamedAttr(
+                      Infir2Dialect::getFP8CacheAttrName(),
+                      b.getStringAttr(name))),
+                  fn.getLoc())))
+            return signalPassFailure();
+          arg = fn.getArgument(at);
+        }
+        v.replaceAllUsesWith(arg);
+      }
+      eraseWithTranspose(q);
     }
   }
 

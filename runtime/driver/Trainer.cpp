@@ -269,6 +269,11 @@ Status Trainer::run() {
   if (!o_.load.empty())
     INFIR2_RETURN_IF_ERROR(loadCheckpoint(o_.load));
   INFIR2_RETURN_IF_ERROR(check(device_.upload(0, m_.stateBytes, e_)));
+  // The training and evaluation steps read the FP8 weights from the cache,
+  // which the optimizer step keeps current from here on.
+  if (model_.quantizeWeights)
+    INFIR2_RETURN_IF_ERROR(
+        call(model_.quantizeWeights, "quantizing the FP8 weights", step_));
   if (!o_.exportFp8.empty())
     return comm_.rank() == 0 ? exportFp8(o_.exportFp8) : Status::ok();
   if (o_.generate)
@@ -279,11 +284,6 @@ Status Trainer::run() {
     return evaluateOnly();
   }
 
-  // The training step reads the FP8 weights from the cache, which the
-  // optimizer step keeps current from here on.
-  if (model_.quantizeWeights)
-    INFIR2_RETURN_IF_ERROR(
-        call(model_.quantizeWeights, "quantizing the FP8 weights", step_));
   if (!o_.dumpStep.empty()) {
     if (comm_.size() > 1)
       return fail("--dump-step runs one process, not %d ranks", comm_.size());

@@ -23,6 +23,17 @@ func.func @train_step(%w: tensor<256x128xbf16> {infir2.param = #infir2.param<"w"
   return %q, %s, %qt, %st : tensor<256x128xf8E4M3FN>, tensor<2x1xf32>, tensor<128x256xf8E4M3FN>, tensor<1x2xf32>
 }
 
+// Evaluation reads the cached forward copy, from the same slots.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[FD:[a-z0-9]+]]: tensor<256x128xf8E4M3FN> {infir2.fp8_cache = "w:data"}
+// CHECK-SAME: %[[FS:[a-z0-9]+]]: tensor<2x1xf32> {infir2.fp8_cache = "w:scale"})
+// CHECK-NOT: fp8.quantize
+// CHECK: return %[[FD]], %[[FS]]
+func.func @forward(%w: tensor<256x128xbf16> {infir2.param = #infir2.param<"w", normal(std = 0.02)>}) -> (tensor<256x128xf8E4M3FN>, tensor<2x1xf32>) {
+  %q, %s = fp8.quantize %w to e4m3 by #fp8.blocks<128, 128> scale pow2 : tensor<256x128xbf16> -> tensor<256x128xf8E4M3FN>, tensor<2x1xf32>
+  return %q, %s : tensor<256x128xf8E4M3FN>, tensor<2x1xf32>
+}
+
 // CHECK-LABEL: func.func @optimizer_step(
 // CHECK-SAME: -> (tensor<256x128xbf16> {infir2.working_copy_of = "w"}, tensor<256x128xf8E4M3FN> {infir2.fp8_cache = "w:data"}, tensor<2x1xf32> {infir2.fp8_cache = "w:scale"}, tensor<128x256xf8E4M3FN> {infir2.fp8_cache = "w.t:data"}, tensor<1x2xf32> {infir2.fp8_cache = "w.t:scale"})
 // CHECK: %[[NEW:.+]] = infir2.add

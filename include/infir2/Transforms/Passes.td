@@ -369,7 +369,8 @@ def CacheFP8WeightsPass
     refreshed at the end of `@optimizer_step` from each parameter's updated
     working copy (the result with `infir2.working_copy_of`), so a step with
     `K` accumulated micro-batches quantizes each weight once instead of
-    `2K` times.
+    `2K` times. `@forward` (evaluation) reads the same slots for the
+    quantizations it shares with the step.
 
     With square blocks both copies come from one `fp8.quantize_dual` of the
     weight: block `(i, j)` of `Wᵀ` holds the elements of block `(j, i)` of
