@@ -317,120 +317,6 @@ def FuseCastsPass : Pass<"infir2-fuse-casts", "mlir::ModuleOp"> {
   let dependentDialects = ["infir2::Infir2Dialect", "infir2::fp8::FP8Dialect"];
 }
 
-def FuseAccumulationPass
-    : Pass<"infir2-fuse-accumulation", "mlir::ModuleOp"> {
-  let summary = "Lets GEMMs add their product to an FP32 accumulator themselves.";
-  let description = [{
-    A weight gradient that the step adds to its FP32 accumulator,
-    `infir2.add %acc, (infir2.convert (gemm ...))`, becomes the GEMM with
-    that accumulator, `gemm ... acc(%acc)`, writing FP32: the product is
-    never rounded to BF16, no widening copy or add runs, and the memory
-    planner lets the GEMM write into the accumulator's own slot. The GEMM
-    is an `infir2.matmul` or an `fp8.scaled_matmul` read only by that
-    conversion (or, when it already writes FP32, only by the add); the
-    accumulator is an FP32 argument of the enclosing function (in a
-    training step, a gradient accumulator), of the product's shape. The
-    fused GEMM stays where the GEMM was, so its operands are freed as
-    early as before. Anything else is left alone (a gradient that is a sum
-    of a GEMM and something else, such as a tied embedding's, keeps its
-    conversion and add). Both recipes end with this pass.
-
-    ```mlir
-    %g = fp8.scaled_matmul (%dy, %dys by #fp8.groups<128, dim = 1>), (%x, %xs by #fp8.groups<128, dim = 1>) : ... -> tensor<768x256xbf16>
-    %w = infir2.convert %g : tensor<768x256xbf16> -> tensor<768x256xf32>
-    %a = infir2.add %acc, %w : tensor<768x256xf32>, tensor<768x256xf32>
-    ```
-
-    becomes
-
-    ```mlir
-    %a = fp8.scaled_matmul (%dy, %dys by #fp8.groups<128, dim = 1>), (%x, %xs by #fp8.groups<128, dim = 1>) acc(%acc : tensor<768x256xf32>) : ... -> tensor<768x256xf32>
-    ```
-
-    Numerics: the accumulator gains FP32(product) instead of BF16(product),
-    so a weight gradient carries about 16 more bits.
-  }];
-}
-
-def CacheFP8WeightsPass
-    : Pass<"infir2-cache-fp8-weights", "mlir::ModuleOp"> {
-  let summary = "Quantizes the FP8 GEMMs' weights once per optimizer step, not per micro-batch.";
-  let description = [{
-    In `@train_step`, every `fp8.quantize` of a parameter (an argument with
-    `infir2.param`) by `#fp8.blocks`, or of its transpose
-    (`infir2.transpose %w [1, 0]`, the dgrad GEMM's operand), becomes two
-    arguments of the step: the cached codes and scales, each a state slot
-    named by `infir2.fp8_cache` (`NAME:data`, `NAME:scale`, and `NAME.t:...`
-    for the transposed copy). The weights only change in the optimizer step,
-    so the step reads the same codes and scales it used to compute.
-
-    The cache is filled by a new function, `@quantize_weights` (parameters
-    in, cache out; the trainer calls it once after loading the weights), and
-    refreshed at the end of `@optimizer_step` from each parameter's updated
-    working copy (the result with `infir2.working_copy_of`), so a step with
-    `K` accumulated micro-batches quantizes each weight once instead of
-    `2K` times. `@forward` (evaluation) reads the same slots for the
-    quantizations it shares with the step.
-
-    With square blocks both copies come from one `fp8.quantize_dual` of the
-    weight: block `(i, j)` of `Wᵀ` holds the elements of block `(j, i)` of
-    `W`, so its amax, scale and codes are the same, bit for bit what
-    quantizing the transpose gives, and one pass writes both. Non-square
-    blocks, or one layout alone, quantize (the transpose) on their own,
-    still once per optimizer step.
-
-    A parameter the optimizer step does not update (no working copy among
-    its results) is left to quantize in the step as before. Running the
-    pass again changes nothing.
-
-    ```mlir
-    %wt = infir2.transpose %w [1, 0] : tensor<768x256xbf16> -> tensor<256x768xbf16>
-    %q, %s = fp8.quantize %wt to e4m3 by #fp8.blocks<128, 128> scale pow2 : ...
-    ```
-
-    becomes an argument pair of `@train_step`
-
-    ```mlir
-    %q: tensor<256x768xf8E4M3FN> {infir2.fp8_cache = "model.layers.0.mlp.gate_proj.weight.t:data"},
-    %s: tensor<2x6xf32> {infir2.fp8_cache = "model.layers.0.mlp.gate_proj.weight.t:scale"}
-    ```
-  }];
-}
-
-def FuseOptimizerPass : Pass<"infir2-fuse-optimizer", "mlir::ModuleOp"> {
-  let summary = "Makes the AdamW updates of a step one op over all the optimizer's state.";
-  let description = [{
-    In every function, the `infir2.adamw` updates that share their learning
-    rate, step, gradient scale and norm and their betas, epsilon and
-    clipping (in an optimizer step: all of them) become one
-    `infir2.adamw_group`, with each tensor's weight decay in
-    `weight_decays`; the `infir2.convert` of an updated master to its
-    narrower working copy joins the group as one of its `working_copies`.
-    A backend then runs the step's whole update as one call, one pass over
-    every tensor (reading each master once for the update and the working
-    copy), instead of a call per tensor and a conversion per working copy.
-    The arithmetic of each element is unchanged, so are the bits.
-
-    The group takes the place of the first update; updates whose operands
-    are not all defined before it are left alone, and so is a single
-    update. Both recipes end with this pass.
-
-    ```mlir
-    %p0, %m0, %v0 = infir2.adamw %a, %ga, %ma, %va, %lr, %t, %s, %n {..., weight_decay = 0.1 : f64} : tensor<8x4xf32>
-    %w0 = infir2.convert %p0 : tensor<8x4xf32> -> tensor<8x4xbf16>
-    %p1, %m1, %v1 = infir2.adamw %b, %gb, %mb, %vb, %lr, %t, %s, %n {..., weight_decay = 0.0 : f64} : tensor<4xf32>
-    ```
-
-    becomes
-
-    ```mlir
-    %p:2, %m:2, %v:2, %w0 = infir2.adamw_group (%a, %b) grads(%ga, %gb) moments(%ma, %mb) (%va, %vb)
-        lr %lr step %t scale %s norm %n {..., weight_decays = array<f64: 0.1, 0.0>, working = array<i64: 0>}
-        : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xbf16>
-    ```
-  }];
-}
-
 def DataParallelPass : Pass<"infir2-data-parallel", "mlir::ModuleOp"> {
   let summary = "Sums the gradient accumulators across data-parallel ranks before the optimizer step.";
   let description = [{
@@ -531,5 +417,9 @@ def PlanMemoryPass : Pass<"infir2-plan-memory", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["infir2::rtir::RuntimeDialect"];
 }
+
+// The passes that plan the step as a whole: GEMMs that accumulate, one
+// optimizer update, the FP8 weight cache.
+include "infir2/Transforms/StepPasses.td"
 
 #endif // INFIR2_TRANSFORMS_PASSES_TD
