@@ -192,9 +192,10 @@ struct CacheFP8WeightsPass
         return !a.transposed && b.transposed;
       });
 
-    buildQuantizeWeights(module, step, cache);
-    refreshInOptimizerStep(opt, step, cache, updated);
-    addStepArguments(step, cache);
+    if (failed(buildQuantizeWeights(module, step, cache)) ||
+        failed(refreshInOptimizerStep(opt, step, cache, updated)) ||
+        failed(addStepArguments(step, cache)))
+      return signalPassFailure();
     // Evaluation reads the same cache (the trainer fills it before); while
     // the step's quantizations, the prototypes, still exist.
     if (auto forward = module.lookupSymbol<func::FuncOp>("forward");
@@ -271,8 +272,8 @@ struct CacheFP8WeightsPass
 
   /// @quantize_weights: the cached parameters in (with their param
   /// attributes, so the planner finds their slots), the cache out.
-  void buildQuantizeWeights(ModuleOp module, func::FuncOp step,
-                            const Cache &cache) {
+  LogicalResult buildQuantizeWeights(ModuleOp module, func::FuncOp step,
+                                     const Cache &cache) {
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     SmallVector<Type> inputs;
     for (auto &[index, list] : cache.byParam)
@@ -292,14 +293,15 @@ struct CacheFP8WeightsPass
     }
     func::ReturnOp::create(b, step.getLoc(), ValueRange{});
     if (failed(returnAlso(fn, values, names)))
-      signalPassFailure();
+      return fn.emitError() << "cannot return the FP8 weight cache";
+    return success();
   }
 
   /// The same copies, from each updated working copy, at the end of the
   /// optimizer step.
-  void refreshInOptimizerStep(func::FuncOp opt, func::FuncOp step,
-                              const Cache &cache,
-                              const llvm::StringMap<Value> &updated) {
+  LogicalResult refreshInOptimizerStep(func::FuncOp opt, func::FuncOp step,
+                                       const Cache &cache,
+                                       const llvm::StringMap<Value> &updated) {
     OpBuilder b(opt.getBody().front().getTerminator());
     SmallVector<Value> values;
     SmallVector<std::string> names;
@@ -309,11 +311,12 @@ struct CacheFP8WeightsPass
                 names);
     }
     if (failed(returnAlso(opt, values, names)))
-      signalPassFailure();
+      return opt.emitError() << "cannot return the refreshed FP8 weight cache";
+    return success();
   }
 
   /// Appends the cache's arguments to the step, after the others.
-  void addStepArguments(func::FuncOp step, Cache &cache) {
+  LogicalResult addStepArguments(func::FuncOp step, Cache &cache) {
     Location loc = step.getLoc();
     Builder b(step.getContext());
     for (auto &[index, list] : cache.byParam) {
@@ -330,11 +333,13 @@ struct CacheFP8WeightsPass
                       Infir2Dialect::getFP8CacheAttrName(),
                       b.getStringAttr(cacheName(name, c.transposed, part)))),
                   loc)))
-            return signalPassFailure();
+            return step.emitError() << "cannot add the FP8 weight cache's "
+                                       "arguments";
           *slot = step.getArgument(at);
         }
       }
     }
+    return success();
   }
 };
 

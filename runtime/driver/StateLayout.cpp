@@ -78,12 +78,18 @@ StateLayout::runsOf(const std::string &kind) const {
                      return a->offset < b->offset;
                    });
   std::vector<std::pair<int64_t, int64_t>> runs;
+  // Slots start at multiples of the plan's 64 bytes: a wider gap is no
+  // padding, and a run never covers it.
+  constexpr int64_t kAlignment = 64;
   bool extend = false; // the previous slot was of `kind`
   for (const ManifestSlot *s : byOffset) {
     if (s->kind != kind) {
       extend = false;
       continue;
     }
+    if (extend &&
+        s->offset - (runs.back().first + runs.back().second) >= kAlignment)
+      extend = false;
     if (extend)
       runs.back().second = s->offset + s->bytes - runs.back().first;
     else

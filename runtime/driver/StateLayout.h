@@ -62,8 +62,8 @@ public:
 
   /// The byte ranges [offset, offset + bytes) that hold the slots of `kind`
   /// and no other slot, as few as can be: slots of `kind` next to each
-  /// other in the state (with only alignment padding between them) make one
-  /// range. The gradient accumulators, laid out one after the other by the
+  /// other in the state (with only alignment padding, under 64 bytes,
+  /// between them) make one range. The gradient accumulators, laid out one after the other by the
   /// planner, are one range: zeroed and checked with one call each.
   std::vector<std::pair<int64_t, int64_t>> runsOf(const std::string &kind) const;
 

@@ -274,6 +274,10 @@ Status Trainer::run() {
   if (model_.quantizeWeights)
     INFIR2_RETURN_IF_ERROR(
         call(model_.quantizeWeights, "quantizing the FP8 weights", step_));
+  else if (!layout_.runsOf("fp8_cache").empty())
+    return fail("the compiled model has an FP8 weight cache but no "
+                "infir2_quantize_weights to fill it (a model object and "
+                "manifest that do not belong together?): recompile it");
   if (!o_.exportFp8.empty())
     return comm_.rank() == 0 ? exportFp8(o_.exportFp8) : Status::ok();
   if (o_.generate)

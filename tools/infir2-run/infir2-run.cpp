@@ -346,6 +346,14 @@ int main(int argc, char **argv) {
   if (failed(fillWeightCache(*module, fn, names, inputs)))
     return 1;
 
+  if (gradcheck && llvm::any_of(names, [](const std::string &n) {
+        return StringRef(n).starts_with("fp8_cache.");
+      }))
+    return fail("--gradcheck compares @" + entry +
+                " with the exact gradients of " + trainStepName +
+                ", which an FP8 weight cache does not have: run it on the "
+                "module before the FP8 recipe (e.g. --infir2-autodiff)");
+
   if (gradcheck) {
     auto step = module->lookupSymbol<func::FuncOp>(trainStepName);
     if (!step)

@@ -110,9 +110,10 @@ def FuseOptimizerPass : Pass<"infir2-fuse-optimizer", "mlir::ModuleOp"> {
     copy), instead of a call per tensor and a conversion per working copy.
     The arithmetic of each element is unchanged, so are the bits.
 
-    The group takes the place of the first update; updates whose operands
-    are not all defined before it are left alone, and so is a single
-    update. Both recipes end with this pass.
+    The group takes the place of the first update. If an operand of any
+    update is not defined before it, no update is fused (the step is left as
+    it is), and a single update is not a group either. Both recipes end with
+    this pass.
 
     ```mlir
     %p0, %m0, %v0 = infir2.adamw %a, %ga, %ma, %va, %lr, %t, %s, %n {..., weight_decay = 0.1 : f64} : tensor<8x4xf32>

@@ -100,7 +100,8 @@ int32_t adamw_group(const Call &c) {
   for (int64_t j = 0; j < k; ++j) {
     int64_t i = c.intAttr(6 + n + j);
     if (i < 0 || i >= n)
-      return c.fail("working copy #%lld of parameter #%lld, of %lld",
+      return c.fail("working copy #%lld names parameter #%lld, but the call "
+                    "updates %lld tensors",
                     (long long)j, (long long)i, (long long)n);
     workingOf[size_t(i)] = 7 * n + 4 + j;
   }

@@ -239,9 +239,16 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
   for (int64_t j = 0; j < k; ++j) {
     int64_t i = int64_t(descAttr(desc, 6 + n + j));
     if (i < 0 || i >= n)
-      return setCallError(ctx, where, "working copy #%lld of parameter #%lld",
-                          (long long)j, (long long)i);
+      return setCallError(ctx, where,
+                          "working copy #%lld names parameter #%lld, but the "
+                          "call updates %lld tensors",
+                          (long long)j, (long long)i, (long long)n);
     workingOf[size_t(i)] = 7 * n + 4 + j;
+    // Checked before any tensor is updated: no half-applied step.
+    int64_t dtype = descOperand(ctx, desc, 7 * n + 4 + j).dtype;
+    if (dtype != INFIR2RT_F32 && dtype != INFIR2RT_BF16)
+      return setCallError(ctx, where, "%s",
+                          "the CUDA kernel takes f32 or bf16 working copies");
   }
   auto f = [&](int64_t i) {
     return reinterpret_cast<float *>(descOperand(ctx, desc, i).ptr);
@@ -263,9 +270,6 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
       continue;
     }
     View w = viewOf(descOperand(ctx, desc, workingOf[size_t(i)]));
-    if (w.dtype != INFIR2RT_F32 && w.dtype != INFIR2RT_BF16)
-      return setCallError(ctx, where, "%s",
-                          "the CUDA kernel takes f32 or bf16 working copies");
     adamwWorkingKernel<<<blocks, threads, 0, stream>>>(
         f(i), f(n + i), f(2 * n + i), f(3 * n + i), f(4 * n + 4 + i),
         f(5 * n + 4 + i), f(6 * n + 4 + i), w, count, step);

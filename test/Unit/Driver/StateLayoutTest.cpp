@@ -207,7 +207,7 @@ TEST(StateLayout, MissingSlotIsNamed) {
 }
 
 // The byte ranges of a kind's slots: neighbours merge across the alignment
-// padding between them, another slot in between splits them, and the
+// padding between them, another slot or a wider gap splits them, and the
 // manifest's order of slots does not matter (only their offsets).
 TEST(StateLayout, RunsOfAKindMergeNeighboursOnly) {
   Manifest m;
@@ -216,10 +216,12 @@ TEST(StateLayout, RunsOfAKindMergeNeighboursOnly) {
   m.slots.push_back({"param", "w", "bf16", 192, 64, {32}, "zeros", 0.0});
   m.slots.push_back({"grad", "b", "f32", 128, 64, {16}, "zeros", 0.0});
   m.slots.push_back({"grad", "d", "f32", 320, 8, {2}, "zeros", 0.0});
-  m.stateBytes = 384;
+  // 64 bytes or more that no slot holds are not padding: a new run.
+  m.slots.push_back({"grad", "e", "f32", 448, 4, {1}, "zeros", 0.0});
+  m.stateBytes = 512;
   StateLayout layout(m);
   using Runs = std::vector<std::pair<int64_t, int64_t>>;
-  EXPECT_EQ(layout.runsOf("grad"), (Runs{{0, 192}, {256, 72}}));
+  EXPECT_EQ(layout.runsOf("grad"), (Runs{{0, 192}, {256, 72}, {448, 4}}));
   EXPECT_EQ(layout.runsOf("param"), (Runs{{192, 64}}));
   EXPECT_EQ(layout.runsOf("moment1"), Runs{});
 }

@@ -240,7 +240,8 @@ TEST(AdamWGroup, RefusesMalformedCalls) {
             "group: malformed call: 12 operands and 8 attributes for 2 "
             "tensors");
   EXPECT_EQ(call(1, 1, 3, 1.0f),
-            "group: working copy #0 of parameter #3, of 1");
+            "group: working copy #0 names parameter #3, but the call updates "
+            "1 tensors");
   EXPECT_EQ(call(1, 1, 0, 0.0f), "group: step must be at least 1, got 0");
 }
 
