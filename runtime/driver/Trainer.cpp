@@ -26,7 +26,8 @@ Trainer::Trainer(Manifest manifest, RunConfig config, ModelEntryPoints model,
                  Communicator &comm, StepHook *hook)
     : layout_(std::move(manifest)), m_(layout_.manifest()),
       o_(std::move(config)), schedule_(Schedule::fromConfig(o_)), model_(model),
-      comm_(comm), hook_(hook), rng_(o_.seed) {}
+      comm_(comm), hook_(hook), rng_(o_.seed),
+      gradRuns_(layout_.runsOf("grad")) {}
 
 Status Trainer::open(std::string &notice) {
   residentAtOpen_ = residentBytes();
@@ -61,7 +62,7 @@ Status Trainer::download(const ManifestSlot &s) {
 }
 Status Trainer::zeroGradients() {
   // One call for the accumulators the plan lays out one after the other.
-  for (auto [offset, bytes] : layout_.runsOf("grad"))
+  for (auto [offset, bytes] : gradRuns_)
     INFIR2_RETURN_IF_ERROR(check(device_.zero(offset, bytes, e_)));
   return Status::ok();
 }
@@ -218,7 +219,7 @@ Status Trainer::evaluateOnly() {
 Expected<bool> Trainer::gradientsFinite() {
   // The padding between accumulators is zeroed with them, so it is finite:
   // one count over each run of FP32 accumulators.
-  for (auto [offset, bytes] : layout_.runsOf("grad")) {
+  for (auto [offset, bytes] : gradRuns_) {
     int64_t bad = 0;
     INFIR2_RETURN_IF_ERROR(
         check(device_.countNonFinite(offset, bytes / 4, bad, e_)));

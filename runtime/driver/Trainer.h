@@ -169,6 +169,9 @@ private:
   TensorDump trace_; ///< --trace-optimizer's step in the making
   /// Inputs a model may not take: loss weights without a mask, positions
   /// per token for a model with shared ones, segment ids without segments.
+  /// The byte ranges of the gradient accumulators (layout_.runsOf), zeroed
+  /// and checked every step.
+  std::vector<std::pair<int64_t, int64_t>> gradRuns_;
   std::vector<float> weights_;
   std::vector<int32_t> positions_, segments_;
 };

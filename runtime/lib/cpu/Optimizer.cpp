@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // global_norm (FP64, across the ranks under ZeRO-1), adamw, adamw_group
-// and sgd on FP32 state: the update rules of Optimizer.h and Elementwise.h, the same
-// functions the CUDA kernels run.
+// and sgd on FP32 state: the update rules of Optimizer.h and Elementwise.h,
+// the same functions the CUDA kernels run.
 //
 //===----------------------------------------------------------------------===//
 
