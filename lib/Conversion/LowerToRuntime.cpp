@@ -5,14 +5,17 @@
 //===----------------------------------------------------------------------===//
 //
 // Each planned step becomes a function of infir2rt.call ops: one per op of
-// its schedule (a reshape is a view and has none), then one copy per result
-// into its state slot. Buffers are the placements --infir2-plan-memory
+// its schedule (a reshape is a view and has none; a fused producer and its
+// quantization share one; runs of independent quantize_dual and in-place
+// all_reduce ops share one, CallBatching.h), then one copy per result into
+// its state slot. Buffers are the placements --infir2-plan-memory
 // wrote into the IR.
 //
 //===----------------------------------------------------------------------===//
 
 #include "infir2/Conversion/Passes.h"
 
+#include "CallBatching.h"
 #include "Manifest.h"
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
@@ -333,6 +336,7 @@ LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
   SmallVector<Operation *> schedule;
   DenseMap<Value, Value> alias;
   scheduleBlock(fn.getBody().front(), schedule, alias);
+  std::vector<LoweredCall> calls;
   for (size_t i = 0; i < schedule.size(); ++i) {
     Operation *op = schedule[i];
     FailureOr<std::optional<CallSpec>> call = callFor(op);
@@ -352,18 +356,23 @@ LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
       (*call)->attrs.append((*quantize)->attrs);
       ++i;
     }
-    SmallVector<Attribute> buffers;
+    LoweredCall lowered{(*call)->entry, {}, (*call)->attrs, op->getLoc(),
+                        describe(op)};
     for (Value v : (*call)->operands) {
       FailureOr<rtir::BufferAttr> buffer = bufferOf(v);
       if (failed(buffer) || failed(checkBounds(op, *buffer)))
         return failure();
-      buffers.push_back(*buffer);
+      lowered.buffers.push_back(*buffer);
     }
-    rtir::CallOp::create(body, op->getLoc(), (*call)->entry,
-                         body.getArrayAttr(buffers),
-                         body.getDenseF64ArrayAttr((*call)->attrs),
-                         describe(op));
+    calls.push_back(std::move(lowered));
   }
+  batchCalls(calls);
+  for (const LoweredCall &c : calls)
+    rtir::CallOp::create(
+        body, c.loc, c.entry,
+        body.getArrayAttr(SmallVector<Attribute>(c.buffers.begin(),
+                                                 c.buffers.end())),
+        body.getDenseF64ArrayAttr(c.attrs), c.where);
   // Results to their state slots.
   Operation *ret = fn.getBody().front().getTerminator();
   auto copyOut =

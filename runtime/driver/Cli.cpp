@@ -146,6 +146,10 @@ const Flag kFlags[] = {
      "write every optimizer step's gradients, learning rate, and the FP32 "
      "weights and moments it produced to DIR/step-NNNNNN.safetensors (one "
      "process; for checks against another optimizer)"},
+    {"--record-calls", ValueKind::Text, &RunConfig::recordCalls, "FILE",
+     "count the runtime calls of each step function and the host round "
+     "trips per training step (a recording backend over the chosen one), "
+     "and write them to FILE as JSON at the end"},
     {"--dump-step", ValueKind::Text, &RunConfig::dumpStep, "FILE",
      "write the first step's weights, batch, loss and gradients (as F32) to "
      "a safetensors file, then exit"},

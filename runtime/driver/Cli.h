@@ -26,7 +26,7 @@ namespace infir2::rt {
 /// One training run as the command line describes it.
 struct RunConfig {
   std::string data, dataFormat = "auto", evalData, save, load, logJsonl,
-                    schedule = "cosine", dumpStep, traceOptimizer,
+                    schedule = "cosine", dumpStep, traceOptimizer, recordCalls,
                     device = "auto", lossMask, packing = "auto";
   int64_t steps = 100, warmup = 0, decay = 0, microBatch = 0, gradAccum = 1,
           seed = 0, saveEvery = 0, evalEvery = 0, evalBatches = 8,

@@ -6,21 +6,15 @@
 
 #include "Device.h"
 
-#ifdef INFIR2_HAVE_CUDA
-#include "infir2/runtime/CUDA.h"
-#endif
 #include "infir2/runtime/Error.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdlib>
-#include <cstdio>
 #include <cstring>
-#include <new>
-#include <sys/mman.h>
-#include <unistd.h>
 
 using namespace infir2::rt;
+
+/// Room for the losses of many micro-batches and the gradients' counts.
+static constexpr int64_t kReadBackBytes = 16384;
 
 int infir2::rt::localRank() {
   for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
@@ -30,69 +24,28 @@ int infir2::rt::localRank() {
   return 0;
 }
 
-Device::HostRegion::~HostRegion() {
-  if (p)
-    munmap(p, size);
+bool Device::Region::allocate(const infir2rt_backend *b, int64_t n,
+                              std::string &error) {
+  char why[512] = {0};
+  if (b->allocate(&p, n, why, sizeof why)) {
+    p = nullptr;
+    error = why;
+    return false;
+  }
+  owner = b;
+  bytes = n;
+  return true;
 }
 
 Device::~Device() {
-#ifdef INFIR2_HAVE_CUDA
   if (stream_)
-    infir2rt_cuda_stream_destroy(stream_);
-  infir2rt_cuda_free(deviceState_);
-  infir2rt_cuda_free(deviceScratch_);
-#endif
+    scratch_.owner->stream_destroy(stream_);
 }
 
-/// Sets `bytes` at `p` to zero, a slice per thread.
-static void zeroInParallel(uint8_t *p, size_t bytes) {
-  constexpr size_t kSlice = size_t(1) << 22;
-  int64_t slices = int64_t((bytes + kSlice - 1) / kSlice);
-#pragma omp parallel for schedule(static) if (slices > 1)
-  for (int64_t i = 0; i < slices; ++i)
-    std::memset(p + i * kSlice, 0, std::min(kSlice, bytes - i * kSlice));
-}
-
-/// Allocates `bytes` (+ slack) of zeroed host memory into `region`, after
-/// `others` bytes already taken; false with `error` when the machine has
-/// less physical memory than the two need, or the allocation fails.
-static bool allocateHost(uint8_t *&region, size_t &mapped, int64_t bytes,
-                         int64_t others, std::string &error) {
-  auto gib = [](double b) { return b / (1024.0 * 1024.0 * 1024.0); };
-  double physical = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
-  char text[256];
-  if (physical > 0 && double(bytes + others) > physical) {
-    std::snprintf(text, sizeof text,
-                  "the model needs %.1f GiB of host memory as planned (state "
-                  "and scratch), and this machine has %.1f GiB",
-                  gib(double(bytes + others)), gib(physical));
-    error = text;
-    return false;
-  }
-  // Anonymous pages are zero; touching one byte of each (by every thread)
-  // faults them all in now, as huge pages where the kernel allows, instead
-  // of during the first steps.
-  constexpr size_t kHuge = size_t(2) << 20, kPage = 4096;
-  size_t size = (size_t(bytes) + 64 + kHuge - 1) / kHuge * kHuge;
-  void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  region = p == MAP_FAILED ? nullptr : static_cast<uint8_t *>(p);
-  mapped = region ? size : 0;
-  if (region) {
-    madvise(region, size, MADV_HUGEPAGE);
-    int64_t pages = int64_t(size / kPage);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < pages; ++i)
-      region[i * kPage] = 0;
-  } else {
-    std::snprintf(text, sizeof text,
-                  "cannot allocate %.1f GiB of host memory for the model "
-                  "(%.1f GiB already allocated)",
-                  gib(double(bytes)), gib(double(others)));
-    error = text;
-    return false;
-  }
-  return true;
+bool Device::ok(int32_t rc, const char *why, std::string &error) {
+  if (rc)
+    error = why;
+  return rc == 0;
 }
 
 bool Device::open(const std::string &choice, int local, int64_t stateBytes,
@@ -105,161 +58,145 @@ bool Device::open(const std::string &choice, int local, int64_t stateBytes,
   // The host copy of the state; 64 bytes of slack as the compiled step's
   // alignment allows. A model larger than the machine is an error naming
   // the planned and the available memory, not an abort.
-  if (!allocateHost(state_.p, state_.size, stateBytes, 0, error))
+  const infir2rt_backend *host = infir2rt_cpu_backend();
+  if (!hostState_.allocate(host, stateBytes + 64, error))
     return false;
-  auto useCpu = [&] {
-    return allocateHost(scratch_.p, scratch_.size, scratchBytes, stateBytes,
-                        error);
-  };
-  if (choice == "cpu")
-    return useCpu();
-#ifndef INFIR2_HAVE_CUDA
-  if (choice == "cuda") {
+  const infir2rt_backend *gpu = choice == "cpu" ? nullptr : gpuBackend();
+  char why[512] = {0};
+  if (!gpu && choice == "cuda") {
     error = "--device=cuda: this trainer was built without the CUDA backend "
             "(build InfiR2 where nvcc is, with INFIR2_ENABLE_CUDA=ON)";
     return false;
   }
-  notice = "built without the CUDA backend: training on the CPU";
-  return useCpu();
-#else
-  char why[512] = {0};
-  int32_t device = 0, major = 0, minor = 0;
-  std::string unusable;
-  if (infir2rt_cuda_select(local, &device, &major, &minor, why, sizeof why))
-    unusable = why;
-  if (!unusable.empty()) {
+  if (!gpu && choice == "auto")
+    notice = "built without the CUDA backend: training on the CPU";
+  if (gpu && gpu->open(local, why, sizeof why)) {
     if (choice == "cuda") {
-      error = "--device=cuda: " + unusable;
+      error = std::string("--device=cuda: ") + why;
       return false;
     }
-    notice = unusable + ": training on the CPU (--device cpu chooses it "
-                        "without this notice)";
-    return useCpu();
+    notice = std::string(why) + ": training on the CPU (--device cpu "
+                                "chooses it without this notice)";
+    gpu = nullptr;
   }
-  name_ = why;
-  inUseBeforeRegions_ = infir2rt_cuda_memory_in_use();
-  if (infir2rt_cuda_malloc(reinterpret_cast<void **>(&deviceState_),
-                           stateBytes + 64, why, sizeof why) ||
-      infir2rt_cuda_malloc(reinterpret_cast<void **>(&deviceScratch_),
-                           scratchBytes + 64, why, sizeof why) ||
-      infir2rt_cuda_stream_create(&stream_, why, sizeof why)) {
-    error = name_ + ": cannot hold the state (" +
-            std::to_string(stateBytes >> 20) + " MiB) and the scratch arena (" +
-            std::to_string(scratchBytes >> 20) + " MiB): " + why;
+  backend_ = gpu ? gpu : host;
+  shared_ = backend_->host_memory != 0;
+  if (gpu)
+    name_ = why;
+  inUseBeforeRegions_ = backend_->memory_in_use();
+  std::string failure;
+  bool held = (shared_ || state_.allocate(backend_, stateBytes + 64, failure)) &&
+              scratch_.allocate(backend_, scratchBytes + 64, failure) &&
+              readBack_.allocate(backend_, kReadBackBytes, failure) &&
+              ok(backend_->stream_create(&stream_, why, sizeof why), why,
+                 failure);
+  if (!held && shared_) {
+    error = failure;
     return false;
   }
-  gpu_ = true;
+  if (!held) {
+    error = name_ + ": cannot hold the state (" +
+            std::to_string(stateBytes >> 20) + " MiB) and the scratch arena (" +
+            std::to_string(scratchBytes >> 20) + " MiB): " + failure;
+    return false;
+  }
   return true;
-#endif
 }
 
 void Device::attach(infir2rt_context &ctx) {
   infir2::rt::clearCallError(ctx);
-  ctx.device = nullptr;
-  ctx.stream = nullptr;
-  if (!gpu_) {
-    ctx.regions[0] = state_.data();
-    ctx.regions[1] = scratch_.data();
-    return;
-  }
-#ifdef INFIR2_HAVE_CUDA
-  ctx.regions[0] = deviceState_;
-  ctx.regions[1] = deviceScratch_;
-  ctx.device = infir2rt_cuda_entries();
+  ctx.regions[0] = region();
+  ctx.regions[1] = scratch_.data();
+  ctx.backend = backend_;
   ctx.stream = stream_;
-#endif
 }
 
-#ifdef INFIR2_HAVE_CUDA
-namespace {
-bool ok(int32_t rc, const char *why, std::string &error) {
-  if (rc)
-    error = why;
-  return rc == 0;
-}
-} // namespace
-#endif
-
+// Where the regions are host memory the host copy is the state region, and
+// the backend's upload and download do nothing; they are still called, so
+// that a recording backend counts what a GPU run would do.
 bool Device::upload(int64_t offset, int64_t bytes, std::string &error) {
-  if (!gpu_)
-    return true;
-#ifdef INFIR2_HAVE_CUDA
   char why[512] = {0};
-  return ok(infir2rt_cuda_memcpy(deviceState_ + offset, state_.data() + offset,
-                                 bytes, 1, why, sizeof why),
+  return ok(backend_->upload(region() + offset, state() + offset, bytes,
+                             stream_, why, sizeof why),
             why, error);
-#else
-  return true;
-#endif
 }
 
 bool Device::download(int64_t offset, int64_t bytes, std::string &error) {
-  if (!gpu_)
-    return true;
-#ifdef INFIR2_HAVE_CUDA
   char why[512] = {0};
-  return ok(infir2rt_cuda_memcpy(state_.data() + offset, deviceState_ + offset,
-                                 bytes, 0, why, sizeof why),
+  return ok(backend_->download(state() + offset, region() + offset, bytes,
+                               stream_, why, sizeof why),
             why, error);
-#else
-  return true;
-#endif
 }
 
 bool Device::zero(int64_t offset, int64_t bytes, std::string &error) {
-  zeroInParallel(state_.data() + offset, size_t(bytes));
-  if (!gpu_)
-    return true;
-#ifdef INFIR2_HAVE_CUDA
   char why[512] = {0};
-  return ok(infir2rt_cuda_zero(deviceState_ + offset, bytes, stream_, why,
-                               sizeof why),
+  if (!shared_) // the host copy too, as the step sees it
+    infir2rt_cpu_backend()->zero(state() + offset, bytes, nullptr, why,
+                                 sizeof why);
+  return ok(backend_->zero(region() + offset, bytes, stream_, why,
+                           sizeof why),
             why, error);
-#else
-  return true;
-#endif
 }
 
-bool Device::countNonFinite(int64_t offset, int64_t n, int64_t &count,
-                            std::string &error) {
-  count = 0;
-  if (!gpu_) {
-    // Exponent bits all ones: inf or NaN. Integer tests vectorize.
-    const uint32_t *x =
-        reinterpret_cast<const uint32_t *>(state_.data() + offset);
-    int64_t bad = 0;
-#pragma omp parallel for simd reduction(+ : bad) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i)
-      bad += (x[i] & 0x7f800000u) == 0x7f800000u;
-    count = bad;
-    return true;
+bool Device::reserve(int64_t bytes, int64_t &at, std::string &error) {
+  if (bytes > kReadBackBytes) {
+    error = "cannot read back " + std::to_string(bytes) + " bytes at once";
+    return false;
   }
-#ifdef INFIR2_HAVE_CUDA
-  char why[512] = {0};
-  return ok(infir2rt_cuda_count_nonfinite(
-                reinterpret_cast<const float *>(deviceState_ + offset), n,
-                stream_, &count, why, sizeof why),
-            why, error);
-#else
+  int64_t start = (kept_ + 7) / 8 * 8;
+  if (start + bytes > kReadBackBytes) { // full: one more round trip
+    std::vector<uint8_t> part;
+    if (!collect(part, error))
+      return false;
+    collected_ = std::move(part);
+    start = 0;
+  }
+  at = int64_t(collected_.size()) + start;
+  kept_ = start + bytes;
   return true;
-#endif
 }
 
-int64_t Device::bytesInUse() const {
-#ifdef INFIR2_HAVE_CUDA
-  if (gpu_)
-    return infir2rt_cuda_memory_in_use();
-#endif
-  return 0;
+bool Device::keep(int64_t offset, int64_t bytes, int64_t &at,
+                  std::string &error) {
+  char why[512] = {0};
+  return reserve(bytes, at, error) &&
+         ok(backend_->copy(readBack_.data() + (at - int64_t(collected_.size())),
+                           region() + offset, bytes, stream_, why, sizeof why),
+            why, error);
+}
+
+bool Device::keepNonFiniteCount(int64_t offset, int64_t n, int64_t &at,
+                                std::string &error) {
+  char why[512] = {0};
+  if (!reserve(sizeof(int64_t), at, error))
+    return false;
+  auto *slot = reinterpret_cast<int64_t *>(
+      readBack_.data() + (at - int64_t(collected_.size())));
+  return ok(backend_->count_nonfinite(
+                reinterpret_cast<const float *>(region() + offset), n, slot,
+                stream_, why, sizeof why),
+            why, error);
+}
+
+bool Device::collect(std::vector<uint8_t> &out, std::string &error) {
+  char why[512] = {0};
+  out = std::move(collected_);
+  collected_.clear();
+  size_t base = out.size();
+  out.resize(base + size_t(kept_));
+  // Where the buffer is host memory the download does nothing (it is still
+  // the one round trip a GPU makes), and the bytes are read in place.
+  if (!ok(backend_->download(out.data() + base, readBack_.data(), kept_,
+                             stream_, why, sizeof why),
+          why, error))
+    return false;
+  if (shared_ && kept_)
+    std::memcpy(out.data() + base, readBack_.data(), size_t(kept_));
+  kept_ = 0;
+  return true;
 }
 
 bool Device::finish(std::string &error) {
-  if (!gpu_)
-    return true;
-#ifdef INFIR2_HAVE_CUDA
   char why[512] = {0};
-  return ok(infir2rt_cuda_synchronize(stream_, why, sizeof why), why, error);
-#else
-  return true;
-#endif
+  return ok(backend_->synchronize(stream_, why, sizeof why), why, error);
 }

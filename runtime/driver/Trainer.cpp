@@ -36,6 +36,10 @@ Status Trainer::open(std::string &notice) {
   if (!device_.open(o_.device, localRank(), m_.stateBytes, m_.scratchBytes,
                     notice, error))
     return Failure{error};
+  if (!o_.recordCalls.empty()) {
+    recorder_ = std::make_unique<CallRecorder>(device_.backend());
+    device_.wrap(recorder_->backend());
+  }
   device_.attach(ctx_);
   if (!device_.onGpu() && comm_.rank() == 0)
     std::fprintf(stderr, "trainer: CPU GEMMs: %s\n", infir2rt_cpu_gemm_info());
@@ -47,66 +51,6 @@ Status Trainer::open(std::string &notice) {
   }
   comm_.attach(ctx_);
   return Status::ok();
-}
-
-Status Trainer::check(bool ok) {
-  if (!ok)
-    return fail("%s: %s", device_.name().c_str(), e_.c_str());
-  return Status::ok();
-}
-Status Trainer::upload(const ManifestSlot &s) {
-  return check(device_.upload(s.offset, s.bytes, e_));
-}
-Status Trainer::download(const ManifestSlot &s) {
-  return check(device_.download(s.offset, s.bytes, e_));
-}
-Status Trainer::zeroGradients() {
-  // One call for the accumulators the plan lays out one after the other.
-  for (auto [offset, bytes] : gradRuns_)
-    INFIR2_RETURN_IF_ERROR(check(device_.zero(offset, bytes, e_)));
-  return Status::ok();
-}
-
-Expected<float> Trainer::scalar(const char *kind, const char *name) {
-  Expected<const ManifestSlot *> s = layout_.get(kind, name);
-  if (!s)
-    return s.failure();
-  INFIR2_RETURN_IF_ERROR(download(**s));
-  return readElement((*s)->dtype, bytesAt(**s), 0);
-}
-
-Status Trainer::setScalar(const char *name, float v) {
-  Expected<const ManifestSlot *> s = layout_.get("input", name);
-  if (!s)
-    return s.failure();
-  writeElement((*s)->dtype, bytesAt(**s), 0, v);
-  return upload(**s);
-}
-
-Status Trainer::call(int32_t (*fn)(infir2rt_context *), const char *what,
-                     int64_t atStep) {
-  if (fn(&ctx_) != 0)
-    return fail("step %lld, %s: %s", (long long)atStep, what,
-                callError(ctx_).c_str());
-  if (!device_.finish(e_))
-    return fail("step %lld, %s, on %s: %s", (long long)atStep, what,
-                device_.name().c_str(), e_.c_str());
-  return Status::ok();
-}
-
-Expected<bool> Trainer::trainStep(int64_t atStep, std::string &refused) {
-  int32_t rc = model_.trainStep(&ctx_);
-  if (rc == INFIR2RT_NONFINITE) {
-    refused = "value (" + callError(ctx_) + ")";
-    return false;
-  }
-  if (rc != INFIR2RT_OK)
-    return fail("step %lld, training step: %s", (long long)atStep,
-                callError(ctx_).c_str());
-  if (!device_.finish(e_))
-    return fail("step %lld, training step, on %s: %s", (long long)atStep,
-                device_.name().c_str(), e_.c_str());
-  return true;
 }
 
 Status Trainer::fillBatch(TokenSource &source, int64_t &position,
@@ -216,19 +160,6 @@ Status Trainer::evaluateOnly() {
   return jsonl.write(metrics);
 }
 
-Expected<bool> Trainer::gradientsFinite() {
-  // The padding between accumulators is zeroed with them, so it is finite:
-  // one count over each run of FP32 accumulators.
-  for (auto [offset, bytes] : gradRuns_) {
-    int64_t bad = 0;
-    INFIR2_RETURN_IF_ERROR(
-        check(device_.countNonFinite(offset, bytes / 4, bad, e_)));
-    if (bad)
-      return false;
-  }
-  return true;
-}
-
 Status Trainer::run() {
   if (o_.microBatch && o_.microBatch != m_.batch)
     return fail("--micro-batch %lld, but the model was compiled for "
@@ -301,7 +232,10 @@ Status Trainer::run() {
   }
   if (!o_.traceOptimizer.empty())
     INFIR2_RETURN_IF_ERROR(openOptimizerTrace());
-  return trainLoop();
+  INFIR2_RETURN_IF_ERROR(trainLoop());
+  if (recorder_ && comm_.rank() == 0)
+    return recorder_->write(o_.recordCalls);
+  return Status::ok();
 }
 
 Status Trainer::trainLoop() {
@@ -346,34 +280,44 @@ Status Trainer::trainLoop() {
     if (*stop)
       return Status::ok();
     ++step_;
+    if (recorder_) { // everything up to the next step's start is this one's
+      recorder_->endStep();
+      recorder_->beginStep();
+    }
     if (hook_)
       hook_->beforeStep(comm_.rank(), step_);
     INFIR2_RETURN_IF_ERROR(zeroGradients());
-    double loss = 0.0;
     // A step the runtime refused as non-finite (an infinite or NaN amax in
     // the FP8 recipe) is skipped like a non-finite loss.
     std::string refused;
+    bool computedAll = true;
+    std::vector<int64_t> losses; // where each micro-batch's loss is read back
     for (int64_t k = 0; k < o_.gradAccum; ++k) {
       INFIR2_RETURN_IF_ERROR(fillBatch(*train_, dataPosition_, /*shard=*/true));
       Expected<bool> computed = trainStep(step_, refused);
       if (!computed)
         return computed.failure();
       if (!*computed) {
-        loss = std::nan("");
+        computedAll = false;
         continue; // the batch is consumed, as for a non-finite loss
       }
-      Expected<float> l = scalar("output", "loss");
-      if (!l)
-        return l.failure();
-      loss += *l;
+      Expected<const ManifestSlot *> slot = layout_.get("output", "loss");
+      if (!slot)
+        return slot.failure();
+      losses.push_back(0);
+      INFIR2_RETURN_IF_ERROR(check(device_.keep(
+          (*slot)->offset, (*slot)->bytes, losses.back(), e_)));
     }
+    // One round trip: the losses and the gradients' non-finite counts.
+    Expected<ReadBack> back = readBack(losses);
+    if (!back)
+      return back.failure();
+    double loss = computedAll ? back->loss : std::nan("");
     // The group's mean loss; every rank takes the same skip decision, or
     // the ranks that skip would leave the others waiting in the all-reduce.
     loss = comm_.sum(loss) / double(o_.gradAccum * comm_.size());
-    Expected<bool> finite = gradientsFinite();
-    if (!finite)
-      return finite.failure();
-    bool bad = comm_.max(std::isfinite(loss) && *finite ? 0.0 : 1.0) != 0.0;
+    bool finite = back->gradientsFinite;
+    bool bad = comm_.max(std::isfinite(loss) && finite ? 0.0 : 1.0) != 0.0;
     tokensSinceLog += tokensPerStep;
     if (bad) {
       std::string reason = "non-finite " + (!refused.empty() ? refused
@@ -409,7 +353,9 @@ Status Trainer::trainLoop() {
     INFIR2_RETURN_IF_ERROR(setScalar("grad_scale", float(gradScale)));
     if (!o_.traceOptimizer.empty())
       INFIR2_RETURN_IF_ERROR(traceGradients(lr, gradScale));
-    INFIR2_RETURN_IF_ERROR(call(model_.optimizerStep, "optimizer step", step_));
+    // Not waited for: reading the gradient norm waits for it.
+    INFIR2_RETURN_IF_ERROR(call(model_.optimizerStep, "optimizer step", step_,
+                                /*wait=*/false));
     if (!o_.traceOptimizer.empty())
       INFIR2_RETURN_IF_ERROR(writeOptimizerTrace(step_));
     Expected<float> gradNorm = scalar("output", "grad_norm");
@@ -451,6 +397,8 @@ Status Trainer::trainLoop() {
     }
     INFIR2_RETURN_IF_ERROR(saveIfDue());
   }
+  if (recorder_)
+    recorder_->endStep();
   if (lead)
     reportMemory();
   return Status::ok();

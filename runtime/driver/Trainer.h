@@ -21,6 +21,7 @@
 #include "Communicator.h"
 #include "DataSource.h"
 #include "Device.h"
+#include "Recording.h"
 #include "infir2/runtime/Expected.h"
 #include "Schedule.h"
 #include "StateLayout.h"
@@ -30,6 +31,7 @@
 #include "infir2/runtime/Error.h"
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -85,8 +87,12 @@ private:
   Status zeroGradients();
   Expected<float> scalar(const char *kind, const char *name);
   Status setScalar(const char *name, float v);
+  /// "train_step", "optimizer_step", ...: the step function `fn` is.
+  const char *functionName(int32_t (*fn)(infir2rt_context *)) const;
+  /// Runs a step function; with `wait`, waits for its work (where its
+  /// asynchronous failures surface, named by `what`).
   Status call(int32_t (*fn)(infir2rt_context *), const char *what,
-              int64_t atStep);
+              int64_t atStep, bool wait = true);
 
   Status fillBatch(TokenSource &source, int64_t &position, bool shard);
   /// Refuses packed data for a model that cannot keep its documents apart.
@@ -100,7 +106,14 @@ private:
   Expected<Evaluation> evaluate(int64_t batches);
   /// --eval-only: evaluates once, prints and logs loss, perplexity, tokens.
   Status evaluateOnly();
-  Expected<bool> gradientsFinite();
+  /// What a training step's one read-back brings: the sum of the losses
+  /// kept at `losses` (Device::keep), and whether every gradient
+  /// accumulator is finite.
+  struct ReadBack {
+    double loss = 0.0;
+    bool gradientsFinite = true;
+  };
+  Expected<ReadBack> readBack(const std::vector<int64_t> &losses);
   Status trainLoop();
   /// Planned against measured memory, on standard error at the end of a run
   /// (TrainerMemory.cpp).
@@ -156,6 +169,13 @@ private:
   StepHook *hook_;
   std::mt19937_64 rng_;
   Device device_;
+  /// With --record-calls: counts what the steps ask of the backend.
+  std::unique_ptr<CallRecorder> recorder_;
+  /// Tells the recorder which step function runs (nothing without one).
+  void entering(const char *function) {
+    if (recorder_)
+      recorder_->enter(function);
+  }
   std::string e_; ///< the last device error
   infir2rt_context ctx_{};
   std::unique_ptr<TokenSource> train_, held_;

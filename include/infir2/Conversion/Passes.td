@@ -19,8 +19,13 @@ def LowerToRuntimePass : Pass<"infir2-lower-to-runtime", "mlir::ModuleOp"> {
     `copy` of each returned value into its state slot. A reshape is a view
     and has no call; a norm or SwiGLU whose result an `fp8.quantize_dual` in
     the same `fp8.fused` region reads becomes one fused call
-    (`rms_norm_quantize_dual`, `swiglu_quantize_dual`). Each call names the
-    op it comes from and its location, for the runtime's error messages.
+    (`rms_norm_quantize_dual`, `swiglu_quantize_dual`). Consecutive
+    `fp8.quantize_dual` ops with the same attributes whose inputs and
+    outputs do not overlap become one call whose operands repeat by group
+    (the optimizer step's FP8 weight-cache refresh is one call), and so do
+    consecutive `infir2.all_reduce` buckets whose sums are all in place.
+    Each call names the op it comes from and its location (a batched call,
+    the first op and how many more), for the runtime's error messages.
 
     The module's `#infir2rt.plan` becomes `infir2rt.manifest`: the JSON the
     trainer reads at start-up (the runtime ABI version, the state layout, the

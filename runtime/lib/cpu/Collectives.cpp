@@ -20,8 +20,11 @@ namespace infir2::rt::cpu {
 
 int32_t all_reduce(const Call &c) {
   int64_t n = c.numOperands() / 2, total = 0;
-  for (int64_t i = 0; i < n; ++i)
+  bool inPlace = true;
+  for (int64_t i = 0; i < n; ++i) {
     total += c.operand(i).numel;
+    inPlace = inPlace && c.operand(i).ptr == c.operand(n + i).ptr;
+  }
   if (!c.ctx->comm) { // one rank: the sums are the operands
     for (int64_t i = 0; i < n; ++i)
       if (c.operand(i).ptr != c.operand(n + i).ptr)
@@ -29,12 +32,22 @@ int32_t all_reduce(const Call &c) {
                     c.operand(i).numel * sizeof(float));
     return 0;
   }
+  char error[256] = {0};
+  if (inPlace) { // each contiguous run reduced where it lies
+    std::vector<std::pair<float *, int64_t>> runs;
+    inPlaceRuns(n, [&](int64_t i) { return c.operand(i); }, runs);
+    for (auto [data, count] : runs)
+      if (c.ctx->comm->all_reduce_sum(c.ctx->comm->impl, data, count, error,
+                                      sizeof error) != 0)
+        return c.fail("all-reduce of %lld floats in place failed: %s",
+                      (long long)count, error);
+    return 0;
+  }
   // One bucket, one collective call.
   Buffer bucket(total);
   for (int64_t i = 0, at = 0; i < n; at += c.operand(i).numel, ++i)
     std::memcpy(bucket.data() + at, c.operand(i).ptr,
                 c.operand(i).numel * sizeof(float));
-  char error[256] = {0};
   if (c.ctx->comm->all_reduce_sum(c.ctx->comm->impl, bucket.data(), total,
                                   error, sizeof error) != 0)
     return c.fail("all-reduce of %lld floats failed: %s", (long long)total,

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace infir2::rt::cpu {
@@ -86,9 +87,13 @@ void quantizeColumnGroups(const float *x, int64_t T, int64_t K, int64_t bt,
 
 } // namespace
 
-int32_t quantize_dual(const Call &c) {
-  Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2),
-          dataT = c.operand(3), scaleT = c.operand(4);
+namespace {
+
+/// One group of quantize_dual: the five operands from `first`.
+int32_t quantizeDualGroup(const Call &c, int64_t first) {
+  Operand x = c.operand(first), data = c.operand(first + 1),
+          scale = c.operand(first + 2), dataT = c.operand(first + 3),
+          scaleT = c.operand(first + 4);
   FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
   bool pow2 = c.attr(1) != 0.0;
   std::vector<int64_t> block(x.rank);
@@ -118,6 +123,30 @@ int32_t quantize_dual(const Call &c) {
   Buffer t(x.numel);
   transposeLastTwo(X, t.data(), 1, rows, cols);
   return quantizeInto(c, t.data(), dataT, scaleT, format, pow2, blockT);
+}
+
+} // namespace
+
+int32_t quantize_dual(const Call &c) {
+  if (c.numOperands() % 5 != 0)
+    return c.fail("quantize_dual takes groups of five operands, got %lld",
+                  (long long)c.numOperands());
+  // The groups are independent (the compiler batches only those): one after
+  // the other, each parallel inside.
+  int64_t groups = c.numOperands() / 5;
+  for (int64_t g = 0; g < groups; ++g)
+    if (int32_t err = quantizeDualGroup(c, 5 * g)) {
+      if (groups > 1) { // say which tensor of the batch
+        std::string shape, message = c.ctx->error_message;
+        Operand x = c.operand(5 * g);
+        for (int64_t i = 0; i < x.rank; ++i)
+          shape += (i ? "x" : "") + std::to_string(x.shape[i]);
+        c.fail("tensor %lld of %lld (%s): %s", (long long)g + 1,
+               (long long)groups, shape.c_str(), message.c_str());
+      }
+      return err;
+    }
+  return 0;
 }
 
 } // namespace infir2::rt::cpu

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Workspace.h"
+#include "infir2/runtime/Backend.h"
 #include "infir2/runtime/CUDA.h"
 
 #include <cuda_runtime.h>
@@ -94,88 +95,121 @@ extern "C" int32_t infir2rt_cuda_select(int32_t local_rank, int32_t *device,
   return 0;
 }
 
-extern "C" int32_t infir2rt_cuda_malloc(void **ptr, int64_t bytes, char *why,
-                                        int64_t why_size) {
+namespace {
+
+// The backend's table (Backend.h) over the CUDA runtime.
+
+int32_t open(int32_t localRank, char *why, int64_t whySize) {
+  int32_t device = 0, major = 0, minor = 0;
+  return infir2rt_cuda_select(localRank, &device, &major, &minor, why,
+                              whySize);
+}
+
+int32_t allocate(void **ptr, int64_t bytes, char *why, int64_t whySize) {
   *ptr = nullptr;
-  if (failed(cudaMalloc(ptr, size_t(bytes)), "cudaMalloc", why, why_size))
+  if (failed(cudaMalloc(ptr, size_t(bytes)), "cudaMalloc", why, whySize))
     return 1;
   return failed(cudaMemset(*ptr, 0, size_t(bytes)), "cudaMemset", why,
-                why_size);
+                whySize);
 }
 
-extern "C" void infir2rt_cuda_free(void *ptr) { cudaFree(ptr); }
+void release(void *ptr, int64_t) { cudaFree(ptr); }
 
-extern "C" int32_t infir2rt_cuda_memcpy(void *dst, const void *src,
-                                        int64_t bytes, int32_t to_device,
-                                        char *why, int64_t why_size) {
-  return failed(
-      cudaMemcpy(dst, src, size_t(bytes),
-                 to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
-      "cudaMemcpy", why, why_size);
+cudaStream_t streamOf(void *stream) {
+  return static_cast<cudaStream_t>(stream);
 }
 
-extern "C" int32_t infir2rt_cuda_zero(void *ptr, int64_t bytes, void *stream,
-                                      char *why, int64_t why_size) {
-  return failed(
-      cudaMemsetAsync(ptr, 0, size_t(bytes), static_cast<cudaStream_t>(stream)),
-      "cudaMemsetAsync", why, why_size);
+int32_t upload(void *dst, const void *src, int64_t bytes, void *stream,
+               char *why, int64_t whySize) {
+  // From pageable memory the copy is staged before this returns: the host
+  // bytes may change, and the host does not wait for the device.
+  return failed(cudaMemcpyAsync(dst, src, size_t(bytes),
+                                cudaMemcpyHostToDevice, streamOf(stream)),
+                "cudaMemcpyAsync", why, whySize);
 }
 
-extern "C" int32_t infir2rt_cuda_count_nonfinite(const float *data, int64_t n,
-                                                 void *stream, int64_t *count,
-                                                 char *why, int64_t why_size) {
-  unsigned long long *d = nullptr, h = 0;
-  auto s = static_cast<cudaStream_t>(stream);
-  if (failed(infir2::rt::cuda::takeWorkspace({{&d, sizeof *d}}),
-             "the workspace", why, why_size))
+int32_t download(void *dst, const void *src, int64_t bytes, void *stream,
+                 char *why, int64_t whySize) {
+  if (failed(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToHost,
+                             streamOf(stream)),
+             "cudaMemcpyAsync", why, whySize))
     return 1;
-  int32_t rc = failed(cudaMemsetAsync(d, 0, sizeof *d, s), "cudaMemsetAsync",
-                      why, why_size);
+  return failed(cudaStreamSynchronize(streamOf(stream)),
+                "the step's GPU work failed", why, whySize);
+}
+
+int32_t zero(void *ptr, int64_t bytes, void *stream, char *why,
+             int64_t whySize) {
+  return failed(cudaMemsetAsync(ptr, 0, size_t(bytes), streamOf(stream)),
+                "cudaMemsetAsync", why, whySize);
+}
+
+int32_t copy(void *dst, const void *src, int64_t bytes, void *stream,
+             char *why, int64_t whySize) {
+  return failed(cudaMemcpyAsync(dst, src, size_t(bytes),
+                                cudaMemcpyDeviceToDevice, streamOf(stream)),
+                "cudaMemcpyAsync", why, whySize);
+}
+
+int32_t countNonFinite(const float *data, int64_t n, int64_t *count,
+                       void *stream, char *why, int64_t whySize) {
+  auto *d = reinterpret_cast<unsigned long long *>(count);
+  int32_t rc = failed(cudaMemsetAsync(d, 0, sizeof *d, streamOf(stream)),
+                      "cudaMemsetAsync", why, whySize);
   if (!rc && n > 0) {
-    countNonFiniteKernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(data, n, d);
-    rc = failed(cudaGetLastError(), "countNonFiniteKernel", why, why_size);
+    countNonFiniteKernel<<<unsigned((n + 255) / 256), 256, 0,
+                           streamOf(stream)>>>(data, n, d);
+    rc = failed(cudaGetLastError(), "countNonFiniteKernel", why, whySize);
   }
-  if (!rc)
-    rc = failed(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s),
-                "cudaMemcpyAsync", why, why_size);
-  if (!rc)
-    rc = failed(cudaStreamSynchronize(s), "cudaStreamSynchronize", why,
-                why_size);
-  *count = int64_t(h);
   return rc;
 }
 
-extern "C" int64_t infir2rt_cuda_memory_in_use(void) {
+int32_t streamCreate(void **stream, char *why, int64_t whySize) {
+  // A blocking stream: copies on the default stream stay ordered with the
+  // step's kernels.
+  cudaStream_t s = nullptr;
+  int32_t rc = failed(cudaStreamCreate(&s), "cudaStreamCreate", why, whySize);
+  *stream = s;
+  return rc;
+}
+
+void streamDestroy(void *stream) { cudaStreamDestroy(streamOf(stream)); }
+
+int32_t synchronize(void *stream, char *why, int64_t whySize) {
+  return failed(cudaStreamSynchronize(streamOf(stream)),
+                "the step's GPU work failed", why, whySize);
+}
+
+int64_t memoryInUse() {
   size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess)
     return 0;
   return int64_t(total - free);
 }
 
-extern "C" int32_t infir2rt_cuda_stream_create(void **stream, char *why,
-                                               int64_t why_size) {
-  // A blocking stream: the backend's synchronous copies on the default
-  // stream stay ordered with the step's kernels.
-  cudaStream_t s = nullptr;
-  int32_t rc = failed(cudaStreamCreate(&s), "cudaStreamCreate", why, why_size);
-  *stream = s;
-  return rc;
-}
-
-extern "C" void infir2rt_cuda_stream_destroy(void *stream) {
-  cudaStreamDestroy(static_cast<cudaStream_t>(stream));
-}
-
-extern "C" int32_t infir2rt_cuda_synchronize(void *stream, char *why,
-                                             int64_t why_size) {
-  return failed(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
-                "the step's GPU work failed", why, why_size);
-}
-
-extern "C" const infir2rt_entry_fn *infir2rt_cuda_entries(void) {
-  static const infir2rt_entry_fn table[INFIR2RT_NUM_ENTRIES] = {
+const infir2rt_backend cudaBackend = {
+    "cuda",
+    {
 #define INFIR2RT_ENTRY(name, attributes) &infir2rt_cuda_##name,
 #include "infir2/runtime/ABI.def"
-  };
-  return table;
+    },
+    /*host_memory=*/0,
+    open,
+    allocate,
+    release,
+    upload,
+    download,
+    zero,
+    copy,
+    countNonFinite,
+    streamCreate,
+    streamDestroy,
+    synchronize,
+    memoryInUse,
+};
+
+} // namespace
+
+extern "C" const infir2rt_backend *infir2rt_cuda_backend(void) {
+  return &cudaBackend;
 }

@@ -305,12 +305,62 @@ bool deviceCollectives(const infir2rt_context *ctx) {
 
 } // namespace
 
+namespace {
+
+/// An in-place all-reduce: each contiguous run of the operands reduced
+/// where it lies (Collectives.h), by the device communicator, or else
+/// staged through host memory a piece of at most 16 Mi floats at a time.
+int32_t allReduceInPlace(infir2rt_context *ctx, const int64_t *desc,
+                         const char *where) {
+  std::vector<std::pair<float *, int64_t>> runs;
+  infir2::rt::inPlaceRuns(
+      desc[0] / 2, [&](int64_t i) { return descOperand(ctx, desc, i); },
+      runs);
+  char error[256] = {0};
+  if (deviceCollectives(ctx)) {
+    for (auto [data, count] : runs)
+      if (ctx->comm->device_all_reduce_sum(ctx->comm->impl, data, count,
+                                           ctx->stream, error, sizeof error))
+        return setCallError(ctx, where, "%s", error);
+    return infir2::rt::cuda::finishLaunch(ctx, where);
+  }
+  constexpr int64_t kPiece = int64_t(1) << 24;
+  std::vector<float> host;
+  for (auto [data, count] : runs)
+    for (int64_t at = 0; at < count; at += kPiece) {
+      int64_t m = std::min(kPiece, count - at);
+      host.resize(size_t(m));
+      INFIR2_CUDA_CHECK(ctx,
+                        cudaMemcpy(host.data(), data + at, m * 4,
+                                   cudaMemcpyDeviceToHost),
+                        where);
+      if (ctx->comm->all_reduce_sum(ctx->comm->impl, host.data(), m, error,
+                                    sizeof error) != 0)
+        return setCallError(ctx, where,
+                            "all-reduce of %lld floats in place failed: %s",
+                            (long long)m, error);
+      INFIR2_CUDA_CHECK(ctx,
+                        cudaMemcpy(data + at, host.data(), m * 4,
+                                   cudaMemcpyHostToDevice),
+                        where);
+    }
+  return 0;
+}
+
+} // namespace
+
 extern "C" int32_t infir2rt_cuda_all_reduce(infir2rt_context *ctx,
                                             const int64_t *desc,
                                             const char *where) {
+  int64_t n = desc[0] / 2, total = 0;
+  bool inPlace = true;
+  for (int64_t i = 0; i < n; ++i)
+    inPlace = inPlace &&
+              descOperand(ctx, desc, i).ptr == descOperand(ctx, desc, n + i).ptr;
+  if (inPlace) // alone, the sums are already there
+    return ctx->comm ? allReduceInPlace(ctx, desc, where) : 0;
   if (deviceCollectives(ctx))
     return onDevice(ctx, desc, where, Collective::AllReduce);
-  int64_t n = desc[0] / 2, total = 0;
   for (int64_t i = 0; i < n; ++i)
     total += descOperand(ctx, desc, i).numel;
   std::vector<float> bucket(ctx->comm ? total : 0);

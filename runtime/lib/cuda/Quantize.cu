@@ -348,9 +348,24 @@ extern "C" int32_t infir2rt_cuda_quantize(infir2rt_context *ctx,
                                         nullptr, nullptr);
 }
 
+/// One or more groups of five operands (ABI.def), one after the other.
 extern "C" int32_t infir2rt_cuda_quantize_dual(infir2rt_context *ctx,
                                                const int64_t *desc,
                                                const char *where) {
-  return infir2::rt::cuda::quantizeWith(ctx, desc, where, /*dual=*/true,
-                                        nullptr, nullptr);
+  int64_t n = descOperandCount(desc);
+  if (n % 5 != 0)
+    return setCallError(ctx, where,
+                        "quantize_dual takes groups of five operands, got %lld",
+                        (long long)n);
+  if (n == 5)
+    return infir2::rt::cuda::quantizeWith(ctx, desc, where, /*dual=*/true,
+                                          nullptr, nullptr);
+  for (int64_t g = 0; g < n; g += 5) {
+    std::vector<int64_t> one = infir2::rt::subDescriptor(
+        desc, {g, g + 1, g + 2, g + 3, g + 4}, 0, descAttrCount(desc));
+    if (int32_t rc = infir2::rt::cuda::quantizeWith(
+            ctx, one.data(), where, /*dual=*/true, nullptr, nullptr))
+      return rc;
+  }
+  return 0;
 }

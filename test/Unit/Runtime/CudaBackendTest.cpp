@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestSupport.h"
+#include "infir2/runtime/Backend.h"
 
 #include <gtest/gtest.h>
 
@@ -37,11 +38,11 @@ TEST(CudaBackend, ImplementsEveryEntryPoint) {
   EXPECT_EQ(entries.size(), 36u);
 }
 
-// The table a trainer points ctx->device at holds each entry point at its
+// The table a trainer points ctx->backend at holds each entry point at its
 // INFIR2RT_ENTRY_<name> index, so that the CPU-named calls of a compiled
 // step reach the CUDA version of the same op. (Runs without a GPU.)
 TEST(CudaBackend, EntryTableIsInAbiOrder) {
-  const infir2rt_entry_fn *table = infir2rt_cuda_entries();
+  const infir2rt_entry_fn *table = infir2rt_cuda_backend()->entries;
 #define INFIR2RT_ENTRY(name, attributes)                                       \
   EXPECT_EQ(reinterpret_cast<const void *>(table[INFIR2RT_ENTRY_##name]),      \
             reinterpret_cast<const void *>(&infir2rt_cuda_##name))             \

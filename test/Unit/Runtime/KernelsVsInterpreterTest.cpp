@@ -21,6 +21,7 @@
 #include "infir2/InitAll.h"
 #include "infir2/Interpreter/Interpreter.h"
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Backend.h"
 #include "infir2/runtime/Error.h"
 #include "infir2/runtime/FP8.h"
 
@@ -398,9 +399,9 @@ TEST(RuntimeQuantize, NonFiniteBlocksAreRefused) {
     }
 }
 
-// A context whose regions live on a device forwards every entry point to
-// the device backend's table, at the entry's index, and leaves the CPU
-// kernels alone (a fake table records which slot was called).
+// The dispatcher runs every entry point from the context's backend's table,
+// at the entry's index, and leaves the CPU kernels alone (a fake table
+// records which slot was called).
 int gForwardedTo = -1;
 template <int I>
 int32_t recordCall(infir2rt_context *, const int64_t *, const char *) {
@@ -413,11 +414,13 @@ recordingTable(std::integer_sequence<int, I...>) {
   return {&recordCall<I>...};
 }
 
-TEST(RuntimeDispatch, DeviceContextsForwardEveryEntryPoint) {
+TEST(RuntimeDispatch, ContextsRunTheirBackendsEntryPoints) {
   auto table =
       recordingTable(std::make_integer_sequence<int, INFIR2RT_NUM_ENTRIES>());
+  infir2rt_backend backend = *infir2rt_cpu_backend();
+  std::copy(table.begin(), table.end(), backend.entries);
   infir2rt_context ctx{};
-  ctx.device = table.data();
+  ctx.backend = &backend;
   // No operands: a CPU kernel run by mistake would fail another way.
   int64_t desc[2] = {0, 0};
 #define INFIR2RT_ENTRY(name, attributes)                                       \

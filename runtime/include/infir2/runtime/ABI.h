@@ -31,7 +31,9 @@ extern "C" {
 
 // 4: matmul and scaled_matmul take an optional accumulator after their
 // result (a trailing has_acc attribute).
-enum { INFIR2RT_ABI_VERSION = 4 };
+// 5: quantize_dual takes one or more groups of five operands; all_reduce
+// reduces in-place runs where they lie.
+enum { INFIR2RT_ABI_VERSION = 5 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
@@ -105,6 +107,8 @@ enum infir2rt_entry_index {
   INFIR2RT_NUM_ENTRIES
 };
 
+struct infir2rt_backend;
+
 /// What a compiled step runs against.
 typedef struct infir2rt_context {
   uint8_t *regions[2]; ///< state, scratch (host or device memory)
@@ -116,12 +120,11 @@ typedef struct infir2rt_context {
   char error_message[512];
   /// Null when the trainer runs as one process: collectives are then copies.
   const infir2rt_communicator *comm;
-  /// The backend the regions belong to: null for the CPU; else a table of
-  /// INFIR2RT_NUM_ENTRIES entry points (infir2rt_cuda_entries()), to which
-  /// every infir2rt_<name> forwards.
-  const infir2rt_entry_fn *device;
-  /// The device stream the step's work is queued on (a cudaStream_t); null
-  /// is the default stream, synchronized after every call.
+  /// The backend the regions belong to and every infir2rt_<name> runs on
+  /// (Backend.h); null is the CPU backend.
+  const struct infir2rt_backend *backend;
+  /// The backend's stream the step's work is queued on (a cudaStream_t on
+  /// a GPU); null is the default stream, synchronized after every call.
   void *stream;
 } infir2rt_context;
 

@@ -9,7 +9,7 @@
 // (ABI.h) with the context's regions in device memory. They run on the
 // current device, on the context's stream (ctx->stream; on the default
 // stream they return when the work is done). A trainer selects them at run
-// time by pointing ctx->device at infir2rt_cuda_entries().
+// time by pointing ctx->backend at infir2rt_cuda_backend().
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +27,10 @@ extern "C" {
 int32_t infir2rt_cuda_probe(int32_t *major, int32_t *minor, char *why,
                             int64_t why_size);
 
-/// Every entry point of ABI.def, in INFIR2RT_ENTRY_<name> order: the table
-/// for infir2rt_context::device, through which the CPU-named entry points
-/// of a compiled step run on the GPU.
-const infir2rt_entry_fn *infir2rt_cuda_entries(void);
-
-// What the trainer needs around the steps. Each returns 0, or non-zero with
-// a message in `why`.
+/// The CUDA backend (Backend.h): every entry point below, and device
+/// memory, streams and copies for the trainer. Its `open` is
+/// infir2rt_cuda_select's.
+const struct infir2rt_backend *infir2rt_cuda_backend(void);
 
 /// Makes GPU `local_rank % count` current (one GPU per rank on a node) and
 /// reports it: its index, compute capability, and name in `why`. Non-zero
@@ -42,30 +39,6 @@ const infir2rt_entry_fn *infir2rt_cuda_entries(void);
 int32_t infir2rt_cuda_select(int32_t local_rank, int32_t *device,
                              int32_t *major, int32_t *minor, char *why,
                              int64_t why_size);
-/// Zeroed device memory; freed with infir2rt_cuda_free.
-int32_t infir2rt_cuda_malloc(void **ptr, int64_t bytes, char *why,
-                             int64_t why_size);
-void infir2rt_cuda_free(void *ptr);
-/// Synchronous copies between host and device memory.
-int32_t infir2rt_cuda_memcpy(void *dst, const void *src, int64_t bytes,
-                             int32_t to_device, char *why, int64_t why_size);
-/// Zeroes device memory, queued on `stream`.
-int32_t infir2rt_cuda_zero(void *ptr, int64_t bytes, void *stream, char *why,
-                           int64_t why_size);
-/// How many of `n` device floats are NaN or infinite (waits for `stream`).
-int32_t infir2rt_cuda_count_nonfinite(const float *data, int64_t n,
-                                      void *stream, int64_t *count, char *why,
-                                      int64_t why_size);
-/// Bytes in use on the current GPU (all of its memory but the free): the
-/// context, the regions, the workspaces, and whatever other processes on
-/// the same GPU hold. 0 where it cannot be read.
-int64_t infir2rt_cuda_memory_in_use(void);
-/// The step stream (blocking, so that the default stream's copies stay
-/// ordered with it), and waiting for it: where asynchronous kernel failures
-/// surface.
-int32_t infir2rt_cuda_stream_create(void **stream, char *why, int64_t why_size);
-void infir2rt_cuda_stream_destroy(void *stream);
-int32_t infir2rt_cuda_synchronize(void *stream, char *why, int64_t why_size);
 
 /// infir2rt_cuda_<name> for every entry point of ABI.def, declared from
 /// ABI.def itself so that the two lists cannot disagree: the same

@@ -22,9 +22,34 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace infir2::rt {
+
+/// The contiguous runs of an in-place all-reduce's `n` FP32 operands
+/// (`operand(i)` gives each, in the order the compiler laid them out):
+/// neighbours whose gap is padding (under 64 bytes, whole floats) join one
+/// run, so that the communicator reduces each run where it lies. The
+/// padding between gradient accumulators is zeroed with them, on every
+/// rank, so it sums to zero.
+template <typename OperandAt>
+void inPlaceRuns(int64_t n, OperandAt operand,
+                 std::vector<std::pair<float *, int64_t>> &runs) {
+  for (int64_t i = 0; i < n;) {
+    uint8_t *start = operand(i).ptr;
+    uint8_t *end = start + operand(i).numel * 4;
+    int64_t j = i + 1;
+    for (; j < n; ++j) {
+      uint8_t *next = operand(j).ptr;
+      if (next < end || next - end >= 64 || (next - end) % 4)
+        break;
+      end = next + operand(j).numel * 4;
+    }
+    runs.push_back({reinterpret_cast<float *>(start), (end - start) / 4});
+    i = j;
+  }
+}
 
 /// One tensor of a ZeRO-1 bucket: the whole tensor and this rank's shard,
 /// both in host memory.

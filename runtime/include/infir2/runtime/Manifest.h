@@ -11,7 +11,7 @@
 // (lib/Conversion/Manifest.cpp, in --infir2-lower-to-runtime) and read by
 // the driver, as JSON:
 //
-//   {"format":"infir2-manifest","abi_version":4,"state_bytes":...,
+//   {"format":"infir2-manifest","abi_version":5,"state_bytes":...,
 //    "scratch_bytes":...,"batch":4,"seq":128,"vocab":256,
 //    "zero1_world_size":0,
 //    "optimizer":{"kind":"adamw","beta1":0.9,"beta2":0.95,"eps":1e-08,

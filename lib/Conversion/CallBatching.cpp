@@ -1,0 +1,91 @@
+//===- CallBatching.cpp - Consecutive runtime calls as one ----------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CallBatching.h"
+
+#include "infir2/Transforms/MemoryPlan.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace infir2;
+
+namespace {
+
+/// Whether two buffers share a byte.
+bool overlap(rtir::BufferAttr a, rtir::BufferAttr b) {
+  if (a.getRegion() != b.getRegion())
+    return false;
+  int64_t aEnd = a.getOffset() + storedBytes(a.getType()),
+          bEnd = b.getOffset() + storedBytes(b.getType());
+  return a.getOffset() < bEnd && b.getOffset() < aEnd;
+}
+
+/// quantize_dual's groups are (input, data, scale, data_t, scale_t): none of
+/// `next`'s outputs may overlap `batch`'s inputs, nor the reverse.
+bool independentQuantizations(const LoweredCall &batch,
+                              const LoweredCall &next) {
+  auto crosses = [](const LoweredCall &in, const LoweredCall &out) {
+    for (size_t i = 0; i < in.buffers.size(); i += 5)
+      for (size_t o = 0; o < out.buffers.size(); o += 5)
+        for (size_t k = 1; k < 5; ++k)
+          if (overlap(in.buffers[i], out.buffers[o + k]))
+            return true;
+    return false;
+  };
+  return !crosses(batch, next) && !crosses(next, batch);
+}
+
+/// all_reduce's operands are the inputs, then the results: every result in
+/// its input's buffer.
+bool inPlace(const LoweredCall &c) {
+  size_t n = c.buffers.size() / 2;
+  for (size_t i = 0; i < n; ++i)
+    if (c.buffers[i] != c.buffers[n + i])
+      return false;
+  return true;
+}
+
+/// Whether `next` can join `batch`, and then joins it.
+bool absorb(LoweredCall &batch, const LoweredCall &next) {
+  if (batch.entry != next.entry || batch.attrs != next.attrs)
+    return false;
+  if (batch.entry == "quantize_dual" && batch.buffers.size() % 5 == 0 &&
+      next.buffers.size() == 5 && independentQuantizations(batch, next)) {
+    batch.buffers.append(next.buffers);
+    return true;
+  }
+  if (batch.entry == "all_reduce" && inPlace(batch) && inPlace(next)) {
+    size_t n = batch.buffers.size() / 2, m = next.buffers.size() / 2;
+    batch.buffers.insert(batch.buffers.begin() + n, next.buffers.begin(),
+                         next.buffers.begin() + m);
+    batch.buffers.append(next.buffers.begin() + m, next.buffers.end());
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+void infir2::batchCalls(std::vector<LoweredCall> &calls) {
+  std::vector<LoweredCall> out;
+  int64_t merged = 0; // calls merged into out.back()
+  auto finish = [&] {
+    if (merged)
+      out.back().where += " and " + std::to_string(merged) + " more like it";
+    merged = 0;
+  };
+  for (LoweredCall &c : calls) {
+    if (!out.empty() && absorb(out.back(), c)) {
+      ++merged;
+      continue;
+    }
+    finish();
+    out.push_back(std::move(c));
+  }
+  finish();
+  calls = std::move(out);
+}
