@@ -67,16 +67,6 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
     c.attrs.append(attrs.begin(), attrs.end());
     return success();
   };
-  // A GEMM's optional accumulator (its last operand, `index`) goes after
-  // the result, so the other operands keep their places; its last
-  // attribute says whether there is one.
-  auto accumulator = [&](Value acc, unsigned index) {
-    if (acc) {
-      c.operands.erase(c.operands.begin() + index);
-      c.operands.push_back(acc);
-    }
-    c.attrs.push_back(acc ? 1.0 : 0.0);
-  };
   auto attention = [&](auto a) {
     // The optional segments go after the results, so the other operands
     // keep their places.
@@ -115,10 +105,8 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
           })
           .Case([&](EmbeddingOp) { return named("embedding"); })
           .Case([&](MatmulOp m) {
-            (void)named("matmul", {m.getTransposeLhs() ? 1.0 : 0.0,
-                                   m.getTransposeRhs() ? 1.0 : 0.0});
-            accumulator(m.getAcc(), 2);
-            return success();
+            return named("matmul", {m.getTransposeLhs() ? 1.0 : 0.0,
+                                    m.getTransposeRhs() ? 1.0 : 0.0});
           })
           .Case([&](RMSNormOp n) {
             return named("rms_norm", {n.getEpsilon().convertToDouble()});
@@ -221,7 +209,6 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
             (void)named("scaled_matmul");
             appendBlock(c.attrs, m.getLhsGranularity(), m.getLhs());
             appendBlock(c.attrs, m.getRhsGranularity(), m.getRhs());
-            accumulator(m.getAcc(), 4);
             return success();
           })
           .Case([&](fp8::AmaxOp a) {
@@ -235,6 +222,17 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
           });
   if (failed(r))
     return failure();
+  // An accumulator (the op's last operand) goes after the results, so the
+  // other operands keep their places; the last attribute says whether
+  // there is one.
+  if (auto accumulating = dyn_cast<AccumulatingOpInterface>(op)) {
+    Value acc = accumulating.getAccumulator();
+    if (acc) {
+      c.operands.erase(c.operands.begin() + op->getNumOperands() - 1);
+      c.operands.push_back(acc);
+    }
+    c.attrs.push_back(acc ? 1.0 : 0.0);
+  }
   if (c.entry.empty())
     return std::optional<CallSpec>();
   return std::optional<CallSpec>(std::move(c));

@@ -65,11 +65,18 @@ struct ScaledMatmulGemmModel
   bool isSupportedGemm(Operation *) const { return true; }
 };
 
+/// fp8.scaled_matmul's optional `acc` is an FP32 accumulator as
+/// infir2.matmul's is (the interface's default methods read `getAcc`).
+struct ScaledMatmulAccumulatingModel
+    : public infir2::AccumulatingOpInterface::ExternalModel<
+          ScaledMatmulAccumulatingModel, infir2::fp8::ScaledMatmulOp> {};
+
 } // namespace
 
 void infir2::registerLinalgGemmModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, fp8::FP8Dialect *) {
-    fp8::ScaledMatmulOp::attachInterface<ScaledMatmulGemmModel>(*ctx);
+    fp8::ScaledMatmulOp::attachInterface<ScaledMatmulGemmModel,
+                                         ScaledMatmulAccumulatingModel>(*ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *) {
     linalg::MatmulOp::attachInterface<LinalgGemmModel<linalg::MatmulOp>>(*ctx);

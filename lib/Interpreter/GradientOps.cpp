@@ -31,7 +31,8 @@ LogicalResult Interpreter::rmsNormGrad(RMSNormGradOp op) {
                &dy = get(op.getResultGrad());
   int64_t d = x.shape.back(), rows = x.getNumElements() / d;
   double eps = op.getEpsilon().convertToDouble();
-  Tensor dx(x.shape), dw(w.shape);
+  // With an accumulator, the weight's gradient adds into it.
+  Tensor dx(x.shape), dw = op.getAcc() ? get(op.getAcc()) : Tensor(w.shape);
   for (int64_t r = 0; r < rows; ++r) {
     const double *xr = x.data.data() + r * d, *gr = dy.data.data() + r * d;
     double ss = 0.0, dot = 0.0;
@@ -122,7 +123,8 @@ LogicalResult Interpreter::crossEntropyGrad(CrossEntropyGradOp op) {
 
 LogicalResult Interpreter::embeddingGrad(EmbeddingGradOp op) {
   const Tensor &ids = get(op.getIds()), &dy = get(op.getResultGrad());
-  Tensor out(shapeOf(op.getTableGrad()));
+  Tensor out =
+      op.getAcc() ? get(op.getAcc()) : Tensor(shapeOf(op.getTableGrad()));
   int64_t vocab = out.shape[0], dim = out.shape[1];
   for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
     if (failed(checkIndex(op, "token id", ids.data[t], t, vocab)))
@@ -137,7 +139,7 @@ LogicalResult Interpreter::embeddingGrad(EmbeddingGradOp op) {
 
 LogicalResult Interpreter::reduceSum(ReduceSumOp op) {
   const Tensor &x = get(op.getInput());
-  Tensor out(shapeOf(op.getResult()));
+  Tensor out = op.getAcc() ? get(op.getAcc()) : Tensor(shapeOf(op.getResult()));
   int64_t n = out.getNumElements();
   for (int64_t i = 0, e = x.getNumElements(); i < e; ++i)
     out.data[i % n] += x.data[i];

@@ -1,4 +1,4 @@
-//===- FuseAccumulation.cpp - GEMMs that add into an accumulator ----------===//
+//===- FuseAccumulation.cpp - Gradients added into their accumulators ----===//
 //
 // Part of the InfiR2 project.
 //
@@ -6,7 +6,6 @@
 
 #include "infir2/Transforms/Passes.h"
 
-#include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -23,83 +22,133 @@ using namespace infir2;
 
 namespace {
 
-/// `gemm` rebuilt with accumulator `acc` and result type `type` (f32), its
-/// recipe attributes kept.
-Operation *withAccumulator(PatternRewriter &rewriter, Operation *gemm,
-                           Value acc, RankedTensorType type, Location loc) {
-  Operation *fused;
-  if (auto mm = dyn_cast<MatmulOp>(gemm))
-    fused = MatmulOp::create(rewriter, loc, type, mm.getLhs(), mm.getRhs(),
-                             mm.getTransposeLhs(), mm.getTransposeRhs(), acc);
-  else {
-    auto sm = cast<fp8::ScaledMatmulOp>(gemm);
-    fused = fp8::ScaledMatmulOp::create(
-        rewriter, loc, type, sm.getLhs(), sm.getLhsScale(),
-        sm.getLhsGranularity(), sm.getRhs(), sm.getRhsScale(),
-        sm.getRhsGranularity(), acc);
-  }
-  for (NamedAttribute attr : gemm->getDiscardableAttrs())
-    fused->setAttr(attr.getName(), attr.getValue());
-  return fused;
-}
-
-/// The GEMM without an accumulator that `v` is, directly or through one
-/// conversion, read by nothing else; null otherwise.
-Operation *soleGemmOf(Value v) {
+/// The result `v` is, directly or through one conversion, read by nothing
+/// else: an op's result that can take an accumulator and has none yet;
+/// null otherwise.
+OpResult soleAccumulatingResult(Value v) {
   if (auto convert = v.getDefiningOp<ConvertOp>()) {
     if (!convert->hasOneUse())
-      return nullptr;
+      return {};
     v = convert.getInput();
   }
-  Operation *def = v.getDefiningOp();
-  if (!def || !def->hasOneUse())
-    return nullptr;
-  if (auto mm = dyn_cast<MatmulOp>(def))
-    return mm.getAcc() ? nullptr : def;
-  if (auto sm = dyn_cast<fp8::ScaledMatmulOp>(def))
-    return sm.getAcc() ? nullptr : def;
-  return nullptr;
+  auto result = dyn_cast<OpResult>(v);
+  if (!result || !result.hasOneUse())
+    return {};
+  auto op = dyn_cast<AccumulatingOpInterface>(result.getOwner());
+  if (!op || op.getAccumulator() || op.getAccumulatedResult() != result)
+    return {};
+  return result;
 }
 
-/// Whether `v` is an argument of the function `op` is in (its entry block).
-bool isFunctionArgument(Value v, Operation *op) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  auto fn = op->getParentOfType<FunctionOpInterface>();
-  return arg && fn && arg.getOwner() == &fn.getFunctionBody().front();
+/// Whether `acc` is an FP32 gradient accumulator the op reading it may add
+/// into: an argument of the function `user` is in (its entry block), or the
+/// accumulated result of an op whose own accumulator is one, read by `user`
+/// alone.
+bool isAccumulator(Value acc, Operation *user) {
+  auto fn = user->getParentOfType<FunctionOpInterface>();
+  while (auto result = dyn_cast<OpResult>(acc)) {
+    auto op = dyn_cast<AccumulatingOpInterface>(result.getOwner());
+    if (!op || !op.getAccumulator() || op.getAccumulatedResult() != result ||
+        !result.hasOneUse())
+      return false;
+    acc = op.getAccumulator();
+  }
+  auto arg = cast<BlockArgument>(acc);
+  return fn && arg.getOwner() == &fn.getFunctionBody().front();
 }
 
-/// add(acc, [convert] gemm) -> gemm acc(acc), for an FP32 accumulator that
-/// is an argument of the function. The GEMM stays where it was (its
-/// operands die there, as before); the planner still decides whether it
-/// may write the accumulator's slot in place.
+/// Calls `rewrite(acc, other)` for each order of `add`'s operands in which
+/// `acc` is an FP32 accumulator (isAccumulator) and `other` has its type,
+/// until one succeeds.
+template <typename Rewrite>
+LogicalResult forEachAccumulator(AddOp add, Rewrite rewrite) {
+  auto type = cast<RankedTensorType>(add.getType());
+  if (!type.getElementType().isF32())
+    return failure();
+  for (unsigned side : {0u, 1u}) {
+    Value acc = add->getOperand(side), other = add->getOperand(1 - side);
+    if (acc.getType() == type && other.getType() == type &&
+        isAccumulator(acc, add) && succeeded(rewrite(acc, other)))
+      return success();
+  }
+  return failure();
+}
+
+/// add(acc, [convert] r) -> op acc(acc), for `r` a result of an op that can
+/// add into an accumulator (soleAccumulatingResult) and `acc` an FP32
+/// accumulator (isAccumulator). The op stays where it was (its operands die
+/// there, as before), or moves to just after the accumulator's producer
+/// when that comes later; the planner decides whether it writes the
+/// accumulator's buffer in place.
 struct AddIntoAccumulator : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AddOp add,
                                 PatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(add.getType());
-    if (!type.getElementType().isF32())
-      return failure();
-    for (unsigned side : {0u, 1u}) {
-      Value acc = add->getOperand(side), other = add->getOperand(1 - side);
-      if (acc.getType() != type || other.getType() != type ||
-          !isFunctionArgument(acc, add))
-        continue;
-      Operation *gemm = soleGemmOf(other);
-      if (!gemm)
-        continue;
+    return forEachAccumulator(add, [&](Value acc, Value other) {
+      OpResult result = soleAccumulatingResult(other);
+      if (!result)
+        return failure();
+      Operation *producer = result.getOwner();
+      Operation *accDef = acc.getDefiningOp();
+      bool later = accDef && accDef->getBlock() == producer->getBlock() &&
+                   producer->isBeforeInBlock(accDef);
+      // (Moving the op would move its other results' definitions.)
+      if (accDef && (accDef->getBlock() != producer->getBlock() ||
+                     (later && producer->getNumResults() != 1)))
+        return failure();
+      if (later)
+        rewriter.setInsertionPointAfter(accDef);
+      else
+        rewriter.setInsertionPoint(producer);
+      Operation *fused =
+          cast<AccumulatingOpInterface>(producer).cloneWithAccumulator(rewriter,
+                                                                       acc);
       Operation *convert = other.getDefiningOp<ConvertOp>();
-      rewriter.setInsertionPoint(gemm);
-      rewriter.replaceOp(add,
-                         withAccumulator(rewriter, gemm, acc, type,
-                                         gemm->getLoc())
-                             ->getResults());
+      rewriter.replaceOp(add, fused->getResult(result.getResultNumber()));
       if (convert)
         rewriter.eraseOp(convert);
-      rewriter.eraseOp(gemm);
+      // The accumulated result's one reader is gone; the others move over.
+      rewriter.replaceOp(producer, fused->getResults());
       return success();
-    }
-    return failure();
+    });
+  }
+};
+
+/// add(acc, [convert] add(x, y)) -> add(add(acc, [convert] x), [convert] y)
+/// for `x` and `y` results that AddIntoAccumulator then folds in one after
+/// the other (a tied embedding's two gradients): the sum is not rounded
+/// before it reaches the accumulator.
+struct SplitSumIntoAccumulator : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    return forEachAccumulator(add, [&](Value acc, Value other) {
+      auto convert = other.getDefiningOp<ConvertOp>();
+      Value sumValue = convert ? convert.getInput() : other;
+      auto sum = sumValue.getDefiningOp<AddOp>();
+      if (!sum || !sum->hasOneUse() || (convert && !convert->hasOneUse()) ||
+          sum.getLhs().getType() != sum.getRhs().getType() ||
+          sum.getLhs() == sum.getRhs() ||
+          !soleAccumulatingResult(sum.getLhs()) ||
+          !soleAccumulatingResult(sum.getRhs()))
+        return failure();
+      Type type = add.getType();
+      auto widened = [&](Value v) -> Value {
+        if (v.getType() == type)
+          return v;
+        return ConvertOp::create(rewriter, add.getLoc(), type, v);
+      };
+      rewriter.setInsertionPoint(add);
+      Value first =
+          AddOp::create(rewriter, add.getLoc(), acc, widened(sum.getLhs()));
+      rewriter.replaceOpWithNewOp<AddOp>(add, first, widened(sum.getRhs()));
+      if (convert)
+        rewriter.eraseOp(convert);
+      rewriter.eraseOp(sum);
+      return success();
+    });
   }
 };
 
@@ -107,7 +156,7 @@ struct FuseAccumulationPass
     : public infir2::impl::FuseAccumulationPassBase<FuseAccumulationPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<AddIntoAccumulator>(&getContext());
+    patterns.add<AddIntoAccumulator, SplitSumIntoAccumulator>(&getContext());
     // Only this rewrite: no folding, no constants moved or merged, so the
     // rest of the step reads as the recipe left it.
     GreedyRewriteConfig config;

@@ -209,40 +209,6 @@ MemoryCategory Planner::categoryOf(Value v, int64_t def, int64_t last, int64_t l
   return MemoryCategory::Workspace;
 }
 
-/// Appends `op` to the schedule, with fused bodies inlined.
-static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
-                       DenseMap<Value, Value> &alias) {
-  if (auto fused = dyn_cast<fp8::FusedOp>(op)) {
-    Block &body = fused.getBody().front();
-    for (Operation &inner : body.without_terminator())
-      scheduleOp(&inner, out, alias);
-    for (auto [r, v] : llvm::zip_equal(fused.getResults(),
-                                       body.getTerminator()->getOperands()))
-      alias[r] = v;
-    return;
-  }
-  if (auto reshape = dyn_cast<ReshapeOp>(op))
-    alias[reshape.getResult()] = reshape.getInput();
-  // A cache the step takes and updates once is updated in place: the state
-  // slot of the argument is the state slot of the result.
-  if (auto write = dyn_cast<CacheWriteOp>(op);
-      write && isa<BlockArgument>(write.getCache()) &&
-      write.getCache().hasOneUse())
-    alias[write.getResult()] = write.getCache();
-  // A sum over the ranks is taken in place: each gradient accumulator the
-  // all-reduce alone reads holds its sum afterwards (one rank: no copy at
-  // all), instead of a copy of every gradient in the arena.
-  if (auto reduce = dyn_cast<AllReduceOp>(op))
-    for (auto [in, sum] : llvm::zip_equal(reduce->getOperands(),
-                                          reduce->getResults()))
-      if (isa<BlockArgument>(in) && in.hasOneUse() &&
-          llvm::none_of(sum.getUsers(), [](Operation *user) {
-            return user->hasTrait<OpTrait::IsTerminator>();
-          }))
-        alias[sum] = in;
-  out.push_back(op);
-}
-
 /// Whether `op` reads element i of `operand` before it writes element i of
 /// `result`, so that the two may share a buffer: the optimizer updates
 /// (every operand and result of one shape), add / mul with an operand of
@@ -274,13 +240,7 @@ static bool readsBeforeWriting(Operation *op, Value operand, Value result) {
   }
   if (isa<AddOp, MulOp>(op))
     return operand.getType() == result.getType();
-  // (An accumulator that is also a factor is read whole while written.)
-  if (auto mm = dyn_cast<MatmulOp>(op))
-    return operand == mm.getAcc() && operand != mm.getLhs() &&
-           operand != mm.getRhs();
-  if (auto mm = dyn_cast<fp8::ScaledMatmulOp>(op))
-    return operand == mm.getAcc();
-  return false;
+  return addsInPlace(op, operand, result);
 }
 
 /// Whether result `v` of a step may be written straight into its state slot
@@ -327,6 +287,29 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
 
   DenseMap<Value, Value> alias;
   scheduleBlock(entry, fp.schedule, alias);
+  // A gradient accumulator that only the ops adding into it read, whose last
+  // sum goes back to its own slot, is added into where it lies: every link
+  // of the chain (a tied embedding's two gradients) shares its buffer, and
+  // no copy follows.
+  for (BlockArgument arg : entry.getArguments()) {
+    SmallVector<Value> links;
+    Value v = arg;
+    while (v.hasOneUse()) {
+      auto acc = dyn_cast<AccumulatingOpInterface>(*v.user_begin());
+      if (!acc || !addsInPlace(acc, v, acc.getAccumulatedResult()))
+        break;
+      v = acc.getAccumulatedResult();
+      links.push_back(v);
+    }
+    if (links.empty() || !v.hasOneUse() ||
+        !isa<func::ReturnOp>(*v.user_begin()))
+      continue;
+    FailureOr<int64_t> out = resultSlot(fn, v.use_begin()->getOperandNumber());
+    FailureOr<int64_t> in = argumentSlot(fn, arg);
+    if (succeeded(out) && succeeded(in) && *out == *in)
+      for (Value link : links)
+        alias[link] = arg;
+  }
   auto root = [&](Value v) {
     for (auto it = alias.find(v); it != alias.end(); it = alias.find(v))
       v = it->second;
@@ -431,12 +414,6 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
 }
 
 } // namespace
-
-void infir2::scheduleBlock(Block &block, SmallVectorImpl<Operation *> &schedule,
-                           DenseMap<Value, Value> &alias) {
-  for (Operation &op : block.without_terminator())
-    scheduleOp(&op, schedule, alias);
-}
 
 FailureOr<ModelPlan> infir2::planModel(ModuleOp module) {
   ModelPlan plan;

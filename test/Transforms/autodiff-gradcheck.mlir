@@ -4,7 +4,7 @@
 // the printed seed. Tolerance: |g - fd| <= 1e-8 + 1e-5 * max(|g|, |fd|) with
 // h = 1e-5 (FP64: truncation error ~h^2, rounding ~1e-16/h, both far below it).
 
-// RUN: infir2-opt %s --infir2-autodiff="forward=embedding train-step=embedding_step" --infir2-autodiff="forward=matmul_nn train-step=matmul_nn_step" --infir2-autodiff="forward=matmul_nt train-step=matmul_nt_step" --infir2-autodiff="forward=matmul_tn train-step=matmul_tn_step" --infir2-autodiff="forward=matmul_tt train-step=matmul_tt_step" --infir2-autodiff="forward=matmul_batched train-step=matmul_batched_step" --infir2-autodiff="forward=matmul_shared train-step=matmul_shared_step" --infir2-autodiff="forward=matmul_shared_nn train-step=matmul_shared_nn_step" --infir2-autodiff="forward=rms_norm train-step=rms_norm_step" --infir2-autodiff="forward=rope train-step=rope_step" --infir2-autodiff="forward=rope_batched train-step=rope_batched_step" --infir2-autodiff="forward=attention train-step=attention_step" --infir2-autodiff="forward=attention_cross train-step=attention_cross_step" --infir2-autodiff="forward=attention_packed train-step=attention_packed_step" --infir2-autodiff="forward=silu train-step=silu_step" --infir2-autodiff="forward=swiglu train-step=swiglu_step" --infir2-autodiff="forward=add_broadcast train-step=add_broadcast_step" --infir2-autodiff="forward=mul_broadcast train-step=mul_broadcast_step" --infir2-autodiff="forward=reshape_transpose train-step=reshape_transpose_step" --infir2-autodiff="forward=convert_reduce train-step=convert_reduce_step" --infir2-autodiff="forward=matmul_acc train-step=matmul_acc_step" -o %t.mlir
+// RUN: infir2-opt %s --infir2-autodiff="forward=embedding train-step=embedding_step" --infir2-autodiff="forward=matmul_nn train-step=matmul_nn_step" --infir2-autodiff="forward=matmul_nt train-step=matmul_nt_step" --infir2-autodiff="forward=matmul_tn train-step=matmul_tn_step" --infir2-autodiff="forward=matmul_tt train-step=matmul_tt_step" --infir2-autodiff="forward=matmul_batched train-step=matmul_batched_step" --infir2-autodiff="forward=matmul_shared train-step=matmul_shared_step" --infir2-autodiff="forward=matmul_shared_nn train-step=matmul_shared_nn_step" --infir2-autodiff="forward=rms_norm train-step=rms_norm_step" --infir2-autodiff="forward=rope train-step=rope_step" --infir2-autodiff="forward=rope_batched train-step=rope_batched_step" --infir2-autodiff="forward=attention train-step=attention_step" --infir2-autodiff="forward=attention_cross train-step=attention_cross_step" --infir2-autodiff="forward=attention_packed train-step=attention_packed_step" --infir2-autodiff="forward=silu train-step=silu_step" --infir2-autodiff="forward=swiglu train-step=swiglu_step" --infir2-autodiff="forward=add_broadcast train-step=add_broadcast_step" --infir2-autodiff="forward=mul_broadcast train-step=mul_broadcast_step" --infir2-autodiff="forward=reshape_transpose train-step=reshape_transpose_step" --infir2-autodiff="forward=convert_reduce train-step=convert_reduce_step" --infir2-autodiff="forward=matmul_acc train-step=matmul_acc_step" --infir2-autodiff="forward=reduce_acc train-step=reduce_acc_step" -o %t.mlir
 // RUN: infir2-run %t.mlir --gradcheck --entry embedding --train-step embedding_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry matmul_nn --train-step matmul_nn_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry matmul_nt --train-step matmul_nt_step --seed 5 | FileCheck %s
@@ -26,6 +26,7 @@
 // RUN: infir2-run %t.mlir --gradcheck --entry reshape_transpose --train-step reshape_transpose_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry convert_reduce --train-step convert_reduce_step --seed 5 | FileCheck %s
 // RUN: infir2-run %t.mlir --gradcheck --entry matmul_acc --train-step matmul_acc_step --seed 5 | FileCheck %s
+// RUN: infir2-run %t.mlir --gradcheck --entry reduce_acc --train-step reduce_acc_step --seed 5 | FileCheck %s
 // CHECK: gradcheck: {{[0-9]+}} parameters, {{[0-9]+}} coordinates: PASS
 // CHECK-NOT: MISMATCH
 
@@ -42,6 +43,15 @@ func.func @matmul_acc(%a: tensor<4x3xf32> {infir2.param = #infir2.param<"a", nor
   %y = infir2.matmul %a, %b acc(%c : tensor<3x5xf32>) {transpose_lhs} : tensor<4x3xf32>, tensor<4x5xf32> -> tensor<3x5xf32>
   %m = infir2.mul %y, %r : tensor<3x5xf32>, tensor<3x5xf32>
   %l = infir2.reduce_sum %m : tensor<3x5xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// Tests a sum with an accumulator (its gradient passes to it unchanged; the
+// input's is the result's, broadcast).
+func.func @reduce_acc(%x: tensor<2x3x5xf32> {infir2.param = #infir2.param<"x", normal(std = 1.0)>}, %c: tensor<5xf32> {infir2.param = #infir2.param<"c", normal(std = 1.0)>}, %r: tensor<5xf32>) -> tensor<f32> {
+  %y = infir2.reduce_sum %x acc(%c : tensor<5xf32>) : tensor<2x3x5xf32> -> tensor<5xf32>
+  %m = infir2.mul %y, %r : tensor<5xf32>, tensor<5xf32>
+  %l = infir2.reduce_sum %m : tensor<5xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
 

@@ -94,3 +94,75 @@ func.func @left_alone(%dy: tensor<6x8xbf16>, %x: tensor<6x4xbf16>, %acc: tensor<
   %a6 = infir2.add %acc, %g6 : tensor<8x4xf32>, tensor<8x4xf32>
   return %a1, %g2, %a2, %w3, %a5, %a3, %a6 : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// Tests a bias's, a norm weight's and an embedding table's gradient: each op
+// adds into its FP32 accumulator itself (the norm's input gradient keeps its
+// reader), with no conversion or add left.
+// CHECK-LABEL: func.func @other_gradients
+// CHECK-SAME: (%[[DY:[^:]+]]: tensor<4x8x16xbf16>, %[[X:[^:]+]]: tensor<4x8x16xbf16>, %[[W:[^:]+]]: tensor<16xbf16>, %[[IDS:[^:]+]]: tensor<4x8xi32>, %[[BACC:[^:]+]]: tensor<16xf32>, %[[WACC:[^:]+]]: tensor<16xf32>, %[[TACC:[^:]+]]: tensor<32x16xf32>)
+// CHECK-NEXT: %[[B:.+]] = infir2.reduce_sum %[[DY]] acc(%[[BACC]] : tensor<16xf32>) : tensor<4x8x16xbf16> -> tensor<16xf32>
+// CHECK-NEXT: %[[DX:.+]], %[[DW:.+]] = infir2.rms_norm_grad %[[X]], %[[W]], %[[DY]] acc(%[[WACC]] : tensor<16xf32>) {epsilon = {{.+}}} : tensor<4x8x16xbf16>, tensor<16xbf16>
+// CHECK-NEXT: %[[T:.+]] = infir2.embedding_grad %[[IDS]], %[[DX]] acc(%[[TACC]] : tensor<32x16xf32>) : tensor<4x8xi32>, tensor<4x8x16xbf16> -> tensor<32x16xf32>
+// CHECK-NEXT: return %[[B]], %[[DW]], %[[T]], %[[DX]]
+func.func @other_gradients(%dy: tensor<4x8x16xbf16>, %x: tensor<4x8x16xbf16>, %w: tensor<16xbf16>, %ids: tensor<4x8xi32>, %bacc: tensor<16xf32>, %wacc: tensor<16xf32>, %tacc: tensor<32x16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<32x16xf32>, tensor<4x8x16xbf16>) {
+  %db = infir2.reduce_sum %dy : tensor<4x8x16xbf16> -> tensor<16xbf16>
+  %db32 = infir2.convert %db : tensor<16xbf16> -> tensor<16xf32>
+  %b = infir2.add %bacc, %db32 : tensor<16xf32>, tensor<16xf32>
+  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-06 : f64} : tensor<4x8x16xbf16>, tensor<16xbf16>
+  %dw32 = infir2.convert %dw : tensor<16xbf16> -> tensor<16xf32>
+  %gw = infir2.add %dw32, %wacc : tensor<16xf32>, tensor<16xf32>
+  %dt = infir2.embedding_grad %ids, %dx : tensor<4x8xi32>, tensor<4x8x16xbf16> -> tensor<32x16xbf16>
+  %dt32 = infir2.convert %dt : tensor<32x16xbf16> -> tensor<32x16xf32>
+  %t = infir2.add %tacc, %dt32 : tensor<32x16xf32>, tensor<32x16xf32>
+  return %b, %gw, %t, %dx : tensor<16xf32>, tensor<16xf32>, tensor<32x16xf32>, tensor<4x8x16xbf16>
+}
+
+// -----
+
+// Tests a tied embedding's gradient, the LM head's weight gradient plus the
+// embedding's, summed in BF16 before it is widened: the GEMM adds into the
+// accumulator where it was, then the embedding's gradient, moved after it,
+// adds into that; the BF16 sum is gone.
+// CHECK-LABEL: func.func @tied_embedding
+// CHECK-SAME: %[[ACC:[^:]+]]: tensor<32x16xf32>)
+// CHECK-NEXT: %[[H:.+]] = infir2.matmul %{{.+}}, %{{.+}} acc(%[[ACC]] : tensor<32x16xf32>) {transpose_lhs} : tensor<8x32xbf16>, tensor<8x16xbf16> -> tensor<32x16xf32>
+// CHECK-NEXT: %[[T:.+]] = infir2.embedding_grad %{{.+}}, %{{.+}} acc(%[[H]] : tensor<32x16xf32>) : tensor<8xi32>, tensor<8x16xbf16> -> tensor<32x16xf32>
+// CHECK-NEXT: return %[[T]]
+func.func @tied_embedding(%ids: tensor<8xi32>, %dx: tensor<8x16xbf16>, %dlogits: tensor<8x32xbf16>, %h: tensor<8x16xbf16>, %acc: tensor<32x16xf32>) -> tensor<32x16xf32> {
+  %dt = infir2.embedding_grad %ids, %dx : tensor<8xi32>, tensor<8x16xbf16> -> tensor<32x16xbf16>
+  %dw = infir2.matmul %dlogits, %h {transpose_lhs} : tensor<8x32xbf16>, tensor<8x16xbf16> -> tensor<32x16xbf16>
+  %sum = infir2.add %dw, %dt : tensor<32x16xbf16>, tensor<32x16xbf16>
+  %sum32 = infir2.convert %sum : tensor<32x16xbf16> -> tensor<32x16xf32>
+  %g = infir2.add %acc, %sum32 : tensor<32x16xf32>, tensor<32x16xf32>
+  return %g : tensor<32x16xf32>
+}
+
+// -----
+
+// Tests what a sum leaves alone: a part read elsewhere too (the add stays as
+// it was), and a norm whose weight gradient would have to move past its
+// input gradient's reader (the GEMM adds first; the norm's gradient is
+// widened and added).
+// CHECK-LABEL: func.func @sums_left_alone
+// CHECK: %[[S:.+]] = infir2.add %{{.+}}, %{{.+}} : tensor<16xbf16>, tensor<16xbf16>
+// CHECK: infir2.convert %[[S]]
+// CHECK: %[[DX:.+]], %[[DW:.+]] = infir2.rms_norm_grad %{{.+}}, %{{.+}}, %{{.+}} {epsilon
+// CHECK: %[[G:.+]] = infir2.reduce_sum %{{.+}} acc(%{{.+}} : tensor<16xf32>)
+// CHECK: %[[W:.+]] = infir2.convert %[[DW]]
+// CHECK: infir2.add %[[G]], %[[W]]
+func.func @sums_left_alone(%dy: tensor<4x16xbf16>, %x: tensor<4x16xbf16>, %w: tensor<16xbf16>, %acc: tensor<16xf32>, %acc2: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xbf16>, tensor<16xf32>, tensor<4x16xbf16>) {
+  %a = infir2.reduce_sum %dy : tensor<4x16xbf16> -> tensor<16xbf16>
+  %b = infir2.reduce_sum %x : tensor<4x16xbf16> -> tensor<16xbf16>
+  %s = infir2.add %a, %b : tensor<16xbf16>, tensor<16xbf16>
+  %s32 = infir2.convert %s : tensor<16xbf16> -> tensor<16xf32>
+  %r = infir2.add %acc, %s32 : tensor<16xf32>, tensor<16xf32>
+  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-06 : f64} : tensor<4x16xbf16>, tensor<16xbf16>
+  %used = infir2.add %dx, %dx : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %c = infir2.reduce_sum %used : tensor<4x16xbf16> -> tensor<16xbf16>
+  %sum2 = infir2.add %c, %dw : tensor<16xbf16>, tensor<16xbf16>
+  %sum232 = infir2.convert %sum2 : tensor<16xbf16> -> tensor<16xf32>
+  %r2 = infir2.add %acc2, %sum232 : tensor<16xf32>, tensor<16xf32>
+  return %r, %b, %r2, %used : tensor<16xf32>, tensor<16xbf16>, tensor<16xf32>, tensor<4x16xbf16>
+}

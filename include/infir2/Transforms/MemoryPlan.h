@@ -92,6 +92,11 @@ struct ModelPlan {
   int64_t zero1WorldSize = 0;
 };
 
+/// Whether `result` is `operand`, an accumulator, plus what `op` computes
+/// (AccumulatingOpInterface): each element is read before it is written,
+/// unless the accumulator is also one of the factors, read whole.
+bool addsInPlace(mlir::Operation *op, mlir::Value operand, mlir::Value result);
+
 /// The ops of `block` in execution order, with fp8.fused bodies inlined;
 /// `alias` maps each fused result and each reshape (a view) to the value
 /// whose buffer it shares.

@@ -18,21 +18,30 @@ include "mlir/Pass/PassBase.td"
 
 def FuseAccumulationPass
     : Pass<"infir2-fuse-accumulation", "mlir::ModuleOp"> {
-  let summary = "Lets GEMMs add their product to an FP32 accumulator themselves.";
+  let summary = "Lets the ops that make gradients add them to their FP32 accumulators themselves.";
   let description = [{
-    A weight gradient that the step adds to its FP32 accumulator,
-    `infir2.add %acc, (infir2.convert (gemm ...))`, becomes the GEMM with
-    that accumulator, `gemm ... acc(%acc)`, writing FP32: the product is
-    never rounded to BF16, no widening copy or add runs, and the memory
-    planner lets the GEMM write into the accumulator's own slot. The GEMM
-    is an `infir2.matmul` or an `fp8.scaled_matmul` read only by that
-    conversion (or, when it already writes FP32, only by the add); the
-    accumulator is an FP32 argument of the enclosing function (in a
-    training step, a gradient accumulator), of the product's shape. The
-    fused GEMM stays where the GEMM was, so its operands are freed as
-    early as before. Anything else is left alone (a gradient that is a sum
-    of a GEMM and something else, such as a tied embedding's, keeps its
-    conversion and add). Both recipes end with this pass.
+    A gradient that the step adds to its FP32 accumulator,
+    `infir2.add %acc, (infir2.convert (op ...))`, becomes the op with that
+    accumulator, `op ... acc(%acc)`, writing FP32: the gradient is never
+    rounded to BF16, no widening copy or add runs, and the memory planner
+    lets the op write into the accumulator's own buffer. The op is one that
+    implements `AccumulatingOpInterface` — a weight gradient's GEMM
+    (`infir2.matmul`, `fp8.scaled_matmul`), a bias gradient's
+    `infir2.reduce_sum`, a norm weight's `infir2.rms_norm_grad`, an
+    embedding table's `infir2.embedding_grad` — and that result is read only
+    by that conversion (or, when it is FP32 already, only by the add). The
+    accumulator is an FP32 argument of the enclosing function (in a training
+    step, a gradient accumulator), of the gradient's shape, or such an op's
+    accumulated result that only this add reads.
+
+    A gradient that is the sum of two such results (a tied embedding's:
+    the LM head's weight gradient plus the embedding's),
+    `add %acc, (convert (add %x, %y))`, is added into the accumulator one
+    part after the other: `%x` with `%acc`, then `%y` with that. The fused
+    op stays where the op was, so its operands are freed as early as
+    before, unless its accumulator is made later (the second part of a
+    sum), when it moves to just after it. Anything else is left alone. Both
+    recipes end with this pass.
 
     ```mlir
     %g = fp8.scaled_matmul (%dy, %dys by #fp8.groups<128, dim = 1>), (%x, %xs by #fp8.groups<128, dim = 1>) : ... -> tensor<768x256xbf16>
@@ -46,8 +55,10 @@ def FuseAccumulationPass
     %a = fp8.scaled_matmul (%dy, %dys by #fp8.groups<128, dim = 1>), (%x, %xs by #fp8.groups<128, dim = 1>) acc(%acc : tensor<768x256xf32>) : ... -> tensor<768x256xf32>
     ```
 
-    Numerics: the accumulator gains FP32(product) instead of BF16(product),
-    so a weight gradient carries about 16 more bits.
+    Numerics: the accumulator gains the FP32 (or FP64-summed, then
+    rounded once) gradient instead of its BF16 rounding, so a gradient
+    carries about 16 more bits, and the two parts of a tied embedding's
+    gradient are no longer rounded to BF16 after their sum.
   }];
 }
 

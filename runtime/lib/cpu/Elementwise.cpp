@@ -190,6 +190,11 @@ int32_t rms_norm_grad(const Call &c) {
   const float *X = x.floats(bx), *W = w.floats(bw), *D = dy.floats(bd);
   float *DX = dx.output(bdx), *DW = dw.output(bdw);
   std::vector<double> dwAcc(d, 0.0);
+  if (c.attr(1) != 0.0) { // the accumulator's values first
+    Operand from = c.operand(5);
+    for (int64_t i = 0; i < d; ++i)
+      dwAcc[i] = from.get(i);
+  }
 #pragma omp parallel
   {
     std::vector<double> local(d, 0.0);

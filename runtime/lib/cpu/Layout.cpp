@@ -146,23 +146,33 @@ int32_t embedding_grad(const Call &c) {
     order[t] = t;
   }
   // Tokens grouped by id, in position order within an id: each row of the
-  // result is its tokens' rows summed in FP32 in that order, then rounded
-  // once; the rows of ids that do not occur are zero. No FP32 copy of the
-  // whole table.
+  // result is its tokens' rows summed in FP32 in that order, after the
+  // accumulator's row when there is one, then rounded once; the other rows
+  // are zero, or the accumulator's. No FP32 copy of the whole table.
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return ids.getIndex(a) < ids.getIndex(b);
   });
+  bool hasAcc = c.attr(0) != 0.0;
+  const uint8_t *from = hasAcc ? c.operand(3).ptr : nullptr;
   int64_t bytes = out.numel * infir2rt_dtype_size(out.dtype);
   int64_t chunk = int64_t(1) << 22;
+  if (from != out.ptr) { // (an accumulator written in place is there)
 #pragma omp parallel for if (bytes > 2 * chunk)
-  for (int64_t at = 0; at < bytes; at += chunk)
-    std::memset(out.ptr + at, 0, std::min(chunk, bytes - at));
+    for (int64_t at = 0; at < bytes; at += chunk) {
+      int64_t size = std::min(chunk, bytes - at);
+      if (from)
+        std::memcpy(out.ptr + at, from + at, size);
+      else
+        std::memset(out.ptr + at, 0, size);
+    }
+  }
   Buffer bd;
   const float *D = dy.floats(bd);
   std::vector<float> sum(dim);
   for (int64_t g = 0; g < n;) {
     int64_t id = ids.getIndex(order[g]);
-    std::fill(sum.begin(), sum.end(), 0.0f);
+    for (int64_t i = 0; i < dim; ++i)
+      sum[i] = hasAcc ? out.get(id * dim + i) : 0.0f;
     for (; g < n && ids.getIndex(order[g]) == id; ++g)
       for (int64_t i = 0; i < dim; ++i)
         sum[i] += D[order[g] * dim + i];
@@ -198,6 +208,11 @@ int32_t reduce_sum(const Call &c) {
   const float *X = x.floats(bx);
   int64_t n = out.numel, rows = x.numel / n;
   std::vector<double> acc(n, 0.0);
+  if (c.attr(0) != 0.0) { // the accumulator's values first
+    Operand from = c.operand(2);
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] = from.get(i);
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i)
       acc[i] += X[r * n + i];

@@ -273,9 +273,13 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
                       infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(x), viewOf(w), viewOf(dy), viewOf(dx), inverse, d,
       float(descAttr(desc, 0)));
+  const float *acc =
+      descAttr(desc, 1) != 0.0
+          ? reinterpret_cast<const float *>(descOperand(ctx, desc, 5).ptr)
+          : nullptr;
   infir2::rt::cuda::sumColumns(
       ctx, NormWeightTerm{viewOf(x), viewOf(dy), inverse, d}, rows, d, partial,
-      viewOf(dwOut));
+      viewOf(dwOut), acc);
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -300,15 +304,24 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
                       host[t], t, (long long)vocab);
   // Rows are summed in FP32 (atomics): in the result itself when it is
   // FP32, else in a workspace rounded once to the result type, as the CPU
-  // backend does.
+  // backend does. They start from the accumulator when there is one (FP32,
+  // the result's type: copied unless it is the result itself), else zero.
   float *sum = reinterpret_cast<float *>(out.ptr);
   if (out.dtype != INFIR2RT_F32)
     INFIR2_CUDA_CHECK(ctx,
                       infir2::rt::cuda::takeWorkspace({{&sum, out.numel * 4}}),
                       where);
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
-  INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(sum, 0, out.numel * 4, stream),
-                    where);
+  const uint8_t *acc =
+      descAttr(desc, 0) != 0.0 ? descOperand(ctx, desc, 3).ptr : nullptr;
+  if (!acc)
+    INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(sum, 0, out.numel * 4, stream),
+                      where);
+  else if (acc != out.ptr)
+    INFIR2_CUDA_CHECK(ctx,
+                      cudaMemcpyAsync(sum, acc, out.numel * 4,
+                                      cudaMemcpyDeviceToDevice, stream),
+                      where);
   embeddingGradKernel<<<unsigned((ids.numel * dim + kThreads - 1) / kThreads),
                         kThreads, 0, stream>>>(
       reinterpret_cast<const int32_t *>(ids.ptr), viewOf(dy), sum, ids.numel,

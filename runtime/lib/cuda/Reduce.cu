@@ -102,8 +102,14 @@ extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
           {{&partial,
             infir2::rt::cuda::columnPartialBytes(rows, out.numel)}}),
       where);
+  // With an accumulator (FP32, out's type; possibly out itself), its
+  // values start each column's sum.
+  const float *acc =
+      descAttr(desc, 0) != 0.0
+          ? reinterpret_cast<const float *>(descOperand(ctx, desc, 2).ptr)
+          : nullptr;
   infir2::rt::cuda::sumColumns(ctx, Element{viewOf(x), out.numel}, rows,
-                               out.numel, partial, viewOf(out));
+                               out.numel, partial, viewOf(out), acc);
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 

@@ -42,14 +42,15 @@ inline int64_t columnPartialBytes(int64_t rows, int64_t cols) {
   return slices > 1 ? slices * cols * 8 : 0;
 }
 
-/// out[c] = Σ_r term(r, c), one thread per column, rows in order.
+/// out[c] = acc[c] + Σ_r term(r, c), one thread per column, rows in order
+/// (acc null: 0; acc may be out's storage, read before it is written).
 template <typename Term>
 __global__ void columnSumKernel(Term term, int64_t rows, int64_t cols,
-                                View out) {
+                                const float *from, View out) {
   int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols)
     return;
-  double acc = 0.0;
+  double acc = from ? double(from[c]) : 0.0;
   for (int64_t r = 0; r < rows; ++r)
     acc += term(r, c);
   out.set(c, float(acc));
@@ -68,33 +69,36 @@ __global__ void columnSlicesKernel(Term term, int64_t rows, int64_t cols,
   partial[blockIdx.y * cols + c] = acc;
 }
 
-/// out[c] = Σ_p partial[p][c], in slice order, rounded once.
+/// out[c] = acc[c] + Σ_p partial[p][c], in slice order, rounded once.
 __global__ inline void columnFinishKernel(const double *partial, int slices,
-                                          int64_t cols, View out) {
+                                          int64_t cols, const float *from,
+                                          View out) {
   int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols)
     return;
-  double acc = 0.0;
+  double acc = from ? double(from[c]) : 0.0;
   for (int p = 0; p < slices; ++p)
     acc += partial[p * cols + c];
   out.set(c, float(acc));
 }
 
-/// out[c] = Σ_r term(r, c) over a rows x cols matrix of terms, on the
-/// context's stream; `partial` holds columnPartialBytes(rows, cols).
+/// out[c] = acc[c] + Σ_r term(r, c) over a rows x cols matrix of terms, on
+/// the context's stream; `partial` holds columnPartialBytes(rows, cols).
+/// `acc` (FP32, possibly out's own storage) may be null: no accumulator.
 template <typename Term>
 void sumColumns(infir2rt_context *ctx, Term term, int64_t rows, int64_t cols,
-                double *partial, View out) {
+                double *partial, View out, const float *acc = nullptr) {
   int slices = columnSlices(rows, cols);
   unsigned columns = unsigned((cols + 255) / 256);
   if (slices == 1) {
-    columnSumKernel<<<columns, 256, 0, streamOf(ctx)>>>(term, rows, cols, out);
+    columnSumKernel<<<columns, 256, 0, streamOf(ctx)>>>(term, rows, cols, acc,
+                                                        out);
     return;
   }
   columnSlicesKernel<<<dim3(columns, unsigned(slices)), 256, 0,
                        streamOf(ctx)>>>(term, rows, cols, partial);
   columnFinishKernel<<<columns, 256, 0, streamOf(ctx)>>>(partial, slices, cols,
-                                                          out);
+                                                         acc, out);
 }
 
 } // namespace infir2::rt::cuda

@@ -71,3 +71,49 @@ func.func @attention_grad_segments(%q: tensor<2x4x8xf32>, %k: tensor<2x4x4xf32>,
       : tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x3xi32>
   return
 }
+
+// -----
+
+// Tests that an embedding gradient's accumulator has the result's type.
+func.func @embedding_grad_acc_type(%ids: tensor<4xi32>, %dy: tensor<4x8xbf16>, %acc: tensor<16x8xbf16>) {
+  // expected-error @+1 {{expects the accumulator 'acc' to have the result's type 'tensor<16x8xf32>', got 'tensor<16x8xbf16>'}}
+  %0 = infir2.embedding_grad %ids, %dy acc(%acc : tensor<16x8xbf16>) : tensor<4xi32>, tensor<4x8xbf16> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+// Tests that an embedding gradient accumulates in f32 only.
+func.func @embedding_grad_acc_f32(%ids: tensor<4xi32>, %dy: tensor<4x8xbf16>, %acc: tensor<16x8xbf16>) {
+  // expected-error @+1 {{accumulates in f32 only: expects an f32 result with 'acc', got 'bf16'}}
+  %0 = infir2.embedding_grad %ids, %dy acc(%acc : tensor<16x8xbf16>) : tensor<4xi32>, tensor<4x8xbf16> -> tensor<16x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that a norm weight's gradient has the weight's type without an
+// accumulator.
+func.func @rms_norm_grad_weight_type(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %dy: tensor<4x8xbf16>) {
+  // expected-error @+1 {{expects the type of 'weight_grad' to be the type of 'weight' ('tensor<8xbf16>'), got 'tensor<8xf32>'}}
+  %dx, %dw = "infir2.rms_norm_grad"(%x, %w, %dy) {epsilon = 1.0e-06 : f64} : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that a norm weight's accumulator has the weight's shape.
+func.func @rms_norm_grad_acc_shape(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %dy: tensor<4x8xbf16>, %acc: tensor<4xf32>) {
+  // expected-error @+1 {{expects 'acc' of shape [8] (the weight's shape), got [4]}}
+  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy acc(%acc : tensor<4xf32>) {epsilon = 1.0e-06 : f64} : tensor<4x8xbf16>, tensor<8xbf16>
+  return
+}
+
+// -----
+
+// Tests that a norm weight's gradient accumulates in f32 only.
+func.func @rms_norm_grad_acc_f32(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %dy: tensor<4x8xbf16>, %acc: tensor<8xbf16>) {
+  // expected-error @+1 {{accumulates in f32 only: expects an f32 result with 'acc', got 'bf16'}}
+  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy acc(%acc : tensor<8xbf16>) {epsilon = 1.0e-06 : f64} : tensor<4x8xbf16>, tensor<8xbf16>
+  return
+}

@@ -135,6 +135,24 @@ func.func @reduce_sum_type(%x: tensor<2x8xf32>) {
 
 // -----
 
+// Tests that reduce_sum's accumulator has the result's type.
+func.func @reduce_sum_acc_type(%x: tensor<2x8xbf16>, %acc: tensor<4xf32>) {
+  // expected-error @+1 {{expects the accumulator 'acc' to have the result's type 'tensor<8xf32>', got 'tensor<4xf32>'}}
+  %0 = infir2.reduce_sum %x acc(%acc : tensor<4xf32>) : tensor<2x8xbf16> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that reduce_sum accumulates in f32 only.
+func.func @reduce_sum_acc_f32(%x: tensor<2x8xbf16>, %acc: tensor<8xbf16>) {
+  // expected-error @+1 {{accumulates in f32 only: expects an f32 result with 'acc', got 'bf16'}}
+  %0 = infir2.reduce_sum %x acc(%acc : tensor<8xbf16>) : tensor<2x8xbf16> -> tensor<8xbf16>
+  return
+}
+
+// -----
+
 // Tests that convert keeps the shape.
 func.func @convert_shape(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{all non-scalar operands/results must have the same shape and base type}}

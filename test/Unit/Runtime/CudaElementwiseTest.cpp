@@ -249,14 +249,21 @@ TEST(CudaLayout, MatchTheCpuBackend) {
     // Bit-identical: the rule is built from operations nvcc may not fuse.
     compareClose(c, np, INFIR2RT_F32, n, 0, infir2rt_sgd, infir2rt_cuda_sgd);
   }
-  {
-    SCOPED_TRACE("reduce_sum");
-    Call c;
-    int x = c.add({512, 96}, INFIR2RT_F32), out = c.add({96}, INFIR2RT_F32);
-    fill(c, x, INFIR2RT_F32, 512, 96, rng);
-    compareClose(c, out, INFIR2RT_F32, 96, 16, infir2rt_reduce_sum,
-                 infir2rt_cuda_reduce_sum, /*normwise=*/true);
-  }
+  // Without and with an FP32 accumulator (the bias gradient added into its
+  // accumulator: ABI version 6), over the one-pass and two-stage sums.
+  for (int64_t rows : {8, 512})
+    for (bool hasAcc : {false, true}) {
+      SCOPED_TRACE(std::string("reduce_sum over ") + std::to_string(rows) +
+                   (hasAcc ? " rows, into an accumulator" : " rows"));
+      Call c;
+      int x = c.add({rows, 96}, INFIR2RT_BF16), out = c.add({96}, INFIR2RT_F32);
+      fill(c, x, INFIR2RT_BF16, rows, 96, rng);
+      if (hasAcc)
+        fill(c, c.add({96}, INFIR2RT_F32), INFIR2RT_F32, 1, 96, rng);
+      c.attrs({hasAcc ? 1.0 : 0.0});
+      compareClose(c, out, INFIR2RT_F32, 96, 16, infir2rt_reduce_sum,
+                   infir2rt_cuda_reduce_sum, /*normwise=*/true);
+    }
   {
     SCOPED_TRACE("global_norm");
     Call c;

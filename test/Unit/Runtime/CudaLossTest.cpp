@@ -67,13 +67,17 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     compareClose(c, out, INFIR2RT_F32, T * V, 64, infir2rt_cross_entropy_grad,
                  infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
   }
-  {
-    SCOPED_TRACE("rms_norm_grad");
+  // The norm weight's gradient without and with an FP32 accumulator.
+  for (bool hasAcc : {false, true}) {
+    SCOPED_TRACE(hasAcc ? "rms_norm_grad into an accumulator"
+                        : "rms_norm_grad");
     Call c;
     int x = c.add({T, 256}, INFIR2RT_BF16), w = c.add({256}, INFIR2RT_BF16),
         dy = c.add({T, 256}, INFIR2RT_BF16);
     int dx = c.add({T, 256}, INFIR2RT_F32), dw = c.add({256}, INFIR2RT_F32);
-    c.attrs({1e-6});
+    if (hasAcc)
+      fill(c, c.add({256}, INFIR2RT_F32), INFIR2RT_F32, 1, 256, rng);
+    c.attrs({1e-6, hasAcc ? 1.0 : 0.0});
     fill(c, x, INFIR2RT_BF16, T, 256, rng);
     fill(c, w, INFIR2RT_BF16, 1, 256, rng);
     fill(c, dy, INFIR2RT_BF16, T, 256, rng);
@@ -83,19 +87,27 @@ TEST(CudaLoss, MatchTheCpuBackend) {
                  infir2rt_cuda_rms_norm_grad, /*normwise=*/true);
   }
   // FP32 sums in another order (atomics): within 16 FP32 ulps of the
-  // largest row element; a BF16 result (the models' embedding gradient) is
-  // each FP32 sum rounded once, so within 1 BF16 ulp of the largest.
-  for (int64_t type : {INFIR2RT_F32, INFIR2RT_BF16}) {
-    SCOPED_TRACE(type == INFIR2RT_F32 ? "embedding_grad f32"
-                                      : "embedding_grad bf16");
+  // largest row element; a BF16 result is each FP32 sum rounded once, so
+  // within 1 BF16 ulp of the largest. The models' embedding gradient adds
+  // into its FP32 accumulator (the third case; the rows no token looks up
+  // keep the accumulator's values).
+  for (int variant : {0, 1, 2}) {
+    int64_t type = variant == 1 ? INFIR2RT_BF16 : INFIR2RT_F32;
+    SCOPED_TRACE(variant == 0   ? "embedding_grad f32"
+                 : variant == 1 ? "embedding_grad bf16"
+                                : "embedding_grad into an accumulator");
     Call c;
-    int ids = c.add({T}, INFIR2RT_I32), dy = c.add({T, 32}, type),
+    int ids = c.add({T}, INFIR2RT_I32),
+        dy = c.add({T, 32}, variant == 2 ? INFIR2RT_BF16 : type),
         out = c.add({40, 32}, type);
+    if (variant == 2)
+      fill(c, c.add({40, 32}, INFIR2RT_F32), INFIR2RT_F32, 40, 32, rng);
+    c.attrs({variant == 2 ? 1.0 : 0.0});
     int32_t *id =
         reinterpret_cast<int32_t *>(c.host.data() + c.operands[ids].first);
     for (int i = 0; i < T; ++i)
       id[i] = int32_t(rng() % 40); // repeated ids: accumulated rows
-    fill(c, dy, type, T, 32, rng);
+    fill(c, dy, variant == 2 ? INFIR2RT_BF16 : type, T, 32, rng);
     compareClose(c, out, type, 40 * 32, type == INFIR2RT_F32 ? 16 : 1,
                  infir2rt_embedding_grad, infir2rt_cuda_embedding_grad,
                  /*normwise=*/true);

@@ -18,19 +18,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "infir2/InitAll.h"
-#include "infir2/Interpreter/Interpreter.h"
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Backend.h"
 #include "infir2/runtime/Error.h"
 #include "infir2/runtime/FP8.h"
 
 #include "DescriptorBuilder.h"
+#include "InterpreterOracle.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -51,20 +46,9 @@ using infir2::test::Call;
 
 class KernelsVsInterpreter : public ::testing::TestWithParam<bool> {
 protected:
-  KernelsVsInterpreter() : ctx(makeRegistry()) {}
-  static DialectRegistry makeRegistry() {
-    DialectRegistry r;
-    infir2::registerAllDialects(r);
-    return r;
-  }
-  SmallVector<Tensor> interpret(const std::string &source,
+    SmallVector<Tensor> interpret(const std::string &source,
                                 ArrayRef<Tensor> inputs) {
-    module = parseSourceString<ModuleOp>(source, &ctx);
-    EXPECT_TRUE(module) << source;
-    auto r =
-        infir2::interp::run(module->lookupSymbol<func::FuncOp>("f"), inputs);
-    EXPECT_TRUE(succeeded(r));
-    return succeeded(r) ? *r : SmallVector<Tensor>{};
+    return oracle.interpret(source, inputs);
   }
   /// Rows of N(0,1) scaled by 10^U(-3,3), rounded to FP32.
   Tensor draw(std::vector<int64_t> shape, std::mt19937_64 &rng) {
@@ -80,8 +64,7 @@ protected:
     }
     return t;
   }
-  MLIRContext ctx;
-  OwningOpRef<ModuleOp> module;
+  infir2::test::InterpreterOracle oracle;
 };
 
 uint64_t seedFor(const char *test) {

@@ -22,7 +22,33 @@ using namespace infir2::detail;
 //===----------------------------------------------------------------------===//
 
 LogicalResult RMSNormGradOp::verify() {
-  return verifyRMSNorm(*this, getInput(), getWeight());
+  if (failed(verifyRMSNorm(*this, getInput(), getWeight())))
+    return failure();
+  if (Value acc = getAcc()) {
+    if (failed(checkShape(*this, "acc", acc, shapeOf(getWeight()),
+                          "the weight's shape")))
+      return failure();
+    return verifyAccumulator(*this, acc, getWeightGrad());
+  }
+  return checkSameType(*this, "weight_grad", getWeightGrad(), "weight",
+                       getWeight());
+}
+
+LogicalResult RMSNormGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &types) {
+  // input, weight, result_grad[, acc]: the weight's gradient has the
+  // accumulator's type when there is one.
+  if (operands.size() < 3)
+    return failure();
+  types.push_back(operands[0].getType());
+  types.push_back(operands.size() > 3 ? operands[3].getType()
+                                      : operands[1].getType());
+  return success();
+}
+
+OpResult RMSNormGradOp::getAccumulatedResult() {
+  return cast<OpResult>(getWeightGrad());
 }
 
 LogicalResult RopeGradOp::verify() {
@@ -67,6 +93,8 @@ LogicalResult EmbeddingGradOp::verify() {
   if (failed(checkShape(*this, "result_grad", getResultGrad(), expected,
                         "the ids' shape followed by the table's row size")))
     return failure();
+  if (getAcc())
+    return verifyAccumulator(*this, getAcc(), getTableGrad());
   return checkSameElementType(*this, "table_grad", getTableGrad(),
                               "result_grad", getResultGrad());
 }

@@ -94,7 +94,8 @@ void tagGradientGemm(Value gemm, StringRef role, ParamAttr weight,
 LogicalResult EmbeddingOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(EmbeddingGradOp::create(
-      b, getLoc(), getTable().getType(), getIds(), resultGrads[0]));
+      b, getLoc(), getTable().getType(), getIds(), resultGrads[0],
+      /*acc=*/Value()));
   operandGrads.push_back(nullptr);
   return success();
 }
@@ -150,7 +151,8 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult RMSNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   auto grad = RMSNormGradOp::create(b, getLoc(), getInput(), getWeight(),
-                                    resultGrads[0], getEpsilonAttr());
+                                    resultGrads[0], getEpsilonAttr(),
+                                    /*acc=*/Value());
   operandGrads.push_back(grad.getInputGrad());
   operandGrads.push_back(grad.getWeightGrad());
   return success();
@@ -250,12 +252,20 @@ LogicalResult ConvertOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult ReduceSumOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
-  // Broadcast the gradient back over the summed dimensions: zeros + dy.
+  // Broadcast the gradient back over the summed dimensions: zeros + dy,
+  // dy in the input's element type (an accumulator makes the result f32).
   RankedTensorType inType = tensorType(getInput());
+  Value dy = resultGrads[0];
+  if (auto dyType = tensorType(dy);
+      dyType.getElementType() != inType.getElementType())
+    dy = ConvertOp::create(b, getLoc(), dyType.clone(inType.getElementType()),
+                           dy);
   Value zeros = arith::ConstantOp::create(
       b, getLoc(), inType,
       DenseElementsAttr::get(inType,
                              b.getFloatAttr(inType.getElementType(), 0.0)));
-  operandGrads.push_back(AddOp::create(b, getLoc(), zeros, resultGrads[0]));
+  operandGrads.push_back(AddOp::create(b, getLoc(), zeros, dy));
+  if (getAcc()) // result = acc + Σ: the accumulator's gradient passes
+    operandGrads.push_back(resultGrads[0]);
   return success();
 }

@@ -48,6 +48,11 @@ mlir::LogicalResult checkSameType(mlir::Operation *op, llvm::StringRef name,
                                   mlir::Value v, llvm::StringRef refName,
                                   mlir::Value ref);
 
+/// Checks that an accumulator, when there is one, has the type of `result`,
+/// which is f32 (AccumulatingOpInterface).
+mlir::LogicalResult verifyAccumulator(mlir::Operation *op, mlir::Value acc,
+                                      mlir::Value result);
+
 /// Checks the input and weight of `rms_norm` and `rms_norm_grad`.
 mlir::LogicalResult verifyRMSNorm(mlir::Operation *op, mlir::Value input,
                                   mlir::Value weight);

@@ -116,9 +116,8 @@ infir2::inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
   return result;
 }
 
-/// An accumulator, when there is one, has the result's type, which is f32.
-static LogicalResult verifyAccumulator(Operation *op, Value acc,
-                                       Value result) {
+LogicalResult infir2::detail::verifyAccumulator(Operation *op, Value acc,
+                                                Value result) {
   if (!acc)
     return success();
   if (acc.getType() != result.getType())
@@ -381,12 +380,14 @@ LogicalResult ReduceSumOp::verify() {
     return emitOpError() << "expects the result shape [" << out
                          << "] to be a suffix of the input shape [" << in
                          << "]";
+  if (getAcc())
+    return verifyAccumulator(*this, getAcc(), getResult());
   return checkSameElementType(*this, "result", getResult(), "input",
                               getInput());
 }
 
 OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
-  if (getInput().getType() == getResult().getType())
+  if (!getAcc() && getInput().getType() == getResult().getType())
     return getInput();
   return {};
 }

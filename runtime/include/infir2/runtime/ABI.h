@@ -33,7 +33,9 @@ extern "C" {
 // result (a trailing has_acc attribute).
 // 5: quantize_dual takes one or more groups of five operands; all_reduce
 // reduces in-place runs where they lie.
-enum { INFIR2RT_ABI_VERSION = 5 };
+// 6: reduce_sum, rms_norm_grad and embedding_grad take an optional FP32
+// accumulator after their results (a trailing has_acc attribute).
+enum { INFIR2RT_ABI_VERSION = 6 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 

@@ -13,6 +13,7 @@
 #ifndef INFIR2_DIALECT_INFIR2_IR_INFIR2GRADIENTOPS_TD
 #define INFIR2_DIALECT_INFIR2_IR_INFIR2GRADIENTOPS_TD
 
+include "infir2/Dialect/Infir2/IR/Infir2Interfaces.td"
 include "infir2/Dialect/Infir2/IR/Infir2OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -52,22 +53,31 @@ def Infir2_SwigluGradOp : Infir2_Op<"swiglu_grad",
 
 def Infir2_RMSNormGradOp : Infir2_Op<"rms_norm_grad",
     [Pure, AllTypesMatch<["input", "result_grad", "input_grad"]>,
-     AllTypesMatch<["weight", "weight_grad"]>]> {
+     DeclareOpInterfaceMethods<InferTypeOpInterface>,
+     DeclareOpInterfaceMethods<Infir2_AccumulatingOpInterface,
+                               ["getAccumulatedResult"]>]> {
   let summary = "Computes the gradients of rms_norm for its input and weight.";
   let description = [{
     With `r = 1 / sqrt(mean(x²) + epsilon)` per row of the last dimension:
     `weight_grad = Σ_rows dy · x · r` and
     `input_grad = r · (w · dy) − r³ / D · x · Σ (w · dy · x)`.
+    `weight_grad` has the weight's type; with an accumulator `acc` (`f32`,
+    of the weight's shape) it is `acc + Σ_rows …`, rounded once, of the
+    accumulator's type: the norm weight's gradient added to its FP32
+    accumulator.
 
     ```mlir
     %dx, %dw = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-06 : f64} : tensor<2x32x64xf32>, tensor<64xf32>
+    %dx2, %gw = infir2.rms_norm_grad %x, %w, %dy acc(%acc : tensor<64xf32>) {epsilon = 1.0e-06 : f64} : tensor<2x32x64xbf16>, tensor<64xbf16>
     ```
   }];
   let arguments = (ins Infir2_FloatTensor:$input, Infir2_FloatTensor:$weight,
-                       Infir2_FloatTensor:$result_grad, PositiveF64Attr:$epsilon);
+                       Infir2_FloatTensor:$result_grad, PositiveF64Attr:$epsilon,
+                       Optional<Infir2_FloatTensor>:$acc);
   let results = (outs Infir2_FloatTensor:$input_grad, Infir2_FloatTensor:$weight_grad);
   let assemblyFormat = [{
-    $input `,` $weight `,` $result_grad attr-dict `:` type($input) `,` type($weight)
+    $input `,` $weight `,` $result_grad (`acc` `(` $acc^ `:` type($acc) `)`)?
+    attr-dict `:` type($input) `,` type($weight)
   }];
   let hasVerifier = 1;
 }
@@ -157,20 +167,27 @@ def Infir2_CrossEntropyGradOp : Infir2_Op<"cross_entropy_grad",
   let hasVerifier = 1;
 }
 
-def Infir2_EmbeddingGradOp : Infir2_Op<"embedding_grad", [Pure]> {
+def Infir2_EmbeddingGradOp : Infir2_Op<"embedding_grad",
+    [Pure, Infir2_AccumulatingOpInterface]> {
   let summary = "Scatter-adds the gradients of looked-up rows into a table-shaped gradient.";
   let description = [{
     `result[v, :] = Σ_{t : ids[t] == v} result_grad[t, :]`; the result has
-    the table's shape `[V, D]` and the gradient's element type.
+    the table's shape `[V, D]` and the gradient's element type. With an
+    accumulator `acc` (`f32`, of the result's type) it is
+    `acc[v, :] + Σ …`, rounded once: the table's gradient added to its FP32
+    accumulator, rows no token looked up left as they are.
 
     ```mlir
     %dt = infir2.embedding_grad %ids, %dy : tensor<2x32xi32>, tensor<2x32x64xf32> -> tensor<256x64xf32>
+    %gt = infir2.embedding_grad %ids, %dy acc(%acc : tensor<256x64xf32>) : tensor<2x32xi32>, tensor<2x32x64xbf16> -> tensor<256x64xf32>
     ```
   }];
-  let arguments = (ins Infir2_IdTensor:$ids, Infir2_FloatTensor:$result_grad);
+  let arguments = (ins Infir2_IdTensor:$ids, Infir2_FloatTensor:$result_grad,
+                       Optional<Infir2_FloatTensor>:$acc);
   let results = (outs Infir2_FloatTensor:$table_grad);
   let assemblyFormat = [{
-    $ids `,` $result_grad attr-dict `:` type($ids) `,` type($result_grad) `->` type($table_grad)
+    $ids `,` $result_grad (`acc` `(` $acc^ `:` type($acc) `)`)? attr-dict `:`
+    type($ids) `,` type($result_grad) `->` type($table_grad)
   }];
   let hasVerifier = 1;
 }

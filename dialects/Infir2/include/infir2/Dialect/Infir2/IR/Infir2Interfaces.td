@@ -62,4 +62,44 @@ def Infir2_GemmOpInterface : OpInterface<"GemmOpInterface"> {
   ];
 }
 
+def Infir2_AccumulatingOpInterface : OpInterface<"AccumulatingOpInterface"> {
+  let cppNamespace = "::infir2";
+  let description = [{
+    An op that can add one of its results into an FP32 accumulator: with the
+    optional operand `acc` (its last operand, of that result's shape and
+    `f32`), the result is `acc + ` what the op computes, added before the
+    one rounding, and has the accumulator's type. Weight, bias and norm
+    gradients reach their FP32 accumulators this way, so no BF16 gradient
+    exists (`--infir2-fuse-accumulation` makes these ops). Each element of
+    the result reads its own accumulator element before it is written, so
+    the planner may give the two one buffer; the lowering to runtime calls
+    passes the accumulator after the results, with a last attribute that
+    says whether there is one.
+  }];
+  let methods = [
+    InterfaceMethod<"The accumulator, or null.", "::mlir::Value",
+      "getAccumulator", (ins), [{}], [{
+        return $_op.getAcc();
+      }]>,
+    InterfaceMethod<"The result the accumulator adds into.",
+      "::mlir::OpResult", "getAccumulatedResult", (ins), [{}], [{
+        return $_op->getResult(0);
+      }]>,
+    InterfaceMethod<[{
+        This op, without an accumulator, rebuilt at the builder's insertion
+        point with accumulator `acc`: the accumulated result takes `acc`'s
+        type; the other results, the operands and the attributes stay.
+      }],
+      "::mlir::Operation *", "cloneWithAccumulator",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Value":$acc), [{}], [{
+        ::mlir::Operation *op = builder.clone(*$_op.getOperation());
+        op->insertOperands(op->getNumOperands(), acc);
+        unsigned n = ::llvm::cast<::infir2::AccumulatingOpInterface>(
+            $_op.getOperation()).getAccumulatedResult().getResultNumber();
+        op->getResult(n).setType(acc.getType());
+        return op;
+      }]>
+  ];
+}
+
 #endif // INFIR2_DIALECT_INFIR2_IR_INFIR2INTERFACES_TD

@@ -43,7 +43,7 @@ def Infir2_EmbeddingOp : Infir2_Op<"embedding", [Pure, DeclareOpInterfaceMethods
 }
 
 def Infir2_MatmulOp : Infir2_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Infir2_GradientOpInterface>,
-    DeclareOpInterfaceMethods<Infir2_GemmOpInterface>]> {
+    DeclareOpInterfaceMethods<Infir2_GemmOpInterface>, Infir2_AccumulatingOpInterface]> {
   let summary = "Multiplies two (batched) matrices, optionally transposing either.";
   let description = [{
     `lhs` has shape `[b..., M, K]` (`[b..., K, M]` with `transpose_lhs`) and
@@ -321,21 +321,29 @@ def Infir2_ConvertOp : Infir2_Op<"convert",
 }
 
 def Infir2_ReduceSumOp : Infir2_Op<"reduce_sum",
-    [Pure, DeclareOpInterfaceMethods<Infir2_GradientOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<Infir2_GradientOpInterface>,
+     Infir2_AccumulatingOpInterface]> {
   let summary = "Sums a tensor over its leading dimensions down to a suffix of its shape.";
   let description = [{
     The result's shape must be a suffix of the input's (possibly empty, giving
     the sum of all elements); the leading dimensions are summed away. It is
     the gradient of a broadcast `add` or `mul` (a bias gradient sums over
-    tokens).
+    tokens). With an accumulator `acc` (`f32`, of the result's type) the
+    result is `acc + ` the sum, rounded once: a bias gradient added to its
+    FP32 accumulator.
 
     ```mlir
     %db = infir2.reduce_sum %dy : tensor<2x32x64xf32> -> tensor<64xf32>
+    %gb = infir2.reduce_sum %dy acc(%acc : tensor<64xf32>) : tensor<2x32x64xbf16> -> tensor<64xf32>
     ```
   }];
-  let arguments = (ins Infir2_FloatTensor:$input);
+  let arguments = (ins Infir2_FloatTensor:$input,
+                       Optional<Infir2_FloatTensor>:$acc);
   let results = (outs Infir2_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = [{
+    $input (`acc` `(` $acc^ `:` type($acc) `)`)? attr-dict `:` type($input)
+    `->` type($result)
+  }];
   let hasVerifier = 1;
   let hasFolder = 1;
 }

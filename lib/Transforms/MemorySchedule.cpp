@@ -1,0 +1,66 @@
+//===- MemorySchedule.cpp - The order of a step's ops and shared buffers --===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The schedule the planner lays the arena out for and the lowering emits
+// calls in (fused bodies inlined), and the values that share a buffer with
+// another: views, fused results, caches and sums updated in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Transforms/MemoryPlan.h"
+
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+using namespace mlir;
+using namespace infir2;
+
+bool infir2::addsInPlace(Operation *op, Value operand, Value result) {
+  auto acc = dyn_cast<AccumulatingOpInterface>(op);
+  return acc && operand == acc.getAccumulator() &&
+         result == acc.getAccumulatedResult() &&
+         llvm::count(op->getOperands(), operand) == 1;
+}
+
+/// Appends `op` to the schedule, with fused bodies inlined.
+static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
+                       DenseMap<Value, Value> &alias) {
+  if (auto fused = dyn_cast<fp8::FusedOp>(op)) {
+    Block &body = fused.getBody().front();
+    for (Operation &inner : body.without_terminator())
+      scheduleOp(&inner, out, alias);
+    for (auto [r, v] : llvm::zip_equal(fused.getResults(),
+                                       body.getTerminator()->getOperands()))
+      alias[r] = v;
+    return;
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    alias[reshape.getResult()] = reshape.getInput();
+  // A cache the step takes and updates once is updated in place: the state
+  // slot of the argument is the state slot of the result.
+  if (auto write = dyn_cast<CacheWriteOp>(op);
+      write && isa<BlockArgument>(write.getCache()) &&
+      write.getCache().hasOneUse())
+    alias[write.getResult()] = write.getCache();
+  // A sum over the ranks is taken in place: each gradient accumulator the
+  // all-reduce alone reads holds its sum afterwards (one rank: no copy at
+  // all), instead of a copy of every gradient in the arena.
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    for (auto [in, sum] :
+         llvm::zip_equal(reduce->getOperands(), reduce->getResults()))
+      if (isa<BlockArgument>(in) && in.hasOneUse() &&
+          llvm::none_of(sum.getUsers(), [](Operation *user) {
+            return user->hasTrait<OpTrait::IsTerminator>();
+          }))
+        alias[sum] = in;
+  out.push_back(op);
+}
+
+void infir2::scheduleBlock(Block &block, SmallVectorImpl<Operation *> &schedule,
+                           DenseMap<Value, Value> &alias) {
+  for (Operation &op : block.without_terminator())
+    scheduleOp(&op, schedule, alias);
+}
