@@ -98,7 +98,7 @@ void CallRecorder::endStep() {
 
 Status CallRecorder::write(const std::string &path) const {
   static const char *names[] = {
-#define INFIR2RT_ENTRY(name, attributes) #name,
+#define INFIR2RT_ENTRY(name, operands, attributes, doc) #name,
 #include "infir2/runtime/ABI.def"
   };
   double steps = double(steps_ ? steps_ : 1);

@@ -5,8 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // infir2rt_<name> for every entry point of ABI.def, generated from it: each
-// runs the entry of the context's backend (Backend.h; the CPU backend when
-// the context names none). It knows no backend but the default.
+// checks that the descriptor passes the operands and attribute words the
+// entry's signature declares (Signature.h), then runs the entry of the
+// context's backend (Backend.h; the CPU backend when the context names
+// none). It knows no backend but the default.
 //
 // With INFIR2_PROFILE=1 in the environment, every call is timed (the
 // backend synchronized after it, so that a GPU call's time is its own) and
@@ -15,11 +17,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/runtime/Backend.h"
+#include "infir2/runtime/Descriptor.h"
+#include "infir2/runtime/Error.h"
+#include "infir2/runtime/Signature.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace {
 
@@ -36,7 +42,7 @@ struct Profile {
     if (!on)
       return;
     static const char *names[] = {
-#define INFIR2RT_ENTRY(name, attributes) #name,
+#define INFIR2RT_ENTRY(name, operands, attributes, doc) #name,
 #include "infir2/runtime/ABI.def"
     };
     int order[INFIR2RT_NUM_ENTRIES];
@@ -76,15 +82,37 @@ int32_t timed(int index, const infir2rt_backend *backend,
   return status;
 }
 
+/// A descriptor (ABI.h) as checkSignature sees it.
+struct DescriptorView {
+  const int64_t *desc;
+  int64_t operandCount() const { return infir2::rt::descOperandCount(desc); }
+  int64_t attrCount() const { return infir2::rt::descAttrCount(desc); }
+  int64_t rank(int64_t i) const {
+    return desc[2 + i * INFIR2RT_OPERAND_WORDS + 2];
+  }
+  double attr(int64_t i) const { return infir2::rt::descAttr(desc, i); }
+};
+
+/// Runs entry `index` of the context's backend, once the descriptor has
+/// the operands and attribute words ABI.def declares for it.
+int32_t dispatch(int index, infir2rt_context *ctx, const int64_t *desc,
+                 const char *where) {
+  std::string why;
+  if (!infir2::rt::checkSignature(index, DescriptorView{desc}, why))
+    return infir2::rt::setCallError(ctx, where, "the call does not match its "
+                                    "entry point: %s", why.c_str());
+  const infir2rt_backend *backend =
+      ctx->backend ? ctx->backend : infir2rt_cpu_backend();
+  return timed(index, backend, ctx, [&] {
+    return backend->entries[index](ctx, desc, where);
+  });
+}
+
 } // namespace
 
-#define INFIR2RT_ENTRY(name, attributes)                                       \
+#define INFIR2RT_ENTRY(name, operands, attributes, doc)                        \
   extern "C" int32_t infir2rt_##name(infir2rt_context *ctx,                    \
                                      const int64_t *desc, const char *where) { \
-    const infir2rt_backend *backend =                                          \
-        ctx->backend ? ctx->backend : infir2rt_cpu_backend();                  \
-    return timed(INFIR2RT_ENTRY_##name, backend, ctx, [&] {                    \
-      return backend->entries[INFIR2RT_ENTRY_##name](ctx, desc, where);        \
-    });                                                                        \
+    return dispatch(INFIR2RT_ENTRY_##name, ctx, desc, where);                  \
   }
 #include "infir2/runtime/ABI.def"

@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define INFIR2RT_ENTRY(name, attributes)                                       \
+#define INFIR2RT_ENTRY(name, operands, attributes, doc)                                       \
   extern "C" int32_t infir2rt_cpu_##name(infir2rt_context *, const int64_t *, \
                                          const char *);
 #include "infir2/runtime/ABI.def"
@@ -127,7 +127,7 @@ int64_t memoryInUse() { return 0; }
 const infir2rt_backend cpuBackend = {
     "cpu",
     {
-#define INFIR2RT_ENTRY(name, attributes) &infir2rt_cpu_##name,
+#define INFIR2RT_ENTRY(name, operands, attributes, doc) &infir2rt_cpu_##name,
 #include "infir2/runtime/ABI.def"
     },
     /*host_memory=*/1,

@@ -18,7 +18,7 @@
 
 #include <new>
 
-#define INFIR2RT_ENTRY(name, attributes)                                       \
+#define INFIR2RT_ENTRY(name, operands, attributes, doc)                                       \
   extern "C" int32_t infir2rt_cpu_##name(                                      \
       infir2rt_context *ctx, const int64_t *desc, const char *where) {         \
     infir2::rt::cpu::Call call{ctx, desc, where};                              \

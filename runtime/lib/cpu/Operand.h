@@ -169,7 +169,7 @@ struct Call {
 /// The CPU version of every entry point of ABI.def, defined in the file of
 /// its family; infir2rt_<name> (Entries.cpp) runs it unless the context's
 /// regions live on a device.
-#define INFIR2RT_ENTRY(name, attributes) int32_t name(const Call &c);
+#define INFIR2RT_ENTRY(name, operands, attributes, doc) int32_t name(const Call &c);
 #include "infir2/runtime/ABI.def"
 
 } // namespace infir2::rt::cpu

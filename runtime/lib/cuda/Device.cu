@@ -190,7 +190,7 @@ int64_t memoryInUse() {
 const infir2rt_backend cudaBackend = {
     "cuda",
     {
-#define INFIR2RT_ENTRY(name, attributes) &infir2rt_cuda_##name,
+#define INFIR2RT_ENTRY(name, operands, attributes, doc) &infir2rt_cuda_##name,
 #include "infir2/runtime/ABI.def"
     },
     /*host_memory=*/0,

@@ -201,3 +201,43 @@ func.func @f(%x: tensor<4xf32>) {
   %y = infir2.silu %x {infir2rt.copy_out = [#infir2rt.buffer<state, 0, tensor<4xf32>>]} : tensor<4xf32>
   return
 }
+
+// -----
+
+// Tests that a call passes the operands its entry point's signature
+// declares (ABI.def): matmul with has_acc set takes the accumulator too.
+func.func @missing_accumulator() {
+  // expected-error @+1 {{does not match its entry point: matmul takes 4 operands (ABI.def), got 3}}
+  infir2rt.call "matmul" [#infir2rt.buffer<scratch, 0, tensor<4x4xf32>>, #infir2rt.buffer<scratch, 64, tensor<4x4xf32>>, #infir2rt.buffer<scratch, 128, tensor<4x4xf32>>] attributes [0.0, 0.0, 1.0] at "x"
+  return
+}
+
+// -----
+
+// Tests that a call passes as many attribute words as its signature
+// declares: scaled_matmul's blocks follow its operands' ranks, then has_acc.
+func.func @missing_attribute() {
+  // expected-error @+1 {{does not match its entry point: scaled_matmul takes 5 attribute words (ABI.def), got 4}}
+  infir2rt.call "scaled_matmul" [#infir2rt.buffer<scratch, 0, tensor<4x128xf8E4M3FN>>, #infir2rt.buffer<scratch, 512, tensor<4x1xf32>>, #infir2rt.buffer<scratch, 576, tensor<8x128xf8E4M3FN>>, #infir2rt.buffer<scratch, 1600, tensor<8x1xf32>>, #infir2rt.buffer<scratch, 1664, tensor<4x8xf32>>] attributes [1.0, 128.0, 1.0, 128.0] at "x"
+  return
+}
+
+// -----
+
+// Tests a signature of repeated groups: quantize_dual takes five operands
+// per tensor.
+func.func @partial_group() {
+  // expected-error @+1 {{does not match its entry point: quantize_dual takes a positive multiple of 5 operands (ABI.def), got 4}}
+  infir2rt.call "quantize_dual" [#infir2rt.buffer<scratch, 0, tensor<4x128xf32>>, #infir2rt.buffer<scratch, 2048, tensor<4x128xf8E4M3FN>>, #infir2rt.buffer<scratch, 2560, tensor<4x1xf32>>, #infir2rt.buffer<scratch, 2624, tensor<128x4xf8E4M3FN>>] attributes [0.0, 1.0, 1.0, 128.0, 1.0, 128.0] at "x"
+  return
+}
+
+// -----
+
+// Tests a signature that reads the call's attributes: adamw_group's operand
+// count follows its tensor and working-copy counts (here 1 and 0: 11).
+func.func @group_count() {
+  // expected-error @+1 {{does not match its entry point: adamw_group takes 11 operands (ABI.def), got 1}}
+  infir2rt.call "adamw_group" [#infir2rt.buffer<scratch, 0, tensor<4xf32>>] attributes [0.9, 0.95, 1.0e-08, 1.0, 1.0, 0.1, 0.0] at "x"
+  return
+}

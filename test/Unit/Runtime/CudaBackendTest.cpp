@@ -31,7 +31,7 @@ using namespace infir2::test;
 // without a GPU.)
 TEST(CudaBackend, ImplementsEveryEntryPoint) {
   std::vector<std::pair<const char *, const void *>> entries = {
-#define INFIR2RT_ENTRY(name, attributes)                                       \
+#define INFIR2RT_ENTRY(name, operands, attributes, doc)                                       \
   {#name, reinterpret_cast<const void *>(&infir2rt_cuda_##name)},
 #include "infir2/runtime/ABI.def"
   };
@@ -43,7 +43,7 @@ TEST(CudaBackend, ImplementsEveryEntryPoint) {
 // step reach the CUDA version of the same op. (Runs without a GPU.)
 TEST(CudaBackend, EntryTableIsInAbiOrder) {
   const infir2rt_entry_fn *table = infir2rt_cuda_backend()->entries;
-#define INFIR2RT_ENTRY(name, attributes)                                       \
+#define INFIR2RT_ENTRY(name, operands, attributes, doc)                                       \
   EXPECT_EQ(reinterpret_cast<const void *>(table[INFIR2RT_ENTRY_##name]),      \
             reinterpret_cast<const void *>(&infir2rt_cuda_##name))             \
       << #name;

@@ -163,7 +163,7 @@ void checkScaledMatmul(bool pow2) {
       b = c.add({n, k}, INFIR2RT_E4M3),
       bs = c.add({n / 128, k / 128}, INFIR2RT_F32),
       y = c.add({m, n}, INFIR2RT_F32);
-  c.attrs({1, 128, 128, 128});
+  c.attrs({1, 128, 128, 128, 0.0}); // blocks, then has_acc
   auto fp8 = [&](uint8_t *p, int64_t count) {
     for (int64_t i = 0; i < count; ++i) {
       int v;
@@ -248,7 +248,9 @@ TEST_P(CpuScaledMatmulBits, Fp32ScalesFollowCublasLt) {
   int a = c.add(f.lhs, INFIR2RT_E4M3), as = c.add(f.lhsScale, INFIR2RT_F32),
       b = c.add({n, k}, INFIR2RT_E4M3), bs = c.add(f.rhsScale, INFIR2RT_F32),
       y = c.add(outShape, f.bf16Out ? INFIR2RT_BF16 : INFIR2RT_F32);
-  c.attrs(f.blocks);
+  std::vector<double> attrs = f.blocks;
+  attrs.push_back(0.0); // has_acc
+  c.attrs(attrs);
   // E4M3 codes of 0.5, 1, 1.5, ..., 12 (and their negatives): exponents
   // -1..3 with mantissas 0 or 4 (x1.5).
   auto code = [&] {

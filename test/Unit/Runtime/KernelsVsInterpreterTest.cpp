@@ -19,7 +19,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/runtime/ABI.h"
-#include "infir2/runtime/Backend.h"
 #include "infir2/runtime/Error.h"
 #include "infir2/runtime/FP8.h"
 
@@ -29,13 +28,11 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
-#include <utility>
 
 using namespace mlir;
 using infir2::interp::Tensor;
@@ -263,7 +260,7 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
       as = mm.add({256, 4}, INFIR2RT_F32),
       b = mm.add({384, 512}, INFIR2RT_E4M3), bs = mm.add({3, 4}, INFIR2RT_F32),
       y = mm.add({256, 384}, INFIR2RT_F32);
-  mm.attrs({1, 128, 128, 128});
+  mm.attrs({1, 128, 128, 128, 0.0}); // blocks, then has_acc
   std::memcpy(mm.u8(a), qx.u8(xq), 256 * 512);
   std::memcpy(mm.f32(as), qx.f32(xs), 256 * 4 * 4);
   std::memcpy(mm.u8(b), qw.u8(wq), 384 * 512);
@@ -380,37 +377,6 @@ TEST(RuntimeQuantize, NonFiniteBlocksAreRefused) {
                     (std::isnan(bad) ? "nan" : "inf") +
                     ") in scale block 3: refusing to quantize it");
     }
-}
-
-// The dispatcher runs every entry point from the context's backend's table,
-// at the entry's index, and leaves the CPU kernels alone (a fake table
-// records which slot was called).
-int gForwardedTo = -1;
-template <int I>
-int32_t recordCall(infir2rt_context *, const int64_t *, const char *) {
-  gForwardedTo = I;
-  return 7;
-}
-template <int... I>
-std::array<infir2rt_entry_fn, sizeof...(I)>
-recordingTable(std::integer_sequence<int, I...>) {
-  return {&recordCall<I>...};
-}
-
-TEST(RuntimeDispatch, ContextsRunTheirBackendsEntryPoints) {
-  auto table =
-      recordingTable(std::make_integer_sequence<int, INFIR2RT_NUM_ENTRIES>());
-  infir2rt_backend backend = *infir2rt_cpu_backend();
-  std::copy(table.begin(), table.end(), backend.entries);
-  infir2rt_context ctx{};
-  ctx.backend = &backend;
-  // No operands: a CPU kernel run by mistake would fail another way.
-  int64_t desc[2] = {0, 0};
-#define INFIR2RT_ENTRY(name, attributes)                                       \
-  gForwardedTo = -1;                                                           \
-  EXPECT_EQ(infir2rt_##name(&ctx, desc, "test"), 7) << #name;                  \
-  EXPECT_EQ(gForwardedTo, INFIR2RT_ENTRY_##name) << #name;
-#include "infir2/runtime/ABI.def"
 }
 
 } // namespace

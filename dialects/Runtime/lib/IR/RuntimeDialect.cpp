@@ -8,6 +8,7 @@
 #include "infir2/Dialect/Runtime/IR/RuntimeAttrs.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeOps.h"
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Signature.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -15,7 +16,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/DialectImplementation.h"
-#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -62,18 +63,40 @@ LogicalResult BufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+namespace {
+/// An infir2rt.call as infir2::rt::checkSignature sees it.
+struct CallView {
+  ArrayAttr buffers;
+  ArrayRef<double> values;
+  int64_t operandCount() const { return buffers.size(); }
+  int64_t attrCount() const { return values.size(); }
+  int64_t rank(int64_t i) const {
+    return cast<BufferAttr>(buffers[i]).getType().getRank();
+  }
+  double attr(int64_t i) const { return values[i]; }
+};
+} // namespace
+
 LogicalResult CallOp::verify() {
-  // The entry points are the runtime's own list.
-  static const llvm::StringSet<> entries = {
-#define INFIR2RT_ENTRY(n, attributes) #n,
+  // The entry points are the runtime's own list, each with its signature.
+  static const llvm::StringMap<int> entries = [] {
+    llvm::StringMap<int> m;
+#define INFIR2RT_ENTRY(n, operands, attributes, doc)                           \
+  m[#n] = INFIR2RT_ENTRY_##n;
 #include "infir2/runtime/ABI.def"
-  };
-  if (!entries.contains(getEntry()))
+    return m;
+  }();
+  auto entry = entries.find(getEntry());
+  if (entry == entries.end())
     return emitOpError() << "calls '" << getEntry()
                          << "', which runtime/include/infir2/runtime/ABI.def "
                             "does not list";
   if (getBuffers().empty())
     return emitOpError() << "expects at least one buffer";
+  std::string why;
+  if (!infir2::rt::checkSignature(entry->second,
+                                  CallView{getBuffers(), getValues()}, why))
+    return emitOpError() << "does not match its entry point: " << why;
   return success();
 }
 

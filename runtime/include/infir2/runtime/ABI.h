@@ -104,7 +104,7 @@ struct infir2rt_context;
 typedef int32_t (*infir2rt_entry_fn)(struct infir2rt_context *ctx,
                                      const int64_t *desc, const char *where);
 enum infir2rt_entry_index {
-#define INFIR2RT_ENTRY(name, attributes) INFIR2RT_ENTRY_##name,
+#define INFIR2RT_ENTRY(name, operands, attributes, doc) INFIR2RT_ENTRY_##name,
 #include "infir2/runtime/ABI.def"
   INFIR2RT_NUM_ENTRIES
 };
@@ -130,7 +130,7 @@ typedef struct infir2rt_context {
   void *stream;
 } infir2rt_context;
 
-#define INFIR2RT_ENTRY(name, attributes)                                       \
+#define INFIR2RT_ENTRY(name, operands, attributes, doc)                                       \
   int32_t infir2rt_##name(infir2rt_context *ctx, const int64_t *desc,          \
                           const char *where);
 #include "infir2/runtime/ABI.def"

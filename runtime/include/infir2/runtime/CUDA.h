@@ -68,7 +68,7 @@ int32_t infir2rt_cuda_select(int32_t local_rank, int32_t *device,
 /// - attention and attention_grad (Attention.cu): causal GQA, one thread per
 ///   query, the softmax recomputed in the backward pass (no s x s tensor),
 ///   head_dim <= 256.
-#define INFIR2RT_ENTRY(name, attributes)                                       \
+#define INFIR2RT_ENTRY(name, operands, attributes, doc)                                       \
   int32_t infir2rt_cuda_##name(infir2rt_context *ctx, const int64_t *desc,     \
                                const char *where);
 #include "infir2/runtime/ABI.def"

@@ -1,0 +1,136 @@
+//===- Signature.h - What ABI.def says a call passes -----------*- C++ -*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Each entry point of ABI.def declares how many operands and attribute words
+// a call passes, as expressions over the call itself (operand ranks, integer
+// attributes, flags that make an optional operand present). checkSignature
+// evaluates them over any view of a call: the infir2rt.call verifier's (its
+// buffers' types and its attribute array) and the dispatcher's (the
+// descriptor, before every call reaches a backend). Header-only, no
+// dependencies beyond the C++ standard library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_RUNTIME_SIGNATURE_H
+#define INFIR2_RUNTIME_SIGNATURE_H
+
+#include "infir2/runtime/ABI.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace infir2::rt {
+
+/// What a signature reads of a call that does not have it: far from any
+/// count, so that a rule reading it fails (and no product overflows).
+constexpr int64_t kMissing = -(int64_t(1) << 40);
+
+/// A call as a signature sees it. `View` provides
+///   int64_t operandCount() const, attrCount() const;
+///   int64_t rank(int64_t i) const;   // operand i's rank
+///   double attr(int64_t i) const;    // attribute i
+template <typename View> struct SignatureView {
+  const View &v;
+  int64_t rank(int64_t i) const {
+    return i >= 0 && i < v.operandCount() ? v.rank(i) : kMissing;
+  }
+  /// Attribute i as an integer; kMissing when absent, not an integer, or
+  /// beyond any count a call could have.
+  int64_t attr(int64_t i) const {
+    if (i < 0 || i >= v.attrCount())
+      return kMissing;
+    double a = v.attr(i);
+    if (!(std::fabs(a) < double(int64_t(1) << 32)) || a != std::floor(a))
+      return kMissing;
+    return int64_t(a);
+  }
+  int64_t flag(int64_t i) const {
+    return i >= 0 && i < v.attrCount() && v.attr(i) != 0.0 ? 1 : 0;
+  }
+};
+
+/// An operand rule of ABI.def.
+struct OperandRule {
+  enum Kind { Exactly, GroupsOf, AtLeast } kind;
+  int64_t n;
+  bool accepts(int64_t count) const {
+    switch (kind) {
+    case Exactly:
+      return count == n;
+    case GroupsOf:
+      return n > 0 && count > 0 && count % n == 0;
+    case AtLeast:
+      return count >= n;
+    }
+    return false;
+  }
+  std::string describe() const {
+    switch (kind) {
+    case Exactly:
+      return n < 0 ? "a count its attributes do not give" : std::to_string(n);
+    case GroupsOf:
+      return "a positive multiple of " + std::to_string(n);
+    case AtLeast:
+      return "at least " + std::to_string(n);
+    }
+    return "?";
+  }
+};
+
+/// Whether the call `view` (to entry `entry`, an infir2rt_entry_index)
+/// passes the operands and attribute words ABI.def declares; otherwise a
+/// sentence saying what it passes and what it should, for an error.
+template <typename View>
+bool checkSignature(int entry, const View &view, std::string &why) {
+  SignatureView<View> s{view};
+  OperandRule operands{OperandRule::Exactly, 0};
+  int64_t attributes = 0;
+  const char *name = "?";
+#define OPERANDS(n) OperandRule{OperandRule::Exactly, (n)}
+#define GROUPS_OF(k) OperandRule{OperandRule::GroupsOf, (k)}
+#define AT_LEAST(n) OperandRule{OperandRule::AtLeast, (n)}
+#define RANK(i) s.rank(i)
+#define ATTR(i) s.attr(i)
+#define FLAG(i) s.flag(i)
+  switch (entry) {
+#define INFIR2RT_ENTRY(entryName, operandRule, attributeCount, doc)            \
+  case INFIR2RT_ENTRY_##entryName:                                             \
+    name = #entryName;                                                         \
+    attributes = (attributeCount);                                             \
+    operands = operandRule;                                                    \
+    break;
+#include "infir2/runtime/ABI.def"
+  default:
+    why = "is not an entry point of ABI.def";
+    return false;
+  }
+#undef OPERANDS
+#undef GROUPS_OF
+#undef AT_LEAST
+#undef RANK
+#undef ATTR
+#undef FLAG
+  // The attributes first: the operand rules read them.
+  if (view.attrCount() != attributes) {
+    why = std::string(name) + " takes " +
+          (attributes < 0 ? std::string("a number its operands do not give")
+                          : std::to_string(attributes)) +
+          " attribute words (ABI.def), got " +
+          std::to_string(view.attrCount());
+    return false;
+  }
+  if (!operands.accepts(view.operandCount())) {
+    why = std::string(name) + " takes " + operands.describe() +
+          " operands (ABI.def), got " + std::to_string(view.operandCount());
+    return false;
+  }
+  return true;
+}
+
+} // namespace infir2::rt
+
+#endif // INFIR2_RUNTIME_SIGNATURE_H
