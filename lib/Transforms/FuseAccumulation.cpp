@@ -152,11 +152,52 @@ struct SplitSumIntoAccumulator : OpRewritePattern<AddOp> {
   }
 };
 
+/// add(x, gemm) -> gemm acc(x), for a GEMM (GemmOpInterface and
+/// AccumulatingOpInterface) without an accumulator, read by that add alone,
+/// of the add's type (no broadcast; f32 or bf16), and `x` made before it: a
+/// residual, or a sum of two gradients, rounded once instead of twice, in
+/// one call. The GEMM stays where it was.
+struct AddIntoProduct : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(add.getType());
+    if (!type.getElementType().isF32() && !type.getElementType().isBF16())
+      return failure();
+    for (unsigned side : {0u, 1u}) {
+      auto result = dyn_cast<OpResult>(add->getOperand(side));
+      Value x = add->getOperand(1 - side);
+      if (!result || result == x || result.getType() != type ||
+          x.getType() != type || !result.hasOneUse())
+        continue;
+      Operation *gemm = result.getOwner();
+      auto accumulating = dyn_cast<AccumulatingOpInterface>(gemm);
+      if (!accumulating || !isa<GemmOpInterface>(gemm) ||
+          accumulating.getAccumulator() ||
+          accumulating.getAccumulatedResult() != result)
+        continue;
+      Operation *def = x.getDefiningOp();
+      if (def ? def->getBlock() != gemm->getBlock() ||
+                    !def->isBeforeInBlock(gemm)
+              : cast<BlockArgument>(x).getOwner() != gemm->getBlock())
+        continue;
+      rewriter.setInsertionPoint(gemm);
+      Operation *fused = accumulating.cloneWithAccumulator(rewriter, x);
+      rewriter.replaceOp(add, fused->getResults());
+      rewriter.eraseOp(gemm);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct FuseAccumulationPass
     : public infir2::impl::FuseAccumulationPassBase<FuseAccumulationPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<AddIntoAccumulator, SplitSumIntoAccumulator>(&getContext());
+    patterns.add<AddIntoAccumulator, SplitSumIntoAccumulator, AddIntoProduct>(
+        &getContext());
     // Only this rewrite: no folding, no constants moved or merged, so the
     // rest of the step reads as the recipe left it.
     GreedyRewriteConfig config;

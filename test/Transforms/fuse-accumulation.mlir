@@ -166,3 +166,57 @@ func.func @sums_left_alone(%dy: tensor<4x16xbf16>, %x: tensor<4x16xbf16>, %w: te
   %r2 = infir2.add %acc2, %sum232 : tensor<16xf32>, tensor<16xf32>
   return %r, %b, %r2, %used : tensor<16xf32>, tensor<16xbf16>, tensor<16xf32>, tensor<4x16xbf16>
 }
+
+// -----
+
+// Tests a residual and a sum of two GEMMs in BF16: the GEMM made after the
+// other operand adds it as it writes (acc of the add's type, bf16), rounded
+// once; the adds are gone.
+// CHECK-LABEL: func.func @bf16_sums
+// CHECK-SAME: (%[[H:[^:]+]]: tensor<8x16xbf16>, %[[X:[^:]+]]: tensor<8x16xbf16>, %[[W:[^:]+]]: tensor<16x16xbf16>, %[[V:[^:]+]]: tensor<16x16xbf16>)
+// CHECK-NEXT: %[[R:.+]] = infir2.matmul %[[X]], %[[W]] acc(%[[H]] : tensor<8x16xbf16>) {transpose_rhs} : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+// CHECK-NEXT: %[[A:.+]] = infir2.matmul %[[X]], %[[V]] : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+// CHECK-NEXT: %[[S:.+]] = infir2.matmul %[[X]], %[[W]] acc(%[[A]] : tensor<8x16xbf16>) : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+// CHECK-NEXT: return %[[R]], %[[S]]
+func.func @bf16_sums(%h: tensor<8x16xbf16>, %x: tensor<8x16xbf16>, %w: tensor<16x16xbf16>, %v: tensor<16x16xbf16>) -> (tensor<8x16xbf16>, tensor<8x16xbf16>) {
+  %o = infir2.matmul %x, %w {transpose_rhs} : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+  %r = infir2.add %h, %o : tensor<8x16xbf16>, tensor<8x16xbf16>
+  %a = infir2.matmul %x, %v : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+  %b = infir2.matmul %x, %w : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+  %s = infir2.add %a, %b : tensor<8x16xbf16>, tensor<8x16xbf16>
+  return %r, %s : tensor<8x16xbf16>, tensor<8x16xbf16>
+}
+
+// -----
+
+// Tests the FP8 GEMM's BF16 sum, the residual after an attention output.
+// CHECK-LABEL: func.func @fp8_residual
+// CHECK-NEXT: %[[Y:.+]] = fp8.scaled_matmul (%{{.+}}, %{{.+}} by #fp8.groups<128, dim = 1>), (%{{.+}}, %{{.+}} by #fp8.blocks<128, 128>) acc(%arg4 : tensor<64x128xbf16>) : (tensor<64x256xf8E4M3FN>, tensor<64x2xf32>), (tensor<128x256xf8E4M3FN>, tensor<1x2xf32>) -> tensor<64x128xbf16>
+// CHECK-NEXT: return %[[Y]]
+func.func @fp8_residual(%a: tensor<64x256xf8E4M3FN>, %as: tensor<64x2xf32>, %b: tensor<128x256xf8E4M3FN>, %bs: tensor<1x2xf32>, %h: tensor<64x128xbf16>) -> tensor<64x128xbf16> {
+  %y = fp8.scaled_matmul (%a, %as by #fp8.groups<128, dim = 1>), (%b, %bs by #fp8.blocks<128, 128>)
+      : (tensor<64x256xf8E4M3FN>, tensor<64x2xf32>), (tensor<128x256xf8E4M3FN>, tensor<1x2xf32>) -> tensor<64x128xbf16>
+  %r = infir2.add %y, %h : tensor<64x128xbf16>, tensor<64x128xbf16>
+  return %r : tensor<64x128xbf16>
+}
+
+// -----
+
+// Tests the sums left as adds: a bias (broadcast), a GEMM read twice, an
+// operand made after the GEMM (it would have to move), and an f16 sum (no
+// f16 accumulator).
+// CHECK-LABEL: func.func @bf16_sums_left_alone
+// CHECK-NOT: acc(
+// CHECK: return
+func.func @bf16_sums_left_alone(%x: tensor<8x16xbf16>, %w: tensor<16x16xbf16>, %bias: tensor<16xbf16>, %x16: tensor<8x16xf16>, %w16: tensor<16x16xf16>) -> (tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xf16>) {
+  %g1 = infir2.matmul %x, %w : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+  %a1 = infir2.add %g1, %bias : tensor<8x16xbf16>, tensor<16xbf16>
+  %g2 = infir2.matmul %x, %w : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+  %a2 = infir2.add %g2, %g2 : tensor<8x16xbf16>, tensor<8x16xbf16>
+  %g3 = infir2.matmul %x, %w : tensor<8x16xbf16>, tensor<16x16xbf16> -> tensor<8x16xbf16>
+  %later = infir2.silu %x : tensor<8x16xbf16>
+  %a3 = infir2.add %g3, %later : tensor<8x16xbf16>, tensor<8x16xbf16>
+  %g4 = infir2.matmul %x16, %w16 : tensor<8x16xf16>, tensor<16x16xf16> -> tensor<8x16xf16>
+  %a4 = infir2.add %x16, %g4 : tensor<8x16xf16>, tensor<8x16xf16>
+  return %a1, %a2, %a3, %a4 : tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xf16>
+}

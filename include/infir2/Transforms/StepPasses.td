@@ -40,7 +40,13 @@ def FuseAccumulationPass
     part after the other: `%x` with `%acc`, then `%y` with that. The fused
     op stays where the op was, so its operands are freed as early as
     before, unless its accumulator is made later (the second part of a
-    sum), when it moves to just after it. Anything else is left alone. Both
+    sum), when it moves to just after it.
+
+    A GEMM (an op with `GemmOpInterface` too) read only by an add of another
+    tensor of its type, `add %x, (gemm ...)` (a residual, a sum of two
+    gradients; f32 or bf16, no broadcast), becomes `gemm ... acc(%x)` when
+    `%x` is made before the GEMM: the sum is rounded once, in the GEMM's
+    call (cuBLASLt's C with beta = 1). Anything else is left alone. Both
     recipes end with this pass.
 
     ```mlir
@@ -58,7 +64,8 @@ def FuseAccumulationPass
     Numerics: the accumulator gains the FP32 (or FP64-summed, then
     rounded once) gradient instead of its BF16 rounding, so a gradient
     carries about 16 more bits, and the two parts of a tied embedding's
-    gradient are no longer rounded to BF16 after their sum.
+    gradient are no longer rounded to BF16 after their sum; a BF16 sum with
+    a GEMM loses one rounding (2^-9 relative) of the product.
   }];
 }
 

@@ -10,8 +10,8 @@
 // (Bf16Gemm.h). FP8 under other FP32 scales multiplies its unscaled values
 // block by block and applies the scales in cuBLASLt's order
 // (blockScaledGemm). The others, and every GEMM on other CPUs, go through
-// BLAS (cblas_sgemm) on FP32 operands. With an accumulator (an FP32 result
-// that starts as `acc`, in place when the planner gave both one buffer),
+// BLAS (cblas_sgemm) on FP32 operands. With an accumulator (an FP32 or BF16
+// result that starts as `acc`, in place when the planner gave both one buffer),
 // every path adds the product to what the result holds: oneDNN with a sum
 // post-op and BLAS with beta = 1 (which may add partial sums of K as they
 // come), the block-scaled path once at the end, as cuBLASLt's epilogue
@@ -95,20 +95,28 @@ struct SingleThreadedBlas {
 } singleThreadedBlas;
 
 /// With an accumulator (operand `at`, when attribute `flag` is set): starts
-/// the FP32 result from it (a copy unless they share a buffer). Sets `add`.
+/// the result from it (a copy unless they share a buffer). Sets `add`.
 int32_t startFromAccumulator(const Call &c, int64_t flag, int64_t at,
                              const Operand &out, bool &add) {
   add = c.numAttrs() > flag && c.attr(flag) != 0.0;
   if (!add)
     return 0;
   Operand acc = c.operand(at);
-  if (out.dtype != INFIR2RT_F32 || acc.dtype != INFIR2RT_F32 ||
-      acc.numel != out.numel)
-    return c.fail("%s", "a GEMM accumulates into an f32 result of the "
-                        "accumulator's shape");
+  if ((out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16) ||
+      acc.dtype != out.dtype || acc.numel != out.numel)
+    return c.fail("%s", "a GEMM accumulates into an f32 or bf16 result of "
+                        "the accumulator's type and shape");
   if (acc.ptr != out.ptr)
-    std::memcpy(out.ptr, acc.ptr, size_t(out.numel) * sizeof(float));
+    std::memcpy(out.ptr, acc.ptr,
+                size_t(out.numel * infir2rt_dtype_size(out.dtype)));
   return 0;
+}
+
+/// Where a GEMM writes its FP32 result: the result itself when it is FP32,
+/// else `buffer`, holding the result's values when the GEMM adds to them
+/// (an accumulator, rounded once by Operand::store).
+float *resultFloats(const Operand &out, Buffer &buffer, bool add) {
+  return add ? const_cast<float *>(out.floats(buffer)) : out.output(buffer);
 }
 
 } // namespace
@@ -130,7 +138,7 @@ int32_t matmul(const Call &c) {
     return 0;
   Buffer ba, bb, bo;
   const float *A = a.floats(ba), *B = b.floats(bb);
-  float *C = out.output(bo); // the result itself when accumulating (f32)
+  float *C = resultFloats(out, bo, add);
   if (sharedRhs && !ta) {
     sgemm(false, tb, batch * m, n, k, A, B, C, add); // one GEMM, all rows
   } else {
@@ -220,7 +228,7 @@ bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
   // With an accumulator the product is made apart and added once at the
   // end, as cuBLASLt's epilogue adds C (D = product + C).
   Scratch<float> sum;
-  float *result = out.output(bo);
+  float *result = resultFloats(out, bo, add);
   float *acc = add ? sum.resize(rows * n) : result;
   std::memset(acc, 0, size_t(rows * n) * sizeof(float));
   for (int64_t kb = 0; kb < k / bk; ++kb) {
@@ -286,7 +294,7 @@ int32_t scaled_matmul(const Call &c) {
   Buffer A = dequantized(a, sa, blockA.data());
   Buffer B = dequantized(b, sb, blockB.data());
   Buffer bo;
-  float *C = out.output(bo);
+  float *C = resultFloats(out, bo, add);
   if (b.rank == 2)
     sgemm(false, true, batch * m, n, k, A.data(), B.data(), C, add);
   else

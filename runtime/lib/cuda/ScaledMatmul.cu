@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
+#include "DeviceView.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
@@ -165,29 +166,31 @@ cudaDataType_t fp8Type(int64_t dtype) {
   return dtype == INFIR2RT_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
 }
 
-/// out = acc + product, element by element (out may be acc itself).
-__global__ void addProductKernel(const float *acc, const float *product,
-                                 float *out, int64_t n) {
+/// out = acc + product, element by element, rounded once to out's type
+/// (out may be acc itself).
+__global__ void addProductKernel(infir2::rt::cuda::View acc,
+                                 const float *product,
+                                 infir2::rt::cuda::View out) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n)
-    out[i] = acc[i] + product[i];
+  if (i < out.numel)
+    out.set(i, acc.get(i) + product[i]);
 }
 
 /// A GEMM's accumulator (operand `at`, when attribute `flag` is set): an
-/// f32 operand of the result's size; null without one.
+/// operand of the result's type (f32 or bf16) and size; null without one.
 int32_t accumulatorOf(infir2rt_context *ctx, const int64_t *desc,
                       const char *where, int64_t flag, int64_t at,
-                      const Operand &out, const float **acc) {
+                      const Operand &out, const uint8_t **acc) {
   *acc = nullptr;
   if (infir2::rt::descAttrCount(desc) <= flag || descAttr(desc, flag) == 0.0)
     return 0;
   Operand a = descOperand(ctx, desc, at);
-  if (out.dtype != INFIR2RT_F32 || a.dtype != INFIR2RT_F32 ||
-      a.numel != out.numel)
+  if ((out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16) ||
+      a.dtype != out.dtype || a.numel != out.numel)
     return setCallError(ctx, where, "%s",
-                        "a GEMM accumulates into an f32 result of the "
-                        "accumulator's shape");
-  *acc = reinterpret_cast<const float *>(a.ptr);
+                        "a GEMM accumulates into an f32 or bf16 result of "
+                        "the accumulator's type and shape");
+  *acc = a.ptr;
   return 0;
 }
 
@@ -231,9 +234,11 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
   // workspace then holds an M x N FP32 product (outside the plan: 17 MiB
   // for Qwen2.5-0.5B's largest weight, 271 MiB for 7B's); beta = 1 in the
   // block-scaled modes would avoid it, once measured on a GPU.
-  const float *acc = nullptr;
+  const uint8_t *acc = nullptr;
   if (int32_t rc = accumulatorOf(ctx, desc, where, a.rank + b.rank, 5, d, &acc))
     return rc;
+  // The product's type: FP32 in the workspace with an accumulator.
+  int64_t productType = acc ? INFIR2RT_F32 : d.dtype;
 
   Lt &lib = lt();
   if (int32_t rc = lib.init(ctx, where))
@@ -309,14 +314,15 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     // K x M; D: column-major N x M = our row-major [M, N].
     BLAS_CHECK(cublasLtMatrixLayoutCreate(&la, fp8Type(b.dtype), K, N, K));
     BLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, fp8Type(a.dtype), K, M, K));
-    cudaDataType_t dType = d.dtype == INFIR2RT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    cudaDataType_t dType =
+        productType == INFIR2RT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     BLAS_CHECK(cublasLtMatrixLayoutCreate(&ld, dType, N, M, N));
 
     cublasLtMatmulAlgo_t algo;
-    if (int32_t rc = lib.algorithm(
-            ctx, where,
-            {M, N, K, int(a.dtype), int(b.dtype), int(d.dtype), modeA, modeB},
-            op, la, lb, ld, algo))
+    if (int32_t rc = lib.algorithm(ctx, where,
+                                   {M, N, K, int(a.dtype), int(b.dtype),
+                                    int(productType), modeA, modeB},
+                                   op, la, lb, ld, algo))
       return rc;
     float alpha = 1.0f, beta = 0.0f;
     BLAS_CHECK(cublasLtMatmul(lib.handle, op, &alpha, b.ptr, la, a.ptr, lb,
@@ -326,7 +332,8 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     if (acc)
       addProductKernel<<<unsigned((M * N + 255) / 256), 256, 0,
                          infir2::rt::cuda::streamOf(ctx)>>>(
-          acc, product, reinterpret_cast<float *>(d.ptr), M * N);
+          {const_cast<uint8_t *>(acc), d.dtype, M * N}, product,
+          {d.ptr, d.dtype, M * N});
     return infir2::rt::cuda::finishLaunch(ctx, where);
   };
   if (!rc)
@@ -361,12 +368,13 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
           c = descOperand(ctx, desc, 2);
   bool ta = descAttr(desc, 0) != 0.0, tb = descAttr(desc, 1) != 0.0;
   // With an accumulator: the result starts as it, and beta = 1.
-  const float *acc = nullptr;
+  const uint8_t *acc = nullptr;
   if (int32_t rc = accumulatorOf(ctx, desc, where, 2, 3, c, &acc))
     return rc;
-  if (acc && acc != reinterpret_cast<const float *>(c.ptr))
+  if (acc && acc != c.ptr)
     INFIR2_CUDA_CHECK(ctx,
-                      cudaMemcpyAsync(c.ptr, acc, c.numel * sizeof(float),
+                      cudaMemcpyAsync(c.ptr, acc,
+                                      c.numel * infir2rt_dtype_size(c.dtype),
                                       cudaMemcpyDeviceToDevice,
                                       infir2::rt::cuda::streamOf(ctx)),
                       where);

@@ -191,16 +191,6 @@ func.func @scaled_matmul_acc_type(%a: tensor<64x256xf8E4M3FN>, %as: tensor<64x2x
 
 // -----
 
-// Tests that a GEMM accumulates in f32 only.
-func.func @scaled_matmul_acc_bf16(%a: tensor<64x256xf8E4M3FN>, %as: tensor<64x2xf32>, %b: tensor<128x256xf8E4M3FN>, %bs: tensor<1x2xf32>, %acc: tensor<64x128xbf16>) {
-  // expected-error @+1 {{accumulates in f32 only: expects an f32 result with 'acc', got 'bf16'}}
-  %y = fp8.scaled_matmul (%a, %as by #fp8.groups<128, dim = 1>), (%b, %bs by #fp8.blocks<128, 128>) acc(%acc : tensor<64x128xbf16>)
-      : (tensor<64x256xf8E4M3FN>, tensor<64x2xf32>), (tensor<128x256xf8E4M3FN>, tensor<1x2xf32>) -> tensor<64x128xbf16>
-  return
-}
-
-// -----
-
 // Tests that the result is [..., M, N].
 func.func @scaled_matmul_result(%a: tensor<64x256xf8E4M3FN>, %as: tensor<64x2xf32>, %b: tensor<128x256xf8E4M3FN>, %bs: tensor<1x2xf32>) {
   // expected-error @+1 {{expects a result of shape [64, 128] ([..., M, N]), got [128, 64]}}

@@ -108,10 +108,10 @@ func.func @matmul_acc_type(%x: tensor<4x8xbf16>, %w: tensor<8x4xbf16>, %acc: ten
 
 // -----
 
-// Tests that a GEMM accumulates in f32 only.
-func.func @matmul_acc_bf16(%x: tensor<4x8xbf16>, %w: tensor<8x4xbf16>, %acc: tensor<4x4xbf16>) {
-  // expected-error @+1 {{accumulates in f32 only: expects an f32 result with 'acc', got 'bf16'}}
-  %0 = infir2.matmul %x, %w acc(%acc : tensor<4x4xbf16>) : tensor<4x8xbf16>, tensor<8x4xbf16> -> tensor<4x4xbf16>
+// Tests that a GEMM accumulates in f32 or bf16 only.
+func.func @matmul_acc_f16(%x: tensor<4x8xf16>, %w: tensor<8x4xf16>, %acc: tensor<4x4xf16>) {
+  // expected-error @+1 {{accumulates in f32 or bf16 only: expects such a result with 'acc', got 'f16'}}
+  %0 = infir2.matmul %x, %w acc(%acc : tensor<4x4xf16>) : tensor<4x8xf16>, tensor<8x4xf16> -> tensor<4x4xf16>
   return
 }
 

@@ -67,8 +67,8 @@ TEST(CpuGemm, TakesTheExpectedPath) {
 struct Shape {
   bool ta, tb, sharedRhs, bf16Out;
   int64_t batch;
-  /// With an FP32 accumulator (of N(0, 1)·sqrt(K) entries, the products'
-  /// scale), in a buffer of its own or the result's.
+  /// With an accumulator of the result's type (of N(0, 1)·sqrt(K) entries,
+  /// the products' scale), in a buffer of its own or the result's.
   bool accumulate = false, inPlace = false;
 };
 
@@ -90,15 +90,24 @@ TEST_P(CpuMatmul, Bf16OperandsAgreeWithFp64Sums) {
     bShape.insert(bShape.begin(), batch);
   int a = c.add(aShape, INFIR2RT_BF16), b = c.add(bShape, INFIR2RT_BF16);
   int y = c.add({batch, m, n}, s.bf16Out ? INFIR2RT_BF16 : INFIR2RT_F32);
-  int acc = s.accumulate ? c.add({batch, m, n}, INFIR2RT_F32) : -1;
+  int64_t yType = s.bf16Out ? INFIR2RT_BF16 : INFIR2RT_F32;
+  int acc = s.accumulate ? c.add({batch, m, n}, yType) : -1;
   c.attrs({double(s.ta), double(s.tb), s.accumulate ? 1.0 : 0.0});
   std::vector<float> accValues(s.accumulate ? batch * m * n : 0);
-  for (float &v : accValues)
-    v = normal(rng) * 16.0f; // sqrt(K)
+  for (float &v : accValues) // sqrt(K), in the accumulator's type
+    v = s.bf16Out ? bf16ToFloat(floatToBF16(normal(rng) * 16.0f))
+                  : normal(rng) * 16.0f;
+  auto put = [&](int operand, int64_t i, float v) {
+    if (s.bf16Out)
+      reinterpret_cast<uint16_t *>(c.u8(operand))[i] = floatToBF16(v);
+    else
+      c.f32(operand)[i] = v;
+  };
   if (s.accumulate) {
-    std::memcpy(c.f32(acc), accValues.data(), accValues.size() * 4);
-    for (int64_t i = 0; i < batch * m * n; ++i) // poisoned, or in place
-      c.f32(y)[i] = s.inPlace ? accValues[i] : 1e30f;
+    for (int64_t i = 0; i < batch * m * n; ++i) { // poisoned, or in place
+      put(acc, i, accValues[i]);
+      put(y, i, s.inPlace ? accValues[i] : 1e30f);
+    }
     if (s.inPlace)
       c.desc[2 + acc * INFIR2RT_OPERAND_WORDS + 3] =
           c.desc[2 + y * INFIR2RT_OPERAND_WORDS + 3];
@@ -130,7 +139,8 @@ TEST_P(CpuMatmul, Bf16OperandsAgreeWithFp64Sums) {
                        (s.bf16Out ? std::ldexp(std::fabs(sum), -8) : 0);
         if (s.accumulate) { // BLAS may add partial sums into the result
           sum += accValues[at];
-          bound = (k + 2) * std::ldexp(abs + std::fabs(accValues[at]), -24);
+          bound = (k + 2) * std::ldexp(abs + std::fabs(accValues[at]), -24) +
+                  (s.bf16Out ? std::ldexp(std::fabs(sum), -8) : 0);
         }
         ASSERT_LE(std::fabs(got - sum), bound)
             << "C[" << p << "," << i << "," << j << "]";
@@ -146,7 +156,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{false, true, false, true, 1},
                       Shape{false, false, false, false, 3},
                       Shape{false, true, true, false, 2, true, false},
-                      Shape{true, false, false, false, 2, true, true}));
+                      Shape{true, false, false, false, 2, true, true},
+                      // A BF16 accumulator (a residual): rounded once.
+                      Shape{false, true, true, true, 2, true, false},
+                      Shape{false, true, false, true, 1, true, true}));
 
 /// scaled_matmul of E4M3 data, A in 1x128 groups and B in 128x128 blocks,
 /// with power-of-two scales (the recipe's: the BF16 path) or arbitrary FP32

@@ -21,6 +21,7 @@
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Error.h"
 #include "infir2/runtime/FP8.h"
+#include "infir2/runtime/Float.h"
 
 #include "DescriptorBuilder.h"
 #include "InterpreterOracle.h"
@@ -33,6 +34,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <vector>
 
 using namespace mlir;
 using infir2::interp::Tensor;
@@ -281,7 +283,8 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {
 }
 
 // scaled_matmul with an accumulator (a weight gradient added to its FP32
-// accumulator): the result is acc + the product, in a buffer of its own and
+// accumulator, a BF16 residual): the result is acc + the product, rounded
+// once to the accumulator's type, in a buffer of its own and
 // in place (the result and the accumulator one buffer, as the planner lays
 // out a training step), against the interpreter's FP64 acc + product. The
 // accumulator's entries are N(0, 1) times each row's product RMS, so a
@@ -291,61 +294,116 @@ TEST_P(KernelsVsInterpreter, ScaledMatmulAccumulates) {
   bool fp32Scales = GetParam();
   std::mt19937_64 rng(seedFor("ScaledMatmulAccumulates"));
   const char *rule = fp32Scales ? "fp32" : "pow2";
-  std::string src =
-      std::string("func.func @f(%x: tensor<128x256xf32>, %w: tensor<256x256xf32>, "
-                  "%acc: tensor<128x256xf32>) -> tensor<128x256xf32> {\n"
-                  "  %xq, %xs = fp8.quantize %x to e4m3 by #fp8.groups<128, dim = "
-                  "1> scale ") +
-      rule +
-      " : tensor<128x256xf32> -> tensor<128x256xf8E4M3FN>, tensor<128x2xf32>\n"
-      "  %wq, %ws = fp8.quantize %w to e4m3 by #fp8.groups<128, dim = 1> scale " +
-      rule +
-      " : tensor<256x256xf32> -> tensor<256x256xf8E4M3FN>, tensor<256x2xf32>\n"
-      "  %y = fp8.scaled_matmul (%xq, %xs by #fp8.groups<128, dim = 1>), "
-      "(%wq, %ws by #fp8.groups<128, dim = 1>) acc(%acc : tensor<128x256xf32>) "
-      ": (tensor<128x256xf8E4M3FN>, tensor<128x2xf32>), (tensor<256x256xf8E4M3FN>, "
-      "tensor<256x2xf32>) -> tensor<128x256xf32>\n"
-      "  return %y : tensor<128x256xf32>\n}\n";
-  Tensor x = draw({128, 256}, rng), w = draw({256, 256}, rng);
-  // Each row's accumulator at the scale of its product (about sqrt(K) times
-  // the product of the two rows' scales).
-  Tensor acc(SmallVector<int64_t>{128, 256});
-  std::normal_distribution<double> normal;
-  for (int64_t i = 0; i < 128; ++i) {
-    double rx = 0.0;
-    for (int64_t k = 0; k < 256; ++k)
-      rx += x.data[i * 256 + k] * x.data[i * 256 + k];
-    for (int64_t j = 0; j < 256; ++j)
-      acc.data[i * 256 + j] = double(float(normal(rng) * std::sqrt(rx)));
-  }
-  SmallVector<Tensor> expected = interpret(src, {x, w, acc});
-  ASSERT_EQ(expected.size(), 1u);
-
-  double pow2 = fp32Scales ? 0.0 : 1.0;
-  Call q = quantized(x, {128, 2}, 1, pow2), qw = quantized(w, {256, 2}, 1, pow2);
-  const int xq = 1, xs = 2, wq = 1, ws = 2; // quantize's data and scales
-  for (bool inPlace : {false, true}) {
-    SCOPED_TRACE(inPlace ? "in place" : "a result of its own");
-    Call mm;
-    int a = mm.add({128, 256}, INFIR2RT_E4M3), as = mm.add({128, 2}, INFIR2RT_F32),
-        b = mm.add({256, 256}, INFIR2RT_E4M3), bs = mm.add({256, 2}, INFIR2RT_F32),
-        y = mm.add({128, 256}, INFIR2RT_F32), ac = mm.add({128, 256}, INFIR2RT_F32);
-    mm.attrs({1, 128, 1, 128, 1.0});
-    std::memcpy(mm.u8(a), q.u8(xq), 128 * 256);
-    std::memcpy(mm.f32(as), q.f32(xs), 128 * 2 * 4);
-    std::memcpy(mm.u8(b), qw.u8(wq), 256 * 256);
-    std::memcpy(mm.f32(bs), qw.f32(ws), 256 * 2 * 4);
-    for (int64_t i = 0; i < acc.getNumElements(); ++i) {
-      mm.f32(ac)[i] = float(acc.data[i]);
-      mm.f32(y)[i] = inPlace ? float(acc.data[i]) : 1e30f; // poisoned
+  // An FP32 accumulator (a weight gradient's) and a BF16 one (a residual
+  // or a sum of gradients: acc + product rounded once to BF16, within 2^-9
+  // of each value, so within 1e-2 of its row's RMS).
+  for (bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16 accumulator" : "f32 accumulator");
+    std::string t = bf16 ? "tensor<128x256xbf16>" : "tensor<128x256xf32>";
+    std::string src =
+        "func.func @f(%x: tensor<128x256xf32>, %w: tensor<256x256xf32>, "
+        "%acc: " +
+        t + ") -> " + t +
+        " {\n"
+        "  %xq, %xs = fp8.quantize %x to e4m3 by #fp8.groups<128, dim = 1> "
+        "scale " +
+        rule +
+        " : tensor<128x256xf32> -> tensor<128x256xf8E4M3FN>, "
+        "tensor<128x2xf32>\n"
+        "  %wq, %ws = fp8.quantize %w to e4m3 by #fp8.groups<128, dim = 1> "
+        "scale " +
+        rule +
+        " : tensor<256x256xf32> -> tensor<256x256xf8E4M3FN>, "
+        "tensor<256x2xf32>\n"
+        "  %y = fp8.scaled_matmul (%xq, %xs by #fp8.groups<128, dim = 1>), "
+        "(%wq, %ws by #fp8.groups<128, dim = 1>) acc(%acc : " +
+        t +
+        ") "
+        ": (tensor<128x256xf8E4M3FN>, tensor<128x2xf32>), "
+        "(tensor<256x256xf8E4M3FN>, "
+        "tensor<256x2xf32>) -> " +
+        t +
+        "\n"
+        "  return %y : " +
+        t + "\n}\n";
+    Tensor x = draw({128, 256}, rng), w = draw({256, 256}, rng);
+    // Each row's accumulator at the scale of its product (about sqrt(K)
+    // times the product of the two rows' scales), in the accumulator's type.
+    Tensor acc(SmallVector<int64_t>{128, 256});
+    std::normal_distribution<double> normal;
+    for (int64_t i = 0; i < 128; ++i) {
+      double rx = 0.0;
+      for (int64_t k = 0; k < 256; ++k)
+        rx += x.data[i * 256 + k] * x.data[i * 256 + k];
+      for (int64_t j = 0; j < 256; ++j) {
+        float v = float(normal(rng) * std::sqrt(rx));
+        acc.data[i * 256 + j] =
+            bf16 ? infir2::rt::bf16ToFloat(infir2::rt::floatToBF16(v)) : v;
+      }
     }
-    if (inPlace) // the accumulator's descriptor addresses the result
-      mm.desc[2 + ac * INFIR2RT_OPERAND_WORDS + 3] =
-          mm.desc[2 + y * INFIR2RT_OPERAND_WORDS + 3];
-    ASSERT_EQ(mm.run(infir2rt_scaled_matmul), 0);
-    double worst = worstRowError(expected[0], mm.f32(y), 128, 256);
-    std::printf("worst error relative to its row's RMS: %.3g\n", worst);
-    EXPECT_LE(worst, 5e-5) << "worst error relative to its row's RMS";
+    SmallVector<Tensor> expected = interpret(src, {x, w, acc});
+    ASSERT_EQ(expected.size(), 1u);
+
+    double pow2 = fp32Scales ? 0.0 : 1.0;
+    Call q = quantized(x, {128, 2}, 1, pow2),
+         qw = quantized(w, {256, 2}, 1, pow2);
+    const int xq = 1, xs = 2, wq = 1, ws = 2; // quantize's data and scales
+    int64_t type = bf16 ? INFIR2RT_BF16 : INFIR2RT_F32;
+    for (bool inPlace : {false, true}) {
+      SCOPED_TRACE(inPlace ? "in place" : "a result of its own");
+      Call mm;
+      int a = mm.add({128, 256}, INFIR2RT_E4M3),
+          as = mm.add({128, 2}, INFIR2RT_F32),
+          b = mm.add({256, 256}, INFIR2RT_E4M3),
+          bs = mm.add({256, 2}, INFIR2RT_F32), y = mm.add({128, 256}, type),
+          ac = mm.add({128, 256}, type);
+      mm.attrs({1, 128, 1, 128, 1.0});
+      std::memcpy(mm.u8(a), q.u8(xq), 128 * 256);
+      std::memcpy(mm.f32(as), q.f32(xs), 128 * 2 * 4);
+      std::memcpy(mm.u8(b), qw.u8(wq), 256 * 256);
+      std::memcpy(mm.f32(bs), qw.f32(ws), 256 * 2 * 4);
+      auto put = [&](int operand, int64_t i, float v) {
+        if (bf16)
+          reinterpret_cast<uint16_t *>(mm.u8(operand))[i] =
+              infir2::rt::floatToBF16(v);
+        else
+          mm.f32(operand)[i] = v;
+      };
+      for (int64_t i = 0; i < acc.getNumElements(); ++i) {
+        put(ac, i, float(acc.data[i]));
+        put(y, i, inPlace ? float(acc.data[i]) : 1e30f); // poisoned
+      }
+      if (inPlace) // the accumulator's descriptor addresses the result
+        mm.desc[2 + ac * INFIR2RT_OPERAND_WORDS + 3] =
+            mm.desc[2 + y * INFIR2RT_OPERAND_WORDS + 3];
+      ASSERT_EQ(mm.run(infir2rt_scaled_matmul), 0);
+      std::vector<float> got(128 * 256);
+      for (int64_t i = 0; i < 128 * 256; ++i)
+        got[i] = bf16 ? infir2::rt::bf16ToFloat(
+                            reinterpret_cast<uint16_t *>(mm.u8(y))[i])
+                      : mm.f32(y)[i];
+      double worst = worstRowError(expected[0], got.data(), 128, 256);
+      std::printf("worst error relative to its row's RMS: %.3g\n", worst);
+      if (!bf16) {
+        EXPECT_LE(worst, 5e-5) << "worst error relative to its row's RMS";
+        continue;
+      }
+      // BF16: both round acc + product once, from FP32 sums that differ by
+      // ScaledMatmulAgrees' bound, so each value within one BF16 ulp (2^-7
+      // of it) plus that bound.
+      for (int64_t i = 0; i < 128; ++i) {
+        double rms = 0.0;
+        for (int64_t j = 0; j < 256; ++j)
+          rms += expected[0].data[i * 256 + j] * expected[0].data[i * 256 + j];
+        rms = std::sqrt(rms / 256);
+        for (int64_t j = 0; j < 256; ++j) {
+          double e = expected[0].data[i * 256 + j];
+          ASSERT_LE(std::fabs(got[i * 256 + j] - e),
+                    std::ldexp(std::fabs(e), -7) + 5e-5 * rms)
+              << "element [" << i << "][" << j << "]";
+        }
+      }
+    }
   }
 }
 

@@ -188,17 +188,13 @@ LogicalResult ScaledMatmulOp::verify() {
       failed(verifyScale(*this, "rhs", getRhs(), "rhs_scale", getRhsScale(),
                          getRhsGranularity())))
     return failure();
-  // An accumulator, when there is one, has the result's type, which is f32.
-  if (Value acc = getAcc()) {
+  // An accumulator, when there is one, has the result's type (f32 or bf16:
+  // the product added before the one rounding).
+  if (Value acc = getAcc())
     if (acc.getType() != getResult().getType())
       return emitOpError()
              << "expects the accumulator 'acc' to have the result's type "
              << getResult().getType() << ", got " << acc.getType();
-    if (!tensorOf(getResult()).getElementType().isF32())
-      return emitOpError() << "accumulates in f32 only: expects an f32 "
-                              "result with 'acc', got "
-                           << tensorOf(getResult()).getElementType();
-  }
   return success();
 }
 

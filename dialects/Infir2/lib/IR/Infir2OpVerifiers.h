@@ -49,9 +49,10 @@ mlir::LogicalResult checkSameType(mlir::Operation *op, llvm::StringRef name,
                                   mlir::Value ref);
 
 /// Checks that an accumulator, when there is one, has the type of `result`,
-/// which is f32 (AccumulatingOpInterface).
+/// which is f32, or with `orBF16` (a GEMM's: a sum rounded once) also bf16
+/// (AccumulatingOpInterface).
 mlir::LogicalResult verifyAccumulator(mlir::Operation *op, mlir::Value acc,
-                                      mlir::Value result);
+                                      mlir::Value result, bool orBF16 = false);
 
 /// Checks the input and weight of `rms_norm` and `rms_norm_grad`.
 mlir::LogicalResult verifyRMSNorm(mlir::Operation *op, mlir::Value input,

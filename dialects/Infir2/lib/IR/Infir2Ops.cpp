@@ -117,17 +117,22 @@ infir2::inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
 }
 
 LogicalResult infir2::detail::verifyAccumulator(Operation *op, Value acc,
-                                                Value result) {
+                                                Value result, bool orBF16) {
   if (!acc)
     return success();
   if (acc.getType() != result.getType())
     return op->emitOpError()
            << "expects the accumulator 'acc' to have the result's type "
            << result.getType() << ", got " << acc.getType();
-  if (!elementTypeOf(result).isF32())
+  Type e = elementTypeOf(result);
+  if (orBF16 && !e.isF32() && !e.isBF16())
+    return op->emitOpError() << "accumulates in f32 or bf16 only: expects "
+                                "such a result with 'acc', got "
+                             << e;
+  if (!orBF16 && !e.isF32())
     return op->emitOpError() << "accumulates in f32 only: expects an f32 "
                                 "result with 'acc', got "
-                             << elementTypeOf(result);
+                             << e;
   return success();
 }
 
@@ -148,7 +153,7 @@ LogicalResult MatmulOp::verify() {
                             "operands' ("
                          << elementTypeOf(getLhs()) << ") or f32, got "
                          << resultElt;
-  return verifyAccumulator(*this, getAcc(), getResult());
+  return verifyAccumulator(*this, getAcc(), getResult(), /*orBF16=*/true);
 }
 
 Value MatmulOp::getGemmLhs() { return getLhs(); }

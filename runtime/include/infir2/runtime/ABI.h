@@ -35,7 +35,9 @@ extern "C" {
 // reduces in-place runs where they lie.
 // 6: reduce_sum, rms_norm_grad and embedding_grad take an optional FP32
 // accumulator after their results (a trailing has_acc attribute).
-enum { INFIR2RT_ABI_VERSION = 6 };
+// 7: matmul's and scaled_matmul's accumulator may be BF16 (a residual or a
+// sum of gradients added before the one rounding).
+enum { INFIR2RT_ABI_VERSION = 7 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 

@@ -128,9 +128,10 @@ def FP8_ScaledMatmulOp : FP8_Op<"scaled_matmul", [Pure]> {
 
     Each operand carries its scales and the granularity they were made with;
     the blocks must tile the operand and the scale shapes must follow from
-    them. With an accumulator `acc` (`f32`, of the result's type) the result
-    is `acc + Σ_k …`, the product added in FP32 (a weight gradient added to
-    its FP32 accumulator). A linear layer's forward GEMM with 1×128
+    them. With an accumulator `acc` (of the result's type, `f32` or `bf16`)
+    the result is `acc + Σ_k …`, the product added in FP32 before the one
+    rounding (a weight gradient added to its FP32 accumulator; a residual or
+    a sum of gradients in BF16, as cuBLASLt adds C with beta = 1). A linear layer's forward GEMM with 1×128
     activation groups and 128×128 weight blocks, and a weight gradient:
 
     ```mlir

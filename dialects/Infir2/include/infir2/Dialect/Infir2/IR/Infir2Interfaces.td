@@ -65,10 +65,11 @@ def Infir2_GemmOpInterface : OpInterface<"GemmOpInterface"> {
 def Infir2_AccumulatingOpInterface : OpInterface<"AccumulatingOpInterface"> {
   let cppNamespace = "::infir2";
   let description = [{
-    An op that can add one of its results into an FP32 accumulator: with the
+    An op that can add one of its results into an accumulator: with the
     optional operand `acc` (its last operand, of that result's shape and
-    `f32`), the result is `acc + ` what the op computes, added before the
-    one rounding, and has the accumulator's type. Weight, bias and norm
+    `f32`; a GEMM's may also be `bf16`), the result is `acc + ` what the op
+    computes, added before the one rounding, and has the accumulator's
+    type. Weight, bias and norm
     gradients reach their FP32 accumulators this way, so no BF16 gradient
     exists (`--infir2-fuse-accumulation` makes these ops). Each element of
     the result reads its own accumulator element before it is written, so

@@ -53,10 +53,12 @@ def Infir2_MatmulOp : Infir2_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Infir
     the result has that type or `f32` (the product accumulates in FP32 either
     way).
 
-    With an accumulator `acc` (`f32`, of the result's type) the result is
-    `acc + op(lhs)·op(rhs)`, the product added in FP32: a weight gradient
-    added to its FP32 accumulator by the GEMM itself, in place when `acc`
-    is not read afterwards (`--infir2-fuse-accumulation` makes these).
+    With an accumulator `acc` (of the result's type, `f32` or `bf16`) the
+    result is `acc + op(lhs)·op(rhs)`, the product added in FP32 before the
+    one rounding: a weight gradient added to its FP32 accumulator by the
+    GEMM itself, in place when `acc` is not read afterwards, or a residual
+    or a sum of two gradients in BF16 (`--infir2-fuse-accumulation` makes
+    these).
 
     A linear layer `y = x·Wᵀ` on activations `[B, S, D]` and a weight `[N, D]`,
     and its weight gradient accumulated over tokens:
