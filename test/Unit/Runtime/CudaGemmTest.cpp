@@ -51,14 +51,19 @@ void PrintTo(const GemmVariant &v, std::ostream *os) { *os << v.name; }
 /// in E4M3 with the variant's scales, y [256, 384] in FP32.
 struct GemmCall {
   Call mm;
-  int a, as, b, bs, y;
-  explicit GemmCall(const GemmVariant &v)
+  int a, as, b, bs, y, acc = -1;
+  /// With `accumulate`, an accumulator of y's type after y (has_acc set).
+  explicit GemmCall(const GemmVariant &v, bool accumulate = false,
+                    int64_t yType = INFIR2RT_F32)
       : a(mm.add({256, 512}, INFIR2RT_E4M3)),
         as(mm.add(v.lhsScale, INFIR2RT_F32)),
         b(mm.add({384, 512}, INFIR2RT_E4M3)),
-        bs(mm.add(v.rhsScale, INFIR2RT_F32)),
-        y(mm.add({256, 384}, INFIR2RT_F32)) {
-    mm.attrs(v.blocks);
+        bs(mm.add(v.rhsScale, INFIR2RT_F32)), y(mm.add({256, 384}, yType)) {
+    if (accumulate)
+      acc = mm.add({256, 384}, yType);
+    std::vector<double> attrs = v.blocks;
+    attrs.push_back(accumulate ? 1.0 : 0.0); // has_acc
+    mm.attrs(attrs);
   }
   /// The call on the CPU and on the GPU, each on its own copy of it.
   void runBoth(std::vector<uint8_t> &onCpu, std::vector<uint8_t> &onGpu) {
@@ -240,7 +245,7 @@ TEST(CudaMatmul, FormsMatchTheCpuBackend) {
         f.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
     int a = c.add(lhs, INFIR2RT_BF16), b = c.add(rhs, INFIR2RT_BF16);
     int y = c.add({B, M, N}, INFIR2RT_F32);
-    c.attrs({f.ta ? 1.0 : 0.0, f.tb ? 1.0 : 0.0});
+    c.attrs({f.ta ? 1.0 : 0.0, f.tb ? 1.0 : 0.0, 0.0}); // no accumulator
     fill(c, a, INFIR2RT_BF16, B * M, K, rng);
     fill(c, b, INFIR2RT_BF16, N, K, rng);
     std::vector<uint8_t> onCpu = runOnCpu(c, infir2rt_matmul);
@@ -270,12 +275,14 @@ TEST(CudaGemmAccumulator, MatchesTheCpuBackend) {
   };
   for (bool inPlace : {false, true}) {
     SCOPED_TRACE(inPlace ? "in place" : "a result of its own");
-    {
-      GemmCall call(GemmVariant{"vec_vec", {1, 128, 1, 128}, {256, 4}, {384, 4}});
+    // An FP32 accumulator (a weight gradient's) and a BF16 one (a residual:
+    // acc + the FP32 product, rounded once, on both sides).
+    for (int64_t yType : {INFIR2RT_F32, INFIR2RT_BF16}) {
+      SCOPED_TRACE(yType == INFIR2RT_BF16 ? "bf16" : "f32");
+      GemmCall call(GemmVariant{"vec_vec", {1, 128, 1, 128}, {256, 4}, {384, 4}},
+                    /*accumulate=*/true, yType);
       Call &mm = call.mm;
-      int acc = mm.add({256, 384}, INFIR2RT_F32);
-      std::vector<double> attrs = {1, 128, 1, 128, 1.0};
-      mm.attrs(attrs);
+      int acc = call.acc;
       auto bytes = [&](int o) { return mm.host.data() + mm.operands[o].first; };
       const uint8_t codes[4] = {0x38, 0x40, 0xb8, 0xc0}; // 1, 2, -1, -2
       for (int o : {call.a, call.b})
@@ -285,9 +292,17 @@ TEST(CudaGemmAccumulator, MatchesTheCpuBackend) {
       for (int o : {call.as, call.bs})
         for (int64_t i = 0; i < mm.operands[o].second / 4; ++i)
           mm.f32(o)[i] = scale(rng);
+      auto put = [&](int o, int64_t i, float v) {
+        if (yType == INFIR2RT_BF16)
+          reinterpret_cast<uint16_t *>(bytes(o))[i] =
+              infir2::rt::floatToBF16(v);
+        else
+          mm.f32(o)[i] = v;
+      };
       for (int64_t i = 0; i < 256 * 384; ++i) {
-        mm.f32(acc)[i] = normal(rng) * 100.0f;
-        mm.f32(call.y)[i] = inPlace ? mm.f32(acc)[i] : 1e30f;
+        float v = normal(rng) * 100.0f;
+        put(acc, i, v);
+        put(call.y, i, inPlace ? v : 1e30f);
       }
       if (inPlace)
         alias(mm, acc, call.y);
