@@ -24,16 +24,19 @@ bool overlap(rtir::BufferAttr a, rtir::BufferAttr b) {
   return a.getOffset() < bEnd && b.getOffset() < aEnd;
 }
 
-/// quantize_dual's groups are (input, data, scale, data_t, scale_t): none of
-/// `next`'s outputs may overlap `batch`'s inputs, nor the reverse.
-bool independentQuantizations(const LoweredCall &batch,
-                              const LoweredCall &next) {
-  auto crosses = [](const LoweredCall &in, const LoweredCall &out) {
-    for (size_t i = 0; i < in.buffers.size(); i += 5)
-      for (size_t o = 0; o < out.buffers.size(); o += 5)
-        for (size_t k = 1; k < 5; ++k)
-          if (overlap(in.buffers[i], out.buffers[o + k]))
-            return true;
+/// Groups of `size` operands, the first `inputs` of each read and the others
+/// written (quantize_dual: input, then data, scale, data_t, scale_t; rope:
+/// input and positions, then out): none of `next`'s outputs may overlap
+/// `batch`'s inputs, nor the reverse, so the groups may run in any order.
+bool independentGroups(const LoweredCall &batch, const LoweredCall &next,
+                       size_t size, size_t inputs) {
+  auto crosses = [&](const LoweredCall &in, const LoweredCall &out) {
+    for (size_t i = 0; i < in.buffers.size(); i += size)
+      for (size_t r = 0; r < inputs; ++r)
+        for (size_t o = 0; o < out.buffers.size(); o += size)
+          for (size_t k = inputs; k < size; ++k)
+            if (overlap(in.buffers[i + r], out.buffers[o + k]))
+              return true;
     return false;
   };
   return !crosses(batch, next) && !crosses(next, batch);
@@ -53,8 +56,14 @@ bool inPlace(const LoweredCall &c) {
 bool absorb(LoweredCall &batch, const LoweredCall &next) {
   if (batch.entry != next.entry || batch.attrs != next.attrs)
     return false;
-  if (batch.entry == "quantize_dual" && batch.buffers.size() % 5 == 0 &&
-      next.buffers.size() == 5 && independentQuantizations(batch, next)) {
+  // Entries whose operands repeat in groups (ABI.def's GROUPS_OF): the
+  // group size, and how many of a group's operands are inputs.
+  auto [size, inputs] = batch.entry == "quantize_dual" ? std::pair(5u, 1u)
+                        : batch.entry == "rope"        ? std::pair(3u, 2u)
+                                                       : std::pair(0u, 0u);
+  if (size && batch.buffers.size() % size == 0 &&
+      next.buffers.size() == size &&
+      independentGroups(batch, next, size, inputs)) {
     batch.buffers.append(next.buffers);
     return true;
   }

@@ -224,31 +224,56 @@ int32_t rms_norm_grad(const Call &c) {
 }
 
 int32_t rope(const Call &c) {
-  Operand x = c.operand(0), pos = c.operand(1), out = c.operand(2);
   int64_t hd = c.intAttr(0), half = hd / 2;
   double theta = c.attr(1), sign = c.attr(2);
-  int64_t width = x.last(), seq = x.dim(-2), heads = width / hd;
-  int64_t tokens = x.rows();
-  bool shared = pos.rank == 1;
-  Buffer bx, bo;
-  const float *X = x.floats(bx);
-  float *O = out.output(bo);
+  // One or more tensors (q and k), three operands each. The angles' cosines
+  // and sines are computed once for the tensors that share positions.
+  std::vector<float> cs, sn;
+  struct Key {
+    const uint8_t *pos = nullptr;
+    int64_t tokens = -1, seq = -1;
+    bool operator==(const Key &o) const {
+      return pos == o.pos && tokens == o.tokens && seq == o.seq;
+    }
+  } table;
+  for (int64_t g = 0; g + 3 <= c.numOperands(); g += 3) {
+    Operand x = c.operand(g), pos = c.operand(g + 1), out = c.operand(g + 2);
+    int64_t width = x.last(), seq = x.dim(-2), heads = width / hd;
+    int64_t tokens = x.rows();
+    bool shared = pos.rank == 1;
+    Key key{pos.ptr, tokens, shared ? seq : 0};
+    if (!(key == table)) {
+      table = key;
+      cs.resize(tokens * half);
+      sn.resize(tokens * half);
 #pragma omp parallel for
-  for (int64_t t = 0; t < tokens; ++t) {
-    double p = double(pos.getIndex(shared ? t % seq : t));
-    for (int64_t i = 0; i < half; ++i) {
-      // The angle in FP64, as the frequencies span many magnitudes.
-      double angle = sign * p * std::pow(theta, -2.0 * double(i) / double(hd));
-      float cs = float(std::cos(angle)), sn = float(std::sin(angle));
+      for (int64_t t = 0; t < tokens; ++t) {
+        double p = double(pos.getIndex(shared ? t % seq : t));
+        for (int64_t i = 0; i < half; ++i) {
+          // The angle in FP64, as the frequencies span many magnitudes.
+          double angle =
+              sign * p * std::pow(theta, -2.0 * double(i) / double(hd));
+          cs[t * half + i] = float(std::cos(angle));
+          sn[t * half + i] = float(std::sin(angle));
+        }
+      }
+    }
+    Buffer bx, bo;
+    const float *X = x.floats(bx);
+    float *O = out.output(bo);
+#pragma omp parallel for
+    for (int64_t t = 0; t < tokens; ++t)
       for (int64_t h = 0; h < heads; ++h) {
         const float *in = X + t * width + h * hd;
         float *o = O + t * width + h * hd;
-        o[i] = in[i] * cs - in[i + half] * sn;
-        o[i + half] = in[i + half] * cs + in[i] * sn;
+        for (int64_t i = 0; i < half; ++i) {
+          float cv = cs[t * half + i], sv = sn[t * half + i];
+          o[i] = in[i] * cv - in[i + half] * sv;
+          o[i + half] = in[i + half] * cv + in[i] * sv;
+        }
       }
-    }
+    out.store(O);
   }
-  out.store(O);
   return 0;
 }
 

@@ -168,17 +168,21 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
 
 extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
                                       const int64_t *desc, const char *where) {
-  Operand x = descOperand(ctx, desc, 0), pos = descOperand(ctx, desc, 1),
-          out = descOperand(ctx, desc, 2);
-  if (pos.dtype != INFIR2RT_I32)
-    return setCallError(ctx, where, "%s", "the CUDA rope takes i32 positions");
-  int64_t hd = int64_t(descAttr(desc, 0)), width = x.last();
-  int64_t tokens = x.rows(), heads = width / hd;
-  ropeKernel<<<blocksFor(tokens * heads * (hd / 2)), kThreads, 0,
-               infir2::rt::cuda::streamOf(ctx)>>>(
-      viewOf(x), reinterpret_cast<const int32_t *>(pos.ptr), viewOf(out),
-      tokens, width, x.dim(-2), hd, pos.rank == 1, descAttr(desc, 1),
-      descAttr(desc, 2));
+  // One or more tensors (q and k), three operands each: one launch each.
+  for (int64_t g = 0; g + 3 <= infir2::rt::descOperandCount(desc); g += 3) {
+    Operand x = descOperand(ctx, desc, g), pos = descOperand(ctx, desc, g + 1),
+            out = descOperand(ctx, desc, g + 2);
+    if (pos.dtype != INFIR2RT_I32)
+      return setCallError(ctx, where, "%s",
+                          "the CUDA rope takes i32 positions");
+    int64_t hd = int64_t(descAttr(desc, 0)), width = x.last();
+    int64_t tokens = x.rows(), heads = width / hd;
+    ropeKernel<<<blocksFor(tokens * heads * (hd / 2)), kThreads, 0,
+                 infir2::rt::cuda::streamOf(ctx)>>>(
+        viewOf(x), reinterpret_cast<const int32_t *>(pos.ptr), viewOf(out),
+        tokens, width, x.dim(-2), hd, pos.rank == 1, descAttr(desc, 1),
+        descAttr(desc, 2));
+  }
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 

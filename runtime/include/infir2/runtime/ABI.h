@@ -37,7 +37,8 @@ extern "C" {
 // accumulator after their results (a trailing has_acc attribute).
 // 7: matmul's and scaled_matmul's accumulator may be BF16 (a residual or a
 // sum of gradients added before the one rounding).
-enum { INFIR2RT_ABI_VERSION = 7 };
+// 8: rope takes one or more groups of three operands (q and k in one call).
+enum { INFIR2RT_ABI_VERSION = 8 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
