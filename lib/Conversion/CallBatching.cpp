@@ -26,10 +26,11 @@ bool overlap(rtir::BufferAttr a, rtir::BufferAttr b) {
 
 /// Groups of `size` operands, the first `inputs` of each read and the others
 /// written (quantize_dual: input, then data, scale, data_t, scale_t; rope:
-/// input and positions, then out): none of `next`'s outputs may overlap
-/// `batch`'s inputs, nor the reverse, so the groups may run in any order.
+/// input and positions, then out): none of `next`'s inputs may overlap
+/// `batch`'s outputs (the runtime runs the groups in order), and unless
+/// `inOrder`, nor the reverse, so that the groups may run in any order.
 bool independentGroups(const LoweredCall &batch, const LoweredCall &next,
-                       size_t size, size_t inputs) {
+                       size_t size, size_t inputs, bool inOrder) {
   auto crosses = [&](const LoweredCall &in, const LoweredCall &out) {
     for (size_t i = 0; i < in.buffers.size(); i += size)
       for (size_t r = 0; r < inputs; ++r)
@@ -39,7 +40,7 @@ bool independentGroups(const LoweredCall &batch, const LoweredCall &next,
               return true;
     return false;
   };
-  return !crosses(batch, next) && !crosses(next, batch);
+  return !crosses(next, batch) && (inOrder || !crosses(batch, next));
 }
 
 /// all_reduce's operands are the inputs, then the results: every result in
@@ -57,13 +58,15 @@ bool absorb(LoweredCall &batch, const LoweredCall &next) {
   if (batch.entry != next.entry || batch.attrs != next.attrs)
     return false;
   // Entries whose operands repeat in groups (ABI.def's GROUPS_OF): the
-  // group size, and how many of a group's operands are inputs.
+  // group size, how many of a group's operands are inputs, and whether the
+  // runtime runs the groups in order (rope; a later group may then write
+  // what an earlier one read, as a layer's two gradients' buffers do).
   auto [size, inputs] = batch.entry == "quantize_dual" ? std::pair(5u, 1u)
                         : batch.entry == "rope"        ? std::pair(3u, 2u)
                                                        : std::pair(0u, 0u);
   if (size && batch.buffers.size() % size == 0 &&
       next.buffers.size() == size &&
-      independentGroups(batch, next, size, inputs)) {
+      independentGroups(batch, next, size, inputs, batch.entry == "rope")) {
     batch.buffers.append(next.buffers);
     return true;
   }

@@ -31,8 +31,9 @@ struct LoweredCall {
 /// - `quantize_dual` with the same attributes, where no call's input
 ///   overlaps another's outputs (the groups may run in any order): the
 ///   optimizer step's cache refresh and `@quantize_weights` become one call;
-/// - `rope` with the same attributes, likewise independent: a layer's q and
-///   k (and their gradients) rotate in one call;
+/// - `rope` with the same attributes, where no call reads what an earlier
+///   one writes (the runtime runs the groups in order): a layer's q and k
+///   (and their gradients) rotate in one call;
 /// - `all_reduce` whose every sum is in place (the planner gave each result
 ///   its operand's slot): the buckets the data-parallel pass made become
 ///   one call, which reduces each contiguous run of slots where it lies.
