@@ -192,6 +192,8 @@ int32_t rms_norm_grad(const Call &c) {
   std::vector<double> dwAcc(d, 0.0);
   if (c.attr(1) != 0.0) { // the accumulator's values first
     Operand from = c.operand(5);
+    if (int32_t rc = checkAccumulator(c, from, dw))
+      return rc;
     for (int64_t i = 0; i < d; ++i)
       dwAcc[i] = from.get(i);
   }

@@ -153,6 +153,9 @@ int32_t embedding_grad(const Call &c) {
     return ids.getIndex(a) < ids.getIndex(b);
   });
   bool hasAcc = c.attr(0) != 0.0;
+  if (hasAcc)
+    if (int32_t rc = checkAccumulator(c, c.operand(3), out))
+      return rc;
   const uint8_t *from = hasAcc ? c.operand(3).ptr : nullptr;
   int64_t bytes = out.numel * infir2rt_dtype_size(out.dtype);
   int64_t chunk = int64_t(1) << 22;
@@ -210,6 +213,8 @@ int32_t reduce_sum(const Call &c) {
   std::vector<double> acc(n, 0.0);
   if (c.attr(0) != 0.0) { // the accumulator's values first
     Operand from = c.operand(2);
+    if (int32_t rc = checkAccumulator(c, from, out))
+      return rc;
     for (int64_t i = 0; i < n; ++i)
       acc[i] = from.get(i);
   }

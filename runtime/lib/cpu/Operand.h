@@ -166,6 +166,17 @@ struct Call {
   }
 };
 
+/// A gradient's accumulator `acc` for `out` (reduce_sum, rms_norm_grad,
+/// embedding_grad): both FP32, of one size; else the call fails.
+inline int32_t checkAccumulator(const Call &c, const Operand &acc,
+                                const Operand &out) {
+  if (acc.dtype != INFIR2RT_F32 || out.dtype != INFIR2RT_F32 ||
+      acc.numel != out.numel)
+    return c.fail("%s", "a gradient accumulates into an f32 result of the "
+                        "accumulator's type and size");
+  return 0;
+}
+
 /// The CPU version of every entry point of ABI.def, defined in the file of
 /// its family; infir2rt_<name> (Entries.cpp) runs it unless the context's
 /// regions live on a device.

@@ -260,6 +260,10 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
           dy = descOperand(ctx, desc, 2), dx = descOperand(ctx, desc, 3),
           dwOut = descOperand(ctx, desc, 4);
   int64_t d = x.last(), rows = x.rows();
+  const uint8_t *acc = nullptr; // checked before anything is written
+  if (int32_t rc =
+          infir2::rt::gradientAccumulator(ctx, desc, 1, 5, dwOut, where, &acc))
+    return rc;
   // dw sums over the rows without atomics (Reduce.cuh).
   double *partial = nullptr;
   float *inverse = nullptr;
@@ -273,13 +277,9 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
                       infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(x), viewOf(w), viewOf(dy), viewOf(dx), inverse, d,
       float(descAttr(desc, 0)));
-  const float *acc =
-      descAttr(desc, 1) != 0.0
-          ? reinterpret_cast<const float *>(descOperand(ctx, desc, 5).ptr)
-          : nullptr;
   infir2::rt::cuda::sumColumns(
       ctx, NormWeightTerm{viewOf(x), viewOf(dy), inverse, d}, rows, d, partial,
-      viewOf(dwOut), acc);
+      viewOf(dwOut), reinterpret_cast<const float *>(acc));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -312,8 +312,10 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
                       infir2::rt::cuda::takeWorkspace({{&sum, out.numel * 4}}),
                       where);
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
-  const uint8_t *acc =
-      descAttr(desc, 0) != 0.0 ? descOperand(ctx, desc, 3).ptr : nullptr;
+  const uint8_t *acc = nullptr;
+  if (int32_t rc =
+          infir2::rt::gradientAccumulator(ctx, desc, 0, 3, out, where, &acc))
+    return rc;
   if (!acc)
     INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(sum, 0, out.numel * 4, stream),
                       where);

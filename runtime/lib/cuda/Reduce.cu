@@ -104,12 +104,13 @@ extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
       where);
   // With an accumulator (FP32, out's type; possibly out itself), its
   // values start each column's sum.
-  const float *acc =
-      descAttr(desc, 0) != 0.0
-          ? reinterpret_cast<const float *>(descOperand(ctx, desc, 2).ptr)
-          : nullptr;
+  const uint8_t *acc = nullptr;
+  if (int32_t rc =
+          infir2::rt::gradientAccumulator(ctx, desc, 0, 2, out, where, &acc))
+    return rc;
   infir2::rt::cuda::sumColumns(ctx, Element{viewOf(x), out.numel}, rows,
-                               out.numel, partial, viewOf(out), acc);
+                               out.numel, partial, viewOf(out),
+                               reinterpret_cast<const float *>(acc));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 

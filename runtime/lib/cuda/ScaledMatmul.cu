@@ -232,8 +232,9 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
   // With an accumulator the product goes to the workspace, then
   // out = acc + product (one rounding, as the CPU backend does). The
   // workspace then holds an M x N FP32 product (outside the plan: 17 MiB
-  // for Qwen2.5-0.5B's largest weight, 271 MiB for 7B's); beta = 1 in the
-  // block-scaled modes would avoid it, once measured on a GPU.
+  // for Qwen2.5-0.5B's largest weight gradient, 271 MiB for 7B's; for a
+  // BF16 residual M is the tokens: 512 MiB at 16k tokens x 8192); beta = 1
+  // in the block-scaled modes would avoid it, once measured on a GPU.
   const uint8_t *acc = nullptr;
   if (int32_t rc = accumulatorOf(ctx, desc, where, a.rank + b.rank, 5, d, &acc))
     return rc;

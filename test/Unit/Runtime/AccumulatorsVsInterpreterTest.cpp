@@ -226,4 +226,25 @@ TEST_F(AccumulatorsVsInterpreter, EmbeddingGradient) {
   }
 }
 
+// An accumulator of another type or size than the result is refused with
+// a message, before anything is written.
+TEST_F(AccumulatorsVsInterpreter, RefusesAMismatchedAccumulator) {
+  for (int64_t type : {INFIR2RT_BF16, INFIR2RT_F32}) {
+    Call c;
+    int x = c.add({4, 8}, INFIR2RT_F32), out = c.add({8}, INFIR2RT_F32);
+    c.add({type == INFIR2RT_F32 ? 4 : 8}, type);
+    c.attrs({1.0});
+    for (int64_t i = 0; i < 32; ++i)
+      c.f32(x)[i] = 1.0f;
+    c.f32(out)[0] = 7.0f;
+    infir2rt_context ctx{};
+    ctx.regions[0] = ctx.regions[1] = c.host.data();
+    EXPECT_NE(infir2rt_reduce_sum(&ctx, c.desc.data(), "sum"), 0);
+    EXPECT_EQ(std::string(ctx.error_message),
+              "a gradient accumulates into an f32 result of the "
+              "accumulator's type and size");
+    EXPECT_EQ(c.f32(out)[0], 7.0f) << "nothing written";
+  }
+}
+
 } // namespace

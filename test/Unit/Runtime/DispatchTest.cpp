@@ -121,8 +121,9 @@ TEST_F(Dispatch, RefusesCallsOutsideTheSignature) {
 #include "infir2/runtime/ABI.def"
 }
 
-// The rules read the call: ranks (scaled_matmul's blocks), flags (an
-// optional accumulator) and counts (adamw_group's tensors).
+// The rules read the call: ranks (scaled_matmul's blocks, quantize_dual's
+// groups), flags (an optional accumulator) and counts (adamw_group's
+// tensors).
 TEST_F(Dispatch, SignaturesReadTheCall) {
   {
     Call c;
@@ -151,6 +152,18 @@ TEST_F(Dispatch, SignaturesReadTheCall) {
       c.add({}, INFIR2RT_F32);
     c.attrs({0.9, 0.95, 1e-8, 1.0, 2, 0.1, 0.1, 1, 0});
     EXPECT_EQ(run(infir2rt_adamw_group, c), 7);
+    Call g; // quantize_dual's attributes follow the first group's rank
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 128}, {4, 128},
+                                       {4, 1}, {128, 4}, {128, 1},
+                                       {2, 4, 128}, {2, 4, 128}, {2, 4, 1},
+                                       {128, 8}, {128, 1}})
+      g.add(shape, INFIR2RT_F32);
+    g.attrs({0.0, 1.0, 1, 128, 1, 128});
+    EXPECT_NE(run(infir2rt_quantize_dual, g), 0);
+    EXPECT_EQ(infir2::rt::callError(ctx),
+              "test: the call does not match its entry point: quantize_dual's "
+              "groups share their first operand's rank (ABI.def): operand 5 "
+              "has rank 3, operand 0 2");
     Call d;
     for (int i = 0; i < 19; ++i)
       d.add({}, INFIR2RT_F32);

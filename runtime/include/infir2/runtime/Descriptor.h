@@ -54,6 +54,27 @@ inline double descAttr(const int64_t *desc, int64_t i) {
 /// given) and `count` of its attributes from `first`: an entry point that
 /// composes others (a fused producer and its quantization) calls them with
 /// these.
+/// A gradient's accumulator for `out` (reduce_sum, rms_norm_grad,
+/// embedding_grad on a device): operand `at` when attribute `flag` is set,
+/// both FP32 of one size. `*acc` is null without one; non-zero with the
+/// call's error set when it does not fit.
+inline int32_t gradientAccumulator(infir2rt_context *ctx, const int64_t *desc,
+                                   int64_t flag, int64_t at,
+                                   const DescOperand &out, const char *where,
+                                   const uint8_t **acc) {
+  *acc = nullptr;
+  if (descAttr(desc, flag) == 0.0)
+    return 0;
+  DescOperand a = descOperand(ctx, desc, at);
+  if (a.dtype != INFIR2RT_F32 || out.dtype != INFIR2RT_F32 ||
+      a.numel != out.numel)
+    return setCallError(ctx, where, "%s",
+                        "a gradient accumulates into an f32 result of the "
+                        "accumulator's type and size");
+  *acc = a.ptr;
+  return 0;
+}
+
 inline std::vector<int64_t>
 subDescriptor(const int64_t *desc, std::initializer_list<int64_t> operands,
               int64_t first, int64_t count) {

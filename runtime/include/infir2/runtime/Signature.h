@@ -55,13 +55,14 @@ template <typename View> struct SignatureView {
 
 /// An operand rule of ABI.def.
 struct OperandRule {
-  enum Kind { Exactly, GroupsOf, AtLeast } kind;
+  enum Kind { Exactly, GroupsOf, SameRankGroupsOf, AtLeast } kind;
   int64_t n;
   bool accepts(int64_t count) const {
     switch (kind) {
     case Exactly:
       return count == n;
     case GroupsOf:
+    case SameRankGroupsOf:
       return n > 0 && count > 0 && count % n == 0;
     case AtLeast:
       return count >= n;
@@ -73,6 +74,7 @@ struct OperandRule {
     case Exactly:
       return n < 0 ? "a count its attributes do not give" : std::to_string(n);
     case GroupsOf:
+    case SameRankGroupsOf:
       return "a positive multiple of " + std::to_string(n);
     case AtLeast:
       return "at least " + std::to_string(n);
@@ -92,6 +94,7 @@ bool checkSignature(int entry, const View &view, std::string &why) {
   const char *name = "?";
 #define OPERANDS(n) OperandRule{OperandRule::Exactly, (n)}
 #define GROUPS_OF(k) OperandRule{OperandRule::GroupsOf, (k)}
+#define SAME_RANK_GROUPS_OF(k) OperandRule{OperandRule::SameRankGroupsOf, (k)}
 #define AT_LEAST(n) OperandRule{OperandRule::AtLeast, (n)}
 #define RANK(i) s.rank(i)
 #define ATTR(i) s.attr(i)
@@ -110,6 +113,7 @@ bool checkSignature(int entry, const View &view, std::string &why) {
   }
 #undef OPERANDS
 #undef GROUPS_OF
+#undef SAME_RANK_GROUPS_OF
 #undef AT_LEAST
 #undef RANK
 #undef ATTR
@@ -128,6 +132,17 @@ bool checkSignature(int entry, const View &view, std::string &why) {
           " operands (ABI.def), got " + std::to_string(view.operandCount());
     return false;
   }
+  // Groups whose attributes follow the first group's rank: every group's
+  // first operand has that rank.
+  if (operands.kind == OperandRule::SameRankGroupsOf)
+    for (int64_t g = operands.n; g < view.operandCount(); g += operands.n)
+      if (s.rank(g) != s.rank(0)) {
+        why = std::string(name) + "'s groups share their first operand's " +
+              "rank (ABI.def): operand " + std::to_string(g) +
+              " has rank " + std::to_string(s.rank(g)) + ", operand 0 " +
+              std::to_string(s.rank(0));
+        return false;
+      }
   return true;
 }
 
