@@ -74,6 +74,23 @@ LogicalResult forEachAccumulator(AddOp add, Rewrite rewrite) {
   return failure();
 }
 
+/// Replaces `add`, whose operand `other` is `result` (or its conversion),
+/// by `result`'s op rebuilt at the rewriter's insertion point with
+/// accumulator `acc`; the conversion goes, and the op's other results move
+/// over.
+void foldIntoProducer(PatternRewriter &rewriter, AddOp add, Value other,
+                      OpResult result, Value acc) {
+  Operation *producer = result.getOwner();
+  Operation *fused =
+      cast<AccumulatingOpInterface>(producer).cloneWithAccumulator(rewriter,
+                                                                   acc);
+  Operation *convert = other.getDefiningOp<ConvertOp>();
+  rewriter.replaceOp(add, fused->getResult(result.getResultNumber()));
+  if (convert)
+    rewriter.eraseOp(convert);
+  rewriter.replaceOp(producer, fused->getResults());
+}
+
 /// add(acc, [convert] r) -> op acc(acc), for `r` a result of an op that can
 /// add into an accumulator (soleAccumulatingResult) and `acc` an FP32
 /// accumulator (isAccumulator). The op stays where it was (its operands die
@@ -101,15 +118,7 @@ struct AddIntoAccumulator : OpRewritePattern<AddOp> {
         rewriter.setInsertionPointAfter(accDef);
       else
         rewriter.setInsertionPoint(producer);
-      Operation *fused =
-          cast<AccumulatingOpInterface>(producer).cloneWithAccumulator(rewriter,
-                                                                       acc);
-      Operation *convert = other.getDefiningOp<ConvertOp>();
-      rewriter.replaceOp(add, fused->getResult(result.getResultNumber()));
-      if (convert)
-        rewriter.eraseOp(convert);
-      // The accumulated result's one reader is gone; the others move over.
-      rewriter.replaceOp(producer, fused->getResults());
+      foldIntoProducer(rewriter, add, other, result, acc);
       return success();
     });
   }
@@ -183,9 +192,7 @@ struct AddIntoProduct : OpRewritePattern<AddOp> {
               : cast<BlockArgument>(x).getOwner() != gemm->getBlock())
         continue;
       rewriter.setInsertionPoint(gemm);
-      Operation *fused = accumulating.cloneWithAccumulator(rewriter, x);
-      rewriter.replaceOp(add, fused->getResults());
-      rewriter.eraseOp(gemm);
+      foldIntoProducer(rewriter, add, result, result, x);
       return success();
     }
     return failure();

@@ -189,14 +189,9 @@ int32_t rms_norm_grad(const Call &c) {
   Buffer bx, bw, bd, bdx, bdw;
   const float *X = x.floats(bx), *W = w.floats(bw), *D = dy.floats(bd);
   float *DX = dx.output(bdx), *DW = dw.output(bdw);
-  std::vector<double> dwAcc(d, 0.0);
-  if (c.attr(1) != 0.0) { // the accumulator's values first
-    Operand from = c.operand(5);
-    if (int32_t rc = checkAccumulator(c, from, dw))
-      return rc;
-    for (int64_t i = 0; i < d; ++i)
-      dwAcc[i] = from.get(i);
-  }
+  std::vector<double> dwAcc; // from the accumulator, when there is one
+  if (int32_t rc = startSums(c, 1, 5, dw, dwAcc))
+    return rc;
 #pragma omp parallel
   {
     std::vector<double> local(d, 0.0);

@@ -210,14 +210,9 @@ int32_t reduce_sum(const Call &c) {
   Buffer bx;
   const float *X = x.floats(bx);
   int64_t n = out.numel, rows = x.numel / n;
-  std::vector<double> acc(n, 0.0);
-  if (c.attr(0) != 0.0) { // the accumulator's values first
-    Operand from = c.operand(2);
-    if (int32_t rc = checkAccumulator(c, from, out))
-      return rc;
-    for (int64_t i = 0; i < n; ++i)
-      acc[i] = from.get(i);
-  }
+  std::vector<double> acc; // from the accumulator, when there is one
+  if (int32_t rc = startSums(c, 0, 2, out, acc))
+    return rc;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i)
       acc[i] += X[r * n + i];

@@ -177,6 +177,22 @@ inline int32_t checkAccumulator(const Call &c, const Operand &acc,
   return 0;
 }
 
+/// FP64 sums for `out` (reduce_sum, rms_norm_grad's weight gradient): zero,
+/// or the accumulator's values (operand `at`, when attribute `flag` is set)
+/// to add to, once checkAccumulator accepts it.
+inline int32_t startSums(const Call &c, int64_t flag, int64_t at,
+                         const Operand &out, std::vector<double> &sums) {
+  sums.assign(size_t(out.numel), 0.0);
+  if (c.attr(flag) == 0.0)
+    return 0;
+  Operand from = c.operand(at);
+  if (int32_t rc = checkAccumulator(c, from, out))
+    return rc;
+  for (int64_t i = 0; i < out.numel; ++i)
+    sums[i] = from.get(i);
+  return 0;
+}
+
 /// The CPU version of every entry point of ABI.def, defined in the file of
 /// its family; infir2rt_<name> (Entries.cpp) runs it unless the context's
 /// regions live on a device.
