@@ -14,6 +14,10 @@
 #              the quantizers' tests
 #   bench      bench.sh (bench/gpu/run.sh): the benchmark against PyTorch, in
 #              OUT/bench ($INFIR2_BENCH_SHAPES: which shapes)
+#   ncu        Nsight Compute's speed of light for the tile quantizer and
+#              attention's gradient kernels (OUT/ncu-*.txt)
+#   before     infir2-kernel-bench-before quantize, where the bundle has one
+#              (an earlier build's, copied in by hand: a before/after)
 cd "$(dirname "${BASH_SOURCE[0]}")"
 out=${1:-${OUT:-/tmp/infir2-gpu}}
 stages=${2:-tests trainers speed sanitizer}
@@ -63,6 +67,18 @@ if has trainers; then
   gpu_vs_cpu t32 1e-5 0.99999 1e-4 1e-4
   echo "=== trainer-gpu.test 2: the FP8 recipe"
   gpu_vs_cpu t8 1e-3 0.995 8e-2 2e-2
+  echo "=== trainer-errors.test's FP8-NAN on the GPU: a refused quantization skips the step as on the CPU"
+  for d in cuda cpu; do
+    timeout 60 ./t8 --device $d --data $T --steps 3 --lr 1e30 --log-every 1 2>&1 |
+      grep "step skipped" > $x/nan-$d.txt
+  done
+  sed -i 's/ of the \(row\|column\)-wise copy//' $x/nan-cuda.txt # the CPU's words name no copy
+  cat $x/nan-cuda.txt
+  if [ -s $x/nan-cuda.txt ] && cmp -s $x/nan-cuda.txt $x/nan-cpu.txt; then
+    echo "the CPU's lines, word for word rc=0"
+  else
+    diff $x/nan-cuda.txt $x/nan-cpu.txt; echo "rc=1"
+  fi
   echo "=== trainer-gpu.test 3: a GPU checkpoint resumed on the CPU"
   run timeout 120 ./t32 --device cuda --data $T --steps 5 --save $x/ck --save-every 3 > /dev/null
   run timeout 120 ./t32 --device cpu --data $T --steps 5 --load $x/ck/step-000003 --log-every 1 --log-jsonl $x/resumed.jsonl > /dev/null
@@ -84,13 +100,30 @@ if has speed; then
 fi
 if has sanitizer; then
   if cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null); then
-    echo "=== compute-sanitizer memcheck: fp8 trainer, 2 steps; attention's tests"
+    echo "=== compute-sanitizer memcheck: fp8 trainer, 2 steps; attention's, the quantizers' and the losses' tests"
     timeout 300 "$cs" --tool memcheck --print-limit 10 ./t8 --device cuda --data $T --steps 2 2>&1 |
       grep "=====" | tail -8
     timeout 300 "$cs" --tool memcheck --print-limit 10 ./InfiR2CudaTests \
-      --gtest_filter='*CudaAttention*:*CudaQuantize*' 2>&1 |
+      --gtest_filter='*CudaAttention*:*CudaQuantize*:*CudaLoss*' 2>&1 |
       grep "=====\|PASSED\|FAILED" | tail -8
   fi
+fi
+if has ncu; then
+  if n=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null); then
+    echo "=== Nsight Compute (speed of light, occupancy): the tile quantizer, attention's gradient"
+    for k in "tileKernel quantize" "GradKernel attention"; do
+      set -- $k
+      timeout 150 "$n" --clock-control none --section SpeedOfLight --section Occupancy \
+        --section LaunchStats -k "regex:$1" -c 2 ./infir2-kernel-bench $2 > "$out/ncu-$1.txt" 2>&1
+      echo "$1 rc=$?"
+      grep -E "^  [a-zA-Z_]+.*\(|Duration|Throughput|Achieved Occupancy|Registers Per|Block Limit" \
+        "$out/ncu-$1.txt" | head -40
+    done
+  fi
+fi
+if has before && [ -x ./infir2-kernel-bench-before ]; then
+  echo "=== the quantizers as the code before this bundle ran them (infir2-kernel-bench-before)"
+  timeout 60 ./infir2-kernel-bench-before quantize
 fi
 if has bench; then
   echo "=== the benchmark (bench.sh)"

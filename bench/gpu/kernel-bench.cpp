@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// infir2-kernel-bench [attention] [quantize]: entry points of the CUDA
+// infir2-kernel-bench [attention] [quantize] [gemm]: entry points of the CUDA
 // backend timed with CUDA
 // events (the median of 10 calls after 3 warm-ups, each call whole: its
 // memsets and host read-backs included), on random N(0, 1) inputs from a
@@ -18,12 +18,15 @@
 //              tokens (BF16, 1 x 128 groups, the column-wise copy along
 //              tokens) and weights (FP32, 128 x 128 blocks both ways), in
 //              GB/s of the bytes read and written once.
+//   gemm       the benchmark models' GEMMs as matmul (BF16) and as
+//              scaled_matmul (E4M3, the recipe's block scales), TFLOP/s.
 //
 //===----------------------------------------------------------------------===//
 
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Error.h"
+#include "infir2/runtime/FP8.h"
 #include "infir2/runtime/Float.h"
 
 #include "DescriptorBuilder.h"
@@ -124,10 +127,88 @@ void quantizeCases(std::mt19937_64 &rng) {
   quantizeCase("weight", 896, 4864, INFIR2RT_F32, 128, 128, rng);
 }
 
+/// Random operand bytes: BF16 or FP8 codes of N(0, 1) values, FP32 scales
+/// near 1 (the GEMMs' speed does not depend on them; the codes avoid NaN).
+/// Values drawn from a table of 2^16 normal samples by a cheap generator:
+/// the LM head's operands hold ~10^9 of them.
+void fillRandom(Call &c, int i, int64_t type, std::mt19937_64 &rng) {
+  std::normal_distribution<float> normal;
+  std::vector<float> table(1 << 16);
+  for (float &t : table)
+    t = normal(rng);
+  uint64_t state = rng();
+  int64_t n = c.operands[i].second / infir2rt_dtype_size(type);
+  uint8_t *p = c.u8(i);
+  for (int64_t j = 0; j < n; ++j) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    float v = table[state >> 48];
+    if (type == INFIR2RT_BF16) {
+      uint16_t h = infir2::rt::floatToBF16(v);
+      std::memcpy(p + 2 * j, &h, 2);
+    } else if (type == INFIR2RT_F32) {
+      float s = 0.5f + std::fabs(v) * 0.01f;
+      std::memcpy(p + 4 * j, &s, 4);
+    } else {
+      p[j] = infir2::rt::floatToFP8(v, infir2::rt::FP8Format::E4M3);
+    }
+  }
+}
+
+/// One GEMM [M, K] x [N, K]^T -> [M, N] (bf16 out; f32 where `f32Out`),
+/// as matmul (BF16 operands) and as scaled_matmul (E4M3, 1 x 128 groups
+/// for the lhs and, `blockRhs`, 128 x 128 blocks or 1 x 128 groups for the
+/// rhs): both times and TFLOP/s of 2·M·N·K.
+void gemmCase(const char *name, int64_t M, int64_t N, int64_t K, bool f32Out,
+              bool blockRhs, std::mt19937_64 &rng) {
+  int64_t out = f32Out ? INFIR2RT_F32 : INFIR2RT_BF16;
+  Call dense;
+  fillRandom(dense, dense.add({M, K}, INFIR2RT_BF16), INFIR2RT_BF16, rng);
+  fillRandom(dense, dense.add({N, K}, INFIR2RT_BF16), INFIR2RT_BF16, rng);
+  dense.add({M, N}, out);
+  dense.attrs({0.0, 1.0, 0.0}); // lhs [M, K], rhs [N, K], no accumulator
+  double bf16 = timeEntry(dense, infir2rt_cuda_matmul);
+  Call fp8;
+  fillRandom(fp8, fp8.add({M, K}, INFIR2RT_E4M3), INFIR2RT_E4M3, rng);
+  fillRandom(fp8, fp8.add({M, K / 128}, INFIR2RT_F32), INFIR2RT_F32, rng);
+  fillRandom(fp8, fp8.add({N, K}, INFIR2RT_E4M3), INFIR2RT_E4M3, rng);
+  fillRandom(fp8, fp8.add({blockRhs ? N / 128 : N, K / 128}, INFIR2RT_F32),
+             INFIR2RT_F32, rng);
+  fp8.add({M, N}, out);
+  fp8.attrs({1.0, 128.0, blockRhs ? 128.0 : 1.0, 128.0, 0.0});
+  double scaled = timeEntry(fp8, infir2rt_cuda_scaled_matmul);
+  double flops = 2.0 * double(M) * double(N) * double(K);
+  std::printf("{\"gemm\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
+              "\"out\": \"%s\", \"rhs_scales\": \"%s\", \"bf16_ms\": %.3f, "
+              "\"fp8_ms\": %.3f, \"bf16_tflops\": %.1f, "
+              "\"fp8_tflops\": %.1f}\n",
+              name, (long long)M, (long long)N, (long long)K,
+              f32Out ? "f32" : "bf16", blockRhs ? "128x128" : "1x128", bf16,
+              scaled, flops / bf16 * 1e-9, flops / scaled * 1e-9);
+  std::fflush(stdout);
+}
+
+/// The benchmark models' GEMMs: Qwen2.5-0.5B at 8 x 2048 tokens (the LM
+/// head at 4 x 1024, its FP32 logits being 2.5 GB there), and Qwen2.5-7B's
+/// widths at 2 x 4096: forward (weights in 128 x 128 blocks) and weight
+/// gradients (both operands in 1 x 128 groups along the tokens, FP32 out).
+void gemmCases(std::mt19937_64 &rng) {
+  gemmCase("0.5b q/o fprop", 16384, 896, 896, false, true, rng);
+  gemmCase("0.5b k/v fprop", 16384, 128, 896, false, true, rng);
+  gemmCase("0.5b gate/up fprop", 16384, 4864, 896, false, true, rng);
+  gemmCase("0.5b down fprop", 16384, 896, 4864, false, true, rng);
+  gemmCase("0.5b gate wgrad", 4864, 896, 16384, true, false, rng);
+  gemmCase("0.5b lm-head fprop", 4096, 151936, 896, true, true, rng);
+  gemmCase("0.5b lm-head wgrad", 151936, 896, 4096, true, false, rng);
+  gemmCase("7b q/o fprop", 8192, 3584, 3584, false, true, rng);
+  gemmCase("7b gate/up fprop", 8192, 18944, 3584, false, true, rng);
+  gemmCase("7b down fprop", 8192, 3584, 18944, false, true, rng);
+  gemmCase("7b gate wgrad", 18944, 3584, 8192, true, false, rng);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  // Which cases: "attention", "quantize" (default both).
+  // Which cases: "attention", "quantize", "gemm" (default all).
   auto wanted = [&](const char *what) {
     if (argc < 2)
       return true;
@@ -148,6 +229,8 @@ int main(int argc, char **argv) {
   std::normal_distribution<float> normal;
   if (wanted("quantize"))
     quantizeCases(rng);
+  if (wanted("gemm"))
+    gemmCases(rng);
   if (!wanted("attention"))
     return 0;
   struct Shape {

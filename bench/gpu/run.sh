@@ -33,21 +33,26 @@ for s in $shapes; do
     echo "torch $s $m rc=$?: $(tail -1 "$out/torch-$s-$m.json")"
   done
 done
-# Where the time of a step goes (INFIR2_PROFILE: every call synchronized,
-# so a profile's total exceeds a step) for INFIR2_BENCH_PROFILE's shapes,
-# and the fp8 step with the three-pass quantizers (INFIR2_CUDA_QUANTIZE).
+# Where the time of a step goes for INFIR2_BENCH_PROFILE's shapes
+# (INFIR2_PROFILE=gpu: each entry point's GPU time from CUDA events, nothing
+# synchronized; 6 steps, the first one's start-up included), and the fp8
+# step with the three-pass quantizers (INFIR2_CUDA_QUANTIZE).
 for s in ${INFIR2_BENCH_PROFILE-qwen2.5-0.5b}; do
   for r in bf16 fp8; do
-    echo "--- profile: $s $r, 3 steps"
-    INFIR2_PROFILE=1 timeout 120 ./bench-$s-$r --device cuda --data brown-train.txt \
-      --steps 3 --log-every 3 2>&1 | grep "^profile" | head -14 | tee "$out/profile-$s-$r.txt"
+    echo "--- profile: $s $r, 6 steps"
+    INFIR2_PROFILE=gpu timeout 120 ./bench-$s-$r --device cuda --data brown-train.txt \
+      --steps 6 --log-every 6 2>&1 | grep "^profile" | head -24 | tee "$out/profile-$s-$r.txt"
   done
+  [ "${INFIR2_BENCH_PASSES-1}" = 0 ] && continue # INFIR2_BENCH_PASSES=0: no before/after
   INFIR2_CUDA_QUANTIZE=passes timeout 240 ./bench-$s-fp8 --device cuda --data brown-train.txt \
     --steps 8 --log-every 1 --log-jsonl "$out/ours-$s-fp8-passes.jsonl" > "$out/ours-$s-fp8-passes.log" 2>&1
   echo "ours $s fp8 with the three-pass quantizers rc=$?"
 done
 echo "=== attention kernels"
-timeout 120 ./infir2-kernel-bench > "$out/kernels-ours.jsonl" 2>&1; echo "rc=$?"
+# INFIR2_BENCH_KERNELS: which kernel cases (infir2-kernel-bench's
+# arguments; default all: attention, quantize, gemm).
+timeout 120 ./infir2-kernel-bench ${INFIR2_BENCH_KERNELS-} > "$out/kernels-ours.jsonl" 2>&1
+echo "rc=$?"
 INFIR2_CUDA_QUANTIZE=passes timeout 60 ./infir2-kernel-bench quantize \
   >> "$out/kernels-ours.jsonl" 2>&1; echo "rc=$?"
 timeout 120 python3 python/torch_attention.py > "$out/attention-torch.jsonl" 2>&1; echo "rc=$?"

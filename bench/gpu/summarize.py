@@ -82,7 +82,7 @@ print()
 print("| attention (causal, bf16) | ours fwd ms (TFLOP/s) | ours bwd ms (TFLOP/s) "
       "| SDPA fwd ms (TFLOP/s) | SDPA bwd ms (TFLOP/s) |")
 print("|---|---|---|---|---|")
-rows, quantize = {}, []
+rows, quantize, gemms = {}, [], []
 for who, name in (("ours", "kernels-ours.jsonl"), ("ours", "attention-ours.jsonl"),
                   ("torch", "attention-torch.jsonl")):
     path = os.path.join(out, name)
@@ -94,6 +94,8 @@ for who, name in (("ours", "kernels-ours.jsonl"), ("ours", "attention-ours.jsonl
                     rows.setdefault(r["shape"], {})[who] = r
                 elif "quantize_dual" in r:
                     quantize.append(r)
+                elif "gemm" in r:
+                    gemms.append(r)
 
 
 def cell(r, k):
@@ -112,6 +114,16 @@ if quantize:
     for r in quantize:
         print(f"| {r['quantize_dual']} | {r['rows']} x {r['cols']} | {r['path']} | "
               f"{r['ms']} | {r['gb_per_s']} |")
+
+if gemms:
+    print()
+    print("| GEMM (M x N x K) | out | rhs scales | bf16 ms (TFLOP/s) | fp8 ms (TFLOP/s) "
+          "| fp8/bf16 speed |")
+    print("|---|---|---|---|---|---|")
+    for r in gemms:
+        print(f"| {r['gemm']} ({r['m']} x {r['n']} x {r['k']}) | {r['out']} | "
+              f"{r['rhs_scales']} | {r['bf16_ms']} ({r['bf16_tflops']}) | "
+              f"{r['fp8_ms']} ({r['fp8_tflops']}) | {r['bf16_ms'] / r['fp8_ms']:.2f} |")
 
 # The fp8 step with the three-pass quantizers (INFIR2_CUDA_QUANTIZE=passes).
 before = [(p, os.path.basename(p)[len("ours-"):-len("-fp8-passes.jsonl")])

@@ -178,7 +178,8 @@ bool Device::keepNonFiniteCount(int64_t offset, int64_t n, int64_t &at,
             why, error);
 }
 
-bool Device::collect(std::vector<uint8_t> &out, std::string &error) {
+bool Device::collect(std::vector<uint8_t> &out, std::string &error,
+                     std::string *refused) {
   char why[512] = {0};
   out = std::move(collected_);
   collected_.clear();
@@ -186,9 +187,15 @@ bool Device::collect(std::vector<uint8_t> &out, std::string &error) {
   out.resize(base + size_t(kept_));
   // Where the buffer is host memory the download does nothing (it is still
   // the one round trip a GPU makes), and the bytes are read in place.
-  if (!ok(backend_->download(out.data() + base, readBack_.data(), kept_,
-                             stream_, why, sizeof why),
-          why, error))
+  int32_t rc = backend_->download(out.data() + base, readBack_.data(), kept_,
+                                  stream_, why, sizeof why);
+  if (refused)
+    refused->clear();
+  if (rc == INFIR2RT_NONFINITE && refused) {
+    *refused = why;
+    rc = 0;
+  }
+  if (!ok(rc, why, error))
     return false;
   if (shared_ && kept_)
     std::memcpy(out.data() + base, readBack_.data(), size_t(kept_));

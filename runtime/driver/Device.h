@@ -74,8 +74,12 @@ public:
   bool keepNonFiniteCount(int64_t offset, int64_t n, int64_t &at,
                           std::string &error);
   /// Waits for the queued work and brings what was kept to the host in
-  /// one round trip: `out` holds it at the positions keep gave.
-  bool collect(std::vector<uint8_t> &out, std::string &error);
+  /// one round trip: `out` holds it at the positions keep gave. A call the
+  /// backend refused only now (a non-finite amax a GPU quantizer deferred
+  /// to this round trip) is the caller's to weigh where `refused` is given
+  /// ("where: message", empty if none), else a failure.
+  bool collect(std::vector<uint8_t> &out, std::string &error,
+               std::string *refused = nullptr);
   /// Waits for the step's queued work; asynchronous GPU failures surface
   /// here.
   bool finish(std::string &error);

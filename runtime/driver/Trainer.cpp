@@ -312,6 +312,10 @@ Status Trainer::trainLoop() {
     Expected<ReadBack> back = readBack(losses);
     if (!back)
       return back.failure();
+    if (!back->refused.empty()) { // a GPU reports its refusals here
+      computedAll = false;
+      refused = "value (" + back->refused + ")";
+    }
     double loss = computedAll ? back->loss : std::nan("");
     // The group's mean loss; every rank takes the same skip decision, or
     // the ranks that skip would leave the others waiting in the all-reduce.

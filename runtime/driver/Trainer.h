@@ -112,6 +112,8 @@ private:
   struct ReadBack {
     double loss = 0.0;
     bool gradientsFinite = true;
+    /// A call the GPU refused at the read-back ("where: message"), or empty.
+    std::string refused;
   };
   Expected<ReadBack> readBack(const std::vector<int64_t> &losses);
   Status trainLoop();

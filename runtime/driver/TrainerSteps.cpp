@@ -100,11 +100,11 @@ Trainer::readBack(const std::vector<int64_t> &losses) {
     INFIR2_RETURN_IF_ERROR(check(device_.keepNonFiniteCount(
         gradRuns_[i].first, gradRuns_[i].second / 4, counts[i], e_)));
   std::vector<uint8_t> bytes;
-  INFIR2_RETURN_IF_ERROR(check(device_.collect(bytes, e_)));
+  ReadBack r;
+  INFIR2_RETURN_IF_ERROR(check(device_.collect(bytes, e_, &r.refused)));
   Expected<const ManifestSlot *> loss = layout_.get("output", "loss");
   if (!loss)
     return loss.failure();
-  ReadBack r;
   for (int64_t at : losses)
     r.loss += readElement((*loss)->dtype, bytes.data() + at, 0);
   for (int64_t at : counts) {

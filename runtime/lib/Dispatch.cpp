@@ -13,6 +13,9 @@
 // With INFIR2_PROFILE=1 in the environment, every call is timed (the
 // backend synchronized after it, so that a GPU call's time is its own) and
 // at exit each entry point's calls and seconds are printed, most first.
+// With INFIR2_PROFILE=gpu a backend that has a `mark` (the CUDA backend's
+// CUDA events, runtime/lib/cuda/Profile.h) times its stream instead,
+// without synchronizing, and prints the table itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,13 +33,14 @@
 namespace {
 
 struct Profile {
-  bool on = false;
+  bool on = false, gpu = false;
   int64_t calls[INFIR2RT_NUM_ENTRIES] = {};
   double seconds[INFIR2RT_NUM_ENTRIES] = {};
 
   Profile() {
     const char *v = std::getenv("INFIR2_PROFILE");
     on = v && *v && *v != '0';
+    gpu = on && std::string(v) == "gpu";
   }
   ~Profile() {
     if (!on)
@@ -70,6 +74,10 @@ int32_t timed(int index, const infir2rt_backend *backend,
               const infir2rt_context *ctx, Fn fn) {
   if (!profile.on)
     return fn();
+  if (profile.gpu && backend->mark) {
+    backend->mark(ctx->stream, index);
+    return fn();
+  }
   auto start = std::chrono::steady_clock::now();
   int32_t status = fn();
   char why[256];

@@ -143,6 +143,7 @@ const infir2rt_backend cpuBackend = {
     streamDestroy,
     synchronize,
     memoryInUse,
+    /*mark=*/nullptr,
 };
 
 } // namespace

@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Deferred.h"
+#include "Profile.h"
 #include "Workspace.h"
 #include "infir2/runtime/Backend.h"
 #include "infir2/runtime/CUDA.h"
@@ -128,14 +130,29 @@ int32_t upload(void *dst, const void *src, int64_t bytes, void *stream,
                 "cudaMemcpyAsync", why, whySize);
 }
 
+/// The host waits for the stream: asynchronous failures surface, and so do
+/// the quantizations' refusals the step deferred to this round trip
+/// (Deferred.h): INFIR2RT_NONFINITE with the CPU backend's message.
+int32_t waitFor(void *stream, char *why, int64_t whySize) {
+  cudaStream_t s = streamOf(stream);
+  cudaError_t queued = infir2::rt::cuda::queueRefusalRead(s);
+  infir2::rt::cuda::closeMarks(s);
+  cudaError_t done = cudaStreamSynchronize(s);
+  infir2::rt::cuda::accountMarks(s);
+  int32_t refused = infir2::rt::cuda::takeRefusal(s, why, whySize);
+  if (failed(queued != cudaSuccess ? queued : done,
+             "the step's GPU work failed", why, whySize))
+    return 1;
+  return refused;
+}
+
 int32_t download(void *dst, const void *src, int64_t bytes, void *stream,
                  char *why, int64_t whySize) {
   if (failed(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToHost,
                              streamOf(stream)),
              "cudaMemcpyAsync", why, whySize))
     return 1;
-  return failed(cudaStreamSynchronize(streamOf(stream)),
-                "the step's GPU work failed", why, whySize);
+  return waitFor(stream, why, whySize);
 }
 
 int32_t zero(void *ptr, int64_t bytes, void *stream, char *why,
@@ -173,11 +190,13 @@ int32_t streamCreate(void **stream, char *why, int64_t whySize) {
   return rc;
 }
 
-void streamDestroy(void *stream) { cudaStreamDestroy(streamOf(stream)); }
+void streamDestroy(void *stream) {
+  infir2::rt::cuda::forgetRefusals(streamOf(stream));
+  cudaStreamDestroy(streamOf(stream));
+}
 
 int32_t synchronize(void *stream, char *why, int64_t whySize) {
-  return failed(cudaStreamSynchronize(streamOf(stream)),
-                "the step's GPU work failed", why, whySize);
+  return waitFor(stream, why, whySize);
 }
 
 int64_t memoryInUse() {
@@ -206,6 +225,7 @@ const infir2rt_backend cudaBackend = {
     streamDestroy,
     synchronize,
     memoryInUse,
+    infir2::rt::cuda::markEntry,
 };
 
 } // namespace

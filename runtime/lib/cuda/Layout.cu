@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
+#include "Deferred.h"
 #include "DeviceView.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
@@ -67,13 +68,14 @@ __global__ void transposeKernel(const uint8_t *in, uint8_t *out, int64_t n,
 
 __global__ void embeddingKernel(View table, const int32_t *ids, View out,
                                 int64_t tokens, int64_t dim, int64_t vocab,
-                                unsigned long long *bad) {
+                                infir2::rt::cuda::RefusalSlot slot) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= tokens * dim)
     return;
   int64_t t = i / dim, id = ids[t];
   if (id < 0 || id >= vocab) {
-    atomicMin(bad, (unsigned long long)t);
+    if (i % dim == 0)
+      infir2::rt::cuda::refuseId(slot, t, int32_t(id));
     return;
   }
   out.set(i, table.get(id * dim + i % dim));
@@ -138,32 +140,21 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
   if (ids.dtype != INFIR2RT_I32)
     return setCallError(ctx, where, "%s", "the CUDA embedding takes i32 ids");
   int64_t vocab = table.shape[0], dim = table.shape[1];
-  unsigned long long *bad = nullptr, none = ~0ull, first = none;
-  INFIR2_CUDA_CHECK(ctx, infir2::rt::cuda::takeWorkspace({{&bad, sizeof *bad}}),
-                    where);
-  INFIR2_CUDA_CHECK(ctx,
-                    cudaMemsetAsync(bad, 0xff, sizeof *bad,
-                                    infir2::rt::cuda::streamOf(ctx)),
-                    where);
+  // An id out of range is refused (Deferred.h), its row left as it was.
+  unsigned long long *own = nullptr;
+  INFIR2_CUDA_CHECK(ctx, infir2::rt::cuda::takeWorkspace({{&own, 16}}), where);
+  const infir2::rt::cuda::RefusalKind kind = infir2::rt::cuda::idRefusal(vocab);
+  infir2::rt::cuda::RefusalSlot slot;
+  if (int32_t rc = infir2::rt::cuda::openRefusal(ctx, where, kind,
+                                                 /*detail=*/true, own, slot))
+    return rc;
   embeddingKernel<<<blocksFor(ids.numel * dim), kThreads, 0,
                     infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(table), reinterpret_cast<const int32_t *>(ids.ptr), viewOf(out),
-      ids.numel, dim, vocab, bad);
-  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
-  if (!rc)
-    rc = infir2::rt::cuda::check(
-        ctx, cudaMemcpy(&first, bad, sizeof first, cudaMemcpyDeviceToHost),
-        "cudaMemcpy", where);
-  if (rc)
+      ids.numel, dim, vocab, slot);
+  if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
     return rc;
-  if (first != none) {
-    int32_t id = 0;
-    cudaMemcpy(&id, ids.ptr + first * 4, 4, cudaMemcpyDeviceToHost);
-    return setCallError(ctx, where,
-                    "token id %d at position %llu is out of range [0, %lld)",
-                    id, first, (long long)vocab);
-  }
-  return 0;
+  return infir2::rt::cuda::closeRefusal(ctx, where, kind, own, slot);
 }
 
 extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,

@@ -9,17 +9,23 @@
 // token row for the losses and the norm; the norm weight's gradient sums
 // over rows in two stages (Reduce.cuh), the embedding gradient with
 // atomics, so their sums come in another order than the CPU backend's (the
-// GPU test allows for it).
+// GPU test allows for it). The losses read the host nothing: the tokens'
+// weights, their sum and the mean are computed on the device, a target out
+// of range is refused at the step's read-back (Deferred.h), and rows of FP32
+// logits are read 16 bytes at a time.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
-#include "Reduce.cuh"
+#include "Deferred.h"
 #include "DeviceView.cuh"
+#include "Reduce.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace {
@@ -49,83 +55,172 @@ template <bool Max> __device__ float blockReduce(float v, float *shared) {
   return r;
 }
 
+/// Row `row` of `x` (`vocab` wide) element by element, f(i, x_i) for the
+/// thread's share: four consecutive FP32 values per 16-byte load where the
+/// row is FP32 and aligned (a vocabulary that is a multiple of 4), else one
+/// at a time. The loads are independent: unrolled, several are in flight.
+template <typename F>
+__device__ void forRow(const View &x, int64_t row, int64_t vocab, F f) {
+  if (x.dtype == INFIR2RT_F32 && vocab % 4 == 0 &&
+      reinterpret_cast<uintptr_t>(x.ptr) % 16 == 0) {
+    const float4 *p = reinterpret_cast<const float4 *>(x.ptr) + row * vocab / 4;
+#pragma unroll 4
+    for (int64_t k = threadIdx.x; k < vocab / 4; k += blockDim.x) {
+      float4 v = p[k];
+      f(4 * k, v.x), f(4 * k + 1, v.y), f(4 * k + 2, v.z), f(4 * k + 3, v.w);
+    }
+    return;
+  }
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
+    f(i, x.get(row * vocab + i));
+}
+
+/// out_i = f(i, x_i) over row `row`, 16 bytes at a time where both are
+/// FP32 and aligned.
+template <typename F>
+__device__ void mapRow(const View &x, const View &out, int64_t row,
+                       int64_t vocab, F f) {
+  if (x.dtype == INFIR2RT_F32 && out.dtype == INFIR2RT_F32 && vocab % 4 == 0 &&
+      reinterpret_cast<uintptr_t>(x.ptr) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(out.ptr) % 16 == 0) {
+    const float4 *p = reinterpret_cast<const float4 *>(x.ptr) + row * vocab / 4;
+    float4 *q = reinterpret_cast<float4 *>(out.ptr) + row * vocab / 4;
+#pragma unroll 4
+    for (int64_t k = threadIdx.x; k < vocab / 4; k += blockDim.x) {
+      float4 v = p[k];
+      q[k] = make_float4(f(4 * k, v.x), f(4 * k + 1, v.y), f(4 * k + 2, v.z),
+                         f(4 * k + 3, v.w));
+    }
+    return;
+  }
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
+    out.set(row * vocab + i, f(i, x.get(row * vocab + i)));
+}
+
 /// log Σ exp(row), stably; every thread gets it.
-__device__ float rowLogSumExp(View logits, int64_t row, int64_t vocab,
+__device__ float rowLogSumExp(const View &logits, int64_t row, int64_t vocab,
                               float *shared) {
   float mx = -INFINITY;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
-    mx = fmaxf(mx, logits.get(row * vocab + i));
+  forRow(logits, row, vocab, [&](int64_t, float v) { mx = fmaxf(mx, v); });
   mx = blockReduce<true>(mx, shared);
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
-    sum += expf(logits.get(row * vocab + i) - mx);
+  forRow(logits, row, vocab, [&](int64_t, float v) { sum += expf(v - mx); });
   return mx + logf(blockReduce<false>(sum, shared));
 }
 
-/// Per-token loss weights (mask, 0 at the ignore index) on the host, with
-/// the CPU backend's target check.
+/// Each token's loss weight (0 at the ignore index, else the mask's or 1)
+/// and, in double, their sum; a weighted target outside [0, vocab) is
+/// refused (the smallest position wins) and weighs nothing.
+__global__ void tokenWeightsKernel(const int32_t *targets, View mask, int64_t n,
+                                   int64_t ignore, int64_t vocab, float *w,
+                                   double *total,
+                                   infir2::rt::cuda::RefusalSlot slot) {
+  __shared__ double partial[kThreads];
+  double sum = 0.0;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = targets[i];
+    float wi = t == ignore ? 0.0f : (mask.ptr ? mask.get(i) : 1.0f);
+    if (wi != 0.0f && (t < 0 || t >= vocab)) {
+      infir2::rt::cuda::refuseId(slot, i, int32_t(t));
+      wi = 0.0f;
+    }
+    w[i] = wi;
+    sum += wi;
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s)
+      partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    atomicAdd(total, partial[0]);
+}
+
+/// What both losses share: the weights, their sum and the refusal words in
+/// the workspace (and, off a step stream, the refusal read at once).
+struct Weights {
+  float *w = nullptr;
+  double *total = nullptr, *sum = nullptr;
+  unsigned long long *words = nullptr;
+};
+
 int32_t tokenWeights(infir2rt_context *ctx, const int64_t *desc,
-                     const char *where, int64_t vocab, std::vector<float> &w,
-                     double &total) {
+                     const char *where, int64_t vocab, Weights &out) {
   Operand targets = descOperand(ctx, desc, 1);
   bool hasMask = descAttr(desc, 1) != 0.0;
-  int64_t ignore = int64_t(descAttr(desc, 0));
-  std::vector<int32_t> t(targets.numel);
-  std::vector<float> mask;
-  INFIR2_CUDA_CHECK(
-      ctx,
-      cudaMemcpy(t.data(), targets.ptr, t.size() * 4, cudaMemcpyDeviceToHost),
-      where);
+  View mask{nullptr, INFIR2RT_F32, 0};
   if (hasMask) {
     Operand m = descOperand(ctx, desc, 2);
-    if (m.dtype != INFIR2RT_F32)
-      return setCallError(ctx, where, "%s", "the CUDA loss takes an f32 mask");
-    mask.resize(m.numel);
-    INFIR2_CUDA_CHECK(
-        ctx,
-        cudaMemcpy(mask.data(), m.ptr, mask.size() * 4, cudaMemcpyDeviceToHost),
-        where);
+    if ((m.dtype != INFIR2RT_F32 && m.dtype != INFIR2RT_BF16) ||
+        m.numel != targets.numel)
+      return setCallError(ctx, where, "%s",
+                          "the CUDA loss takes an f32 or bf16 mask per target");
+    mask = viewOf(m);
   }
-  w.resize(t.size());
-  total = 0.0;
-  for (size_t i = 0; i < t.size(); ++i) {
-    float wi = t[i] == ignore ? 0.0f : (hasMask ? mask[i] : 1.0f);
-    if (wi != 0.0f && (t[i] < 0 || t[i] >= vocab))
-      return setCallError(ctx, where,
-                      "target %d at position %zu is out of range [0, %lld)",
-                      t[i], i, (long long)vocab);
-    w[i] = wi;
-    total += wi;
-  }
-  return 0;
+  INFIR2_CUDA_CHECK(
+      ctx,
+      infir2::rt::cuda::takeWorkspace({{&out.w, targets.numel * 4},
+                                       {&out.total, 8},
+                                       {&out.sum, 8},
+                                       {&out.words, 16}}),
+      where);
+  const infir2::rt::cuda::RefusalKind kind =
+      infir2::rt::cuda::targetRefusal(vocab);
+  infir2::rt::cuda::RefusalSlot slot;
+  if (int32_t rc =
+          infir2::rt::cuda::openRefusal(ctx, where, kind,
+                                        /*detail=*/true, out.words, slot))
+    return rc;
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(out.total, 0, 8, stream), where);
+  INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(out.sum, 0, 8, stream), where);
+  unsigned blocks = unsigned(
+      std::min<int64_t>((targets.numel + kThreads - 1) / kThreads, 1024));
+  tokenWeightsKernel<<<std::max(blocks, 1u), kThreads, 0, stream>>>(
+      reinterpret_cast<const int32_t *>(targets.ptr), mask, targets.numel,
+      int64_t(descAttr(desc, 0)), vocab, out.w, out.total, slot);
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+  return infir2::rt::cuda::closeRefusal(ctx, where, kind, out.words, slot);
 }
 
 __global__ void crossEntropyKernel(View logits, const int32_t *targets,
-                                   const float *w, int64_t vocab,
-                                   double *total) {
+                                   const float *w, int64_t vocab, double *sum) {
   __shared__ float shared[kThreads];
   int64_t row = blockIdx.x;
+  if (w[row] == 0.0f)
+    return; // its target may be out of range
   float lse = rowLogSumExp(logits, row, vocab, shared);
-  if (threadIdx.x == 0 && w[row] != 0.0f)
-    atomicAdd(total, double(w[row]) *
-                         double(lse - logits.get(row * vocab + targets[row])));
+  if (threadIdx.x == 0)
+    atomicAdd(sum, double(w[row]) *
+                       double(lse - logits.get(row * vocab + targets[row])));
+}
+
+/// The mean over the weights, as the CPU backend divides it.
+__global__ void meanLossKernel(const double *sum, const double *total,
+                               View out) {
+  out.set(0, *total == 0.0 ? 0.0f : float(*sum / *total));
 }
 
 __global__ void crossEntropyGradKernel(View logits, const int32_t *targets,
                                        const float *w, int64_t vocab,
-                                       float scale, View out) {
+                                       View dloss, const double *total,
+                                       View out) {
   __shared__ float shared[kThreads];
   int64_t row = blockIdx.x;
+  float scale = *total == 0.0 ? 0.0f : float(double(dloss.get(0)) / *total);
   if (w[row] == 0.0f || scale == 0.0f) {
-    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
-      out.set(row * vocab + i, 0.0f);
+    mapRow(logits, out, row, vocab, [](int64_t, float) { return 0.0f; });
     return;
   }
   float lse = rowLogSumExp(logits, row, vocab, shared);
   float coeff = scale * w[row];
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
-    out.set(row * vocab + i, coeff * (expf(logits.get(row * vocab + i) - lse) -
-                                      (i == targets[row] ? 1.0f : 0.0f)));
+  int64_t target = targets[row];
+  mapRow(logits, out, row, vocab, [&](int64_t i, float v) {
+    return coeff * (expf(v - lse) - (i == target ? 1.0f : 0.0f));
+  });
 }
 
 /// dx of each row; each row's 1/rms into `inverse` for dw.
@@ -168,12 +263,18 @@ template <typename T> __global__ void castKernel(const T *in, View out) {
 }
 
 __global__ void embeddingGradKernel(const int32_t *ids, View dy, float *out,
-                                    int64_t tokens, int64_t dim) {
+                                    int64_t tokens, int64_t dim, int64_t vocab,
+                                    infir2::rt::cuda::RefusalSlot slot) {
   int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (k >= tokens * dim)
     return;
-  int64_t t = k / dim, i = k % dim;
-  atomicAdd(&out[int64_t(ids[t]) * dim + i], dy.get(k));
+  int64_t t = k / dim, i = k % dim, id = ids[t];
+  if (id < 0 || id >= vocab) {
+    if (i == 0)
+      infir2::rt::cuda::refuseId(slot, t, int32_t(id));
+    return;
+  }
+  atomicAdd(&out[id * dim + i], dy.get(k));
 }
 
 } // namespace
@@ -186,39 +287,16 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
   bool hasMask = descAttr(desc, 1) != 0.0;
   Operand out = descOperand(ctx, desc, hasMask ? 3 : 2);
   int64_t vocab = logits.last();
-  std::vector<float> w;
-  double total = 0.0;
-  if (int32_t rc = tokenWeights(ctx, desc, where, vocab, w, total))
+  Weights w;
+  if (int32_t rc = tokenWeights(ctx, desc, where, vocab, w))
     return rc;
-  float *dw = nullptr;
-  double *sum = nullptr;
-  INFIR2_CUDA_CHECK(ctx,
-                    infir2::rt::cuda::takeWorkspace(
-                        {{&dw, int64_t(w.size() * 4)}, {&sum, sizeof *sum}}),
-                    where);
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
-  INFIR2_CUDA_CHECK(ctx,
-                    cudaMemcpyAsync(dw, w.data(), w.size() * 4,
-                                    cudaMemcpyHostToDevice, stream),
-                    where);
-  INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(sum, 0, sizeof *sum, stream), where);
-  crossEntropyKernel<<<unsigned(targets.numel), kThreads, 0,
-                       infir2::rt::cuda::streamOf(ctx)>>>(
-      viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
-      sum);
-  double s = 0.0;
-  int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where);
-  if (!rc)
-    rc = infir2::rt::cuda::check(
-        ctx, cudaMemcpy(&s, sum, sizeof s, cudaMemcpyDeviceToHost),
-        "cudaMemcpy", where);
-  if (rc)
-    return rc;
-  float loss = total == 0.0 ? 0.0f : float(s / total);
-  INFIR2_CUDA_CHECK(
-      ctx, cudaMemcpy(out.ptr, &loss, sizeof loss, cudaMemcpyHostToDevice),
-      where);
-  return 0;
+  if (targets.numel > 0)
+    crossEntropyKernel<<<unsigned(targets.numel), kThreads, 0, stream>>>(
+        viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), w.w,
+        vocab, w.sum);
+  meanLossKernel<<<1, 1, 0, stream>>>(w.sum, w.total, viewOf(out));
+  return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
 extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
@@ -230,26 +308,14 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
   Operand dloss = descOperand(ctx, desc, hasMask ? 3 : 2),
           out = descOperand(ctx, desc, hasMask ? 4 : 3);
   int64_t vocab = logits.last();
-  std::vector<float> w;
-  double total = 0.0;
-  if (int32_t rc = tokenWeights(ctx, desc, where, vocab, w, total))
+  Weights w;
+  if (int32_t rc = tokenWeights(ctx, desc, where, vocab, w))
     return rc;
-  float g = 0.0f;
-  INFIR2_CUDA_CHECK(
-      ctx, cudaMemcpy(&g, dloss.ptr, sizeof g, cudaMemcpyDeviceToHost), where);
-  float *dw = nullptr;
-  INFIR2_CUDA_CHECK(
-      ctx, infir2::rt::cuda::takeWorkspace({{&dw, int64_t(w.size() * 4)}}),
-      where);
-  INFIR2_CUDA_CHECK(ctx,
-                    cudaMemcpyAsync(dw, w.data(), w.size() * 4,
-                                    cudaMemcpyHostToDevice,
-                                    infir2::rt::cuda::streamOf(ctx)),
-                    where);
-  crossEntropyGradKernel<<<unsigned(targets.numel), kThreads, 0,
-                           infir2::rt::cuda::streamOf(ctx)>>>(
-      viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), dw, vocab,
-      total == 0.0 ? 0.0f : float(double(g) / total), viewOf(out));
+  if (targets.numel > 0)
+    crossEntropyGradKernel<<<unsigned(targets.numel), kThreads, 0,
+                             infir2::rt::cuda::streamOf(ctx)>>>(
+        viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), w.w,
+        vocab, viewOf(dloss), w.total, viewOf(out));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -292,30 +358,31 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
     return setCallError(ctx, where, "%s",
                         "the CUDA embedding gradient takes i32 ids");
   int64_t vocab = out.shape[0], dim = out.shape[1];
-  std::vector<int32_t> host(ids.numel);
-  INFIR2_CUDA_CHECK(
-      ctx,
-      cudaMemcpy(host.data(), ids.ptr, host.size() * 4, cudaMemcpyDeviceToHost),
-      where);
-  for (size_t t = 0; t < host.size(); ++t)
-    if (host[t] < 0 || host[t] >= vocab)
-      return setCallError(ctx, where,
-                      "token id %d at position %zu is out of range [0, %lld)",
-                      host[t], t, (long long)vocab);
   // Rows are summed in FP32 (atomics): in the result itself when it is
   // FP32, else in a workspace rounded once to the result type, as the CPU
   // backend does. They start from the accumulator when there is one (FP32,
   // the result's type: copied unless it is the result itself), else zero.
-  float *sum = reinterpret_cast<float *>(out.ptr);
-  if (out.dtype != INFIR2RT_F32)
-    INFIR2_CUDA_CHECK(ctx,
-                      infir2::rt::cuda::takeWorkspace({{&sum, out.numel * 4}}),
-                      where);
-  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  // An id out of range is refused (Deferred.h) and adds nothing.
   const uint8_t *acc = nullptr;
   if (int32_t rc =
           infir2::rt::gradientAccumulator(ctx, desc, 0, 3, out, where, &acc))
     return rc;
+  float *sum = reinterpret_cast<float *>(out.ptr), *scratch = nullptr;
+  unsigned long long *own = nullptr;
+  INFIR2_CUDA_CHECK(
+      ctx,
+      infir2::rt::cuda::takeWorkspace(
+          {{&scratch, out.dtype != INFIR2RT_F32 ? out.numel * 4 : 0},
+           {&own, 16}}),
+      where);
+  if (out.dtype != INFIR2RT_F32)
+    sum = scratch;
+  const infir2::rt::cuda::RefusalKind kind = infir2::rt::cuda::idRefusal(vocab);
+  infir2::rt::cuda::RefusalSlot slot;
+  if (int32_t rc = infir2::rt::cuda::openRefusal(ctx, where, kind,
+                                                 /*detail=*/true, own, slot))
+    return rc;
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
   if (!acc)
     INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(sum, 0, out.numel * 4, stream),
                       where);
@@ -327,9 +394,11 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
   embeddingGradKernel<<<unsigned((ids.numel * dim + kThreads - 1) / kThreads),
                         kThreads, 0, stream>>>(
       reinterpret_cast<const int32_t *>(ids.ptr), viewOf(dy), sum, ids.numel,
-      dim);
+      dim, vocab, slot);
   if (out.dtype != INFIR2RT_F32)
     castKernel<<<unsigned((out.numel + kThreads - 1) / kThreads), kThreads, 0,
                  stream>>>(sum, viewOf(out));
-  return infir2::rt::cuda::finishLaunch(ctx, where);
+  if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
+    return rc;
+  return infir2::rt::cuda::closeRefusal(ctx, where, kind, own, slot);
 }

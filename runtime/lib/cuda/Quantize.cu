@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
+#include "Deferred.h"
 #include "DeviceView.cuh"
 #include "Quantize.cuh"
 #include "Workspace.h"
@@ -94,13 +95,14 @@ __global__ void dualAmaxKernel(const uint8_t *x, int64_t dtype, int64_t n,
 __global__ void scaleKernel(const unsigned *amax, int64_t blocks,
                             FP8Format format, bool pow2, float *scale,
                             float *inverse, unsigned long long *bad,
-                            int64_t flagBase) {
+                            unsigned long long tag, int64_t flagBase) {
   int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= blocks)
     return;
   float a = __uint_as_float(amax[b]);
   if (!isfinite(a)) {
-    atomicMin(bad, infir2::rt::cuda::nonFiniteFlag(flagBase + b, isnan(a)));
+    atomicMin(bad,
+              tag | infir2::rt::cuda::nonFiniteFlag(flagBase + b, isnan(a)));
     scale[b] = 1.0f;
     inverse[b] = 1.0f;
     return;
@@ -128,33 +130,6 @@ __global__ void castKernel(const uint8_t *x, int64_t dtype, int64_t n,
     dataT[c * T + q] =
         floatToFP8(pow2 ? v * inverseT[bt] : v / scaleT[bt], format);
   }
-}
-
-/// Fails the call, with the CPU backend's message, when the quantization
-/// flagged a non-finite amax (read back on the call's stream).
-int32_t checkFlag(infir2rt_context *ctx, const char *where,
-                  const unsigned long long *bad, bool dual, int64_t nb) {
-  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
-  unsigned long long flag = 0;
-  INFIR2_CUDA_CHECK(ctx,
-                    cudaMemcpyAsync(&flag, bad, sizeof flag,
-                                    cudaMemcpyDeviceToHost, stream),
-                    where);
-  INFIR2_CUDA_CHECK(ctx, cudaStreamSynchronize(stream), where);
-  if (flag == infir2::rt::cuda::kNoNonFinite)
-    return 0;
-  // The CPU backend's message; a dual quantization also names the copy.
-  int64_t block = int64_t(flag / 2);
-  bool rowWise = block < nb;
-  setCallError(ctx, where,
-               "non-finite amax (%s) in scale block %lld%s: refusing to "
-               "quantize it",
-               flag % 2 ? "nan" : "inf",
-               (long long)(rowWise ? block : block - nb),
-               !dual     ? ""
-               : rowWise ? " of the row-wise copy"
-                         : " of the column-wise copy");
-  return INFIR2RT_NONFINITE;
 }
 
 } // namespace
@@ -196,11 +171,21 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
   }
 
   int64_t nb = scale.numel, nbt = dual ? scaleT.numel : 0;
-  infir2::rt::cuda::TileJob job{
-      x.ptr,    x.dtype, x.numel, g, data.ptr,
-      reinterpret_cast<float *>(scale.ptr), gt, dual ? dataT.ptr : nullptr,
-      dual ? reinterpret_cast<float *>(scaleT.ptr) : nullptr, nb, format,
-      pow2,     nullptr};
+  infir2::rt::cuda::TileJob job{x.ptr,
+                                x.dtype,
+                                x.numel,
+                                g,
+                                data.ptr,
+                                reinterpret_cast<float *>(scale.ptr),
+                                gt,
+                                dual ? dataT.ptr : nullptr,
+                                dual ? reinterpret_cast<float *>(scaleT.ptr)
+                                     : nullptr,
+                                nb,
+                                format,
+                                pow2,
+                                nullptr,
+                                0};
   // INFIR2_CUDA_QUANTIZE=passes keeps the three passes everywhere (to
   // compare; the tests run both).
   static const bool passesOnly = [] {
@@ -213,15 +198,21 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
   unsigned *amax = nullptr;
   float *inverse = nullptr;
   int64_t passBytes = tiled ? 0 : (nb + nbt) * int64_t(sizeof(float));
-  INFIR2_CUDA_CHECK(ctx,
-                    infir2::rt::cuda::takeWorkspace({{&amax, passBytes},
-                                                     {&inverse, passBytes},
-                                                     {&job.bad, 8}}),
-                    where);
-  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  const infir2::rt::cuda::RefusalKind refusal =
+      infir2::rt::cuda::quantizeRefusal(dual, nb);
+  unsigned long long *own = nullptr;
   INFIR2_CUDA_CHECK(
       ctx,
-      cudaMemsetAsync(job.bad, 0xff, sizeof *job.bad, stream), where);
+      infir2::rt::cuda::takeWorkspace(
+          {{&amax, passBytes}, {&inverse, passBytes}, {&own, 16}}),
+      where);
+  infir2::rt::cuda::RefusalSlot slot;
+  if (int32_t rc = infir2::rt::cuda::openRefusal(ctx, where, refusal,
+                                                 /*detail=*/false, own, slot))
+    return rc;
+  job.bad = slot.word;
+  job.tag = slot.tag;
+  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
   if (tiled) {
     // The producer alone (a sink that takes nothing), then one pass.
     if (amaxPass)
@@ -230,7 +221,8 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
         return rc;
     if (int32_t rc = infir2::rt::cuda::tileQuantize(ctx, where, job))
       return rc;
-    if (int32_t rc = checkFlag(ctx, where, job.bad, dual, nb))
+    if (int32_t rc =
+            infir2::rt::cuda::closeRefusal(ctx, where, refusal, own, slot))
       return rc;
     return infir2::rt::cuda::finishLaunch(ctx, where);
   }
@@ -251,13 +243,14 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   float *s = job.scale, *sT = job.scaleT;
   scaleKernel<<<unsigned((nb + threads - 1) / threads), threads, 0, stream>>>(
-      amax, nb, format, pow2, s, inverse, job.bad, 0);
+      amax, nb, format, pow2, s, inverse, job.bad, job.tag, 0);
   if (dual)
     scaleKernel<<<unsigned((nbt + threads - 1) / threads), threads, 0,
                   stream>>>(amax + nb, nbt, format, pow2, sT, inverse + nb,
-                            job.bad, nb);
+                            job.bad, job.tag, nb);
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-  if (int32_t rc = checkFlag(ctx, where, job.bad, dual, nb))
+  if (int32_t rc =
+          infir2::rt::cuda::closeRefusal(ctx, where, refusal, own, slot))
     return rc;
   castKernel<<<grid, threads, 0, stream>>>(
       x.ptr, x.dtype, x.numel, g, s, inverse, format, pow2, data.ptr, gt, sT,

@@ -78,7 +78,6 @@ __host__ __device__ inline unsigned long long nonFiniteFlag(int64_t block,
                                                             bool nan) {
   return (unsigned long long)block * 2 + (nan ? 1 : 0);
 }
-constexpr unsigned long long kNoNonFinite = ~0ull;
 
 /// One quantization for the one-pass tile kernel (TileQuantize.cu): the
 /// input as [T, C] rows (n elements), the row-wise copy, and for
@@ -96,7 +95,9 @@ struct TileJob {
   int64_t flagBaseT;
   FP8Format format;
   bool pow2;
+  /// Where a non-finite amax is flagged: atomicMin(bad, tag | flag).
   unsigned long long *bad;
+  unsigned long long tag;
 };
 
 /// Whether the tile kernel takes `job`: 1 x 128 groups or 128 x 128 blocks

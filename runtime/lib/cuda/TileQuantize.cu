@@ -46,13 +46,27 @@ bool tileBlocks(const Geometry &g) {
          (g.R % kTile == 0 || g.br == 1);
 }
 
+/// Geometry::index for the geometries tileQuantizable takes (blocks of 1
+/// or 128 rows by 128 columns, leading dimensions folded into the rows):
+/// shifts instead of its 64-bit divisions, which cost more than the data.
+__device__ inline int64_t tileIndex(const Geometry &g, int64_t row,
+                                    int64_t col) {
+  return (g.br == 1 ? row : row >> 7) * (g.C >> 7) + (col >> 7);
+}
+
+/// The transposed tile's word of rows 4w..4w+3 of column c: rotated by
+/// c / 4 in rows padded to 33 words, so that both the stores (a lane's
+/// four columns) and the 16-byte reads (eight lanes along a column) fall
+/// in distinct banks.
+__device__ inline int rotated(int c, int w) { return (w + (c >> 2)) & 31; }
+
 /// The scale of an amax (as bits): fp8Scale, or a flagged 1 when it is not
 /// finite (nonFiniteFlag: the smallest failing block wins).
 __device__ void scaleOf(unsigned bits, const TileJob &job, int64_t block,
                         float &scale, float &inverse) {
   float a = __uint_as_float(bits);
   if (!isfinite(a)) {
-    atomicMin(job.bad, nonFiniteFlag(block, isnan(a)));
+    atomicMin(job.bad, job.tag | nonFiniteFlag(block, isnan(a)));
     scale = inverse = 1.0f;
     return;
   }
@@ -76,28 +90,51 @@ __device__ inline uint32_t cast4(const TileJob &job, float a, float b, float c,
   return lo | hi << 16;
 }
 
-__global__ void __launch_bounds__(kThreads) tileKernel(TileJob job) {
+/// A lane's four consecutive values of one row: BF16 as loaded, two to a
+/// register (half the registers of floats, so more tiles per SM), or FP32.
+template <bool kBF16> struct Four;
+template <> struct Four<true> {
+  uint2 h;
+  __device__ void load(const uint8_t *x, int64_t at) {
+    h = *reinterpret_cast<const uint2 *>(x + 2 * at);
+  }
+  __device__ float operator[](int j) const {
+    uint32_t w = j < 2 ? h.x : h.y;
+    return __uint_as_float(j % 2 ? w & 0xffff0000u : w << 16);
+  }
+};
+template <> struct Four<false> {
+  float4 f;
+  __device__ void load(const uint8_t *x, int64_t at) {
+    f = *reinterpret_cast<const float4 *>(x + 4 * at);
+  }
+  __device__ float operator[](int j) const {
+    return j == 0 ? f.x : j == 1 ? f.y : j == 2 ? f.z : f.w;
+  }
+};
+
+// Four tiles per SM for BF16 inputs (64 registers: 12 bytes spill, against
+// 115 registers and two tiles before; Nsight Compute found the kernel
+// latency-bound at 23 % occupancy), two for FP32 (the weights, once per
+// optimizer step).
+template <bool kBF16>
+__global__ void __launch_bounds__(kThreads, kBF16 ? 4 : 2)
+    tileKernel(TileJob job) {
   __shared__ unsigned colMax[8][kTile], warpMax[8];
   __shared__ float colScale[kTile], colInverse[kTile];
   __shared__ uint32_t codesT[kTile][kTile / 4 + 1]; // [column][row / 4]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t q0 = int64_t(blockIdx.y) * kTile, c0 = int64_t(blockIdx.x) * kTile;
   const int64_t C = job.g.C;
-  float v[kRowsPerWarp][4];
-  unsigned rowBits[kRowsPerWarp], colBits[4] = {0, 0, 0, 0}, tileBits = 0;
+  const bool rowGroups = job.g.br == 1;
+  Four<kBF16> v[kRowsPerWarp];
+  unsigned colBits[4] = {0, 0, 0, 0}, tileBits = 0;
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i)
+    v[i].load(job.x, (q0 + warp * kRowsPerWarp + i) * C + c0 + lane * 4);
+    // Every amax; with 1 x 128 groups each row's copy is written at once.
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
-    int64_t at = (q0 + warp * kRowsPerWarp + i) * C + c0 + lane * 4;
-    if (job.dtype == INFIR2RT_F32) {
-      float4 f = *reinterpret_cast<const float4 *>(job.x + 4 * at);
-      v[i][0] = f.x, v[i][1] = f.y, v[i][2] = f.z, v[i][3] = f.w;
-    } else {
-      uint2 h = *reinterpret_cast<const uint2 *>(job.x + 2 * at);
-      v[i][0] = __uint_as_float(h.x << 16);
-      v[i][1] = __uint_as_float(h.x & 0xffff0000u);
-      v[i][2] = __uint_as_float(h.y << 16);
-      v[i][3] = __uint_as_float(h.y & 0xffff0000u);
-    }
     unsigned m = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -107,8 +144,17 @@ __global__ void __launch_bounds__(kThreads) tileKernel(TileJob job) {
       m = max(m, bits);
       colBits[j] = max(colBits[j], bits);
     }
-    rowBits[i] = __reduce_max_sync(~0u, m);
-    tileBits = max(tileBits, rowBits[i]);
+    unsigned rowBits = __reduce_max_sync(~0u, m);
+    tileBits = max(tileBits, rowBits);
+    if (rowGroups) {
+      int64_t q = q0 + warp * kRowsPerWarp + i;
+      float scale, inverse;
+      scaleOf(rowBits, job, tileIndex(job.g, q, c0), scale, inverse);
+      if (lane == 0)
+        job.scale[tileIndex(job.g, q, c0)] = scale;
+      *reinterpret_cast<uint32_t *>(job.data + q * C + c0 + lane * 4) =
+          cast4(job, v[i][0], v[i][1], v[i][2], v[i][3], scale, inverse);
+    }
   }
 #pragma unroll
   for (int j = 0; j < 4; ++j)
@@ -119,23 +165,18 @@ __global__ void __launch_bounds__(kThreads) tileKernel(TileJob job) {
   for (int w = 0; w < 8; ++w)
     tileBits = max(tileBits, warpMax[w]);
 
-  // The row-wise copy.
-  float scale, inverse;
-  if (job.g.br == kTile) {
-    scaleOf(tileBits, job, job.g.index(q0, c0), scale, inverse);
+  // The row-wise copy in 128 x 128 blocks: one scale for the tile.
+  if (!rowGroups) {
+    float scale, inverse;
+    scaleOf(tileBits, job, tileIndex(job.g, q0, c0), scale, inverse);
     if (threadIdx.x == 0)
-      job.scale[job.g.index(q0, c0)] = scale;
-  }
+      job.scale[tileIndex(job.g, q0, c0)] = scale;
 #pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    int64_t q = q0 + warp * kRowsPerWarp + i;
-    if (job.g.br == 1) {
-      scaleOf(rowBits[i], job, job.g.index(q, c0), scale, inverse);
-      if (lane == 0)
-        job.scale[job.g.index(q, c0)] = scale;
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      int64_t q = q0 + warp * kRowsPerWarp + i;
+      *reinterpret_cast<uint32_t *>(job.data + q * C + c0 + lane * 4) =
+          cast4(job, v[i][0], v[i][1], v[i][2], v[i][3], scale, inverse);
     }
-    *reinterpret_cast<uint32_t *>(job.data + q * C + c0 + lane * 4) =
-        cast4(job, v[i][0], v[i][1], v[i][2], v[i][3], scale, inverse);
   }
   if (!job.dataT)
     return;
@@ -149,7 +190,7 @@ __global__ void __launch_bounds__(kThreads) tileKernel(TileJob job) {
       bits = max(bits, colMax[w][threadIdx.x]);
     if (job.gt.br == kTile)
       bits = tileBits;
-    int64_t b = job.gt.index(c0 + threadIdx.x, q0);
+    int64_t b = tileIndex(job.gt, c0 + threadIdx.x, q0);
     scaleOf(bits, job, job.flagBaseT + b, colScale[threadIdx.x],
             colInverse[threadIdx.x]);
     if (job.gt.br == 1 || threadIdx.x == 0)
@@ -163,7 +204,7 @@ __global__ void __launch_bounds__(kThreads) tileKernel(TileJob job) {
     int c = lane * 4 + j;
 #pragma unroll
     for (int i = 0; i < kRowsPerWarp; i += 4)
-      codesT[c][(warp * kRowsPerWarp + i) / 4] =
+      codesT[c][rotated(c, (warp * kRowsPerWarp + i) / 4)] =
           cast4(job, v[i][j], v[i + 1][j], v[i + 2][j], v[i + 3][j],
                 colScale[c], colInverse[c]);
   }
@@ -171,8 +212,8 @@ __global__ void __launch_bounds__(kThreads) tileKernel(TileJob job) {
   // 128 columns of 128 bytes: 16 bytes a store, along T.
   for (int k = threadIdx.x; k < kTile * 8; k += kThreads) {
     int c = k / 8, w = k % 8 * 4;
-    uint4 out = {codesT[c][w], codesT[c][w + 1], codesT[c][w + 2],
-                 codesT[c][w + 3]};
+    uint4 out = {codesT[c][rotated(c, w)], codesT[c][rotated(c, w + 1)],
+                 codesT[c][rotated(c, w + 2)], codesT[c][rotated(c, w + 3)]};
     *reinterpret_cast<uint4 *>(job.dataT + (c0 + c) * T + q0 + w * 4) = out;
   }
 }
@@ -202,7 +243,10 @@ int32_t tileQuantize(infir2rt_context *ctx, const char *where,
                      const TileJob &job) {
   int64_t T = job.n / job.g.C;
   dim3 grid(unsigned(job.g.C / kTile), unsigned(T / kTile));
-  tileKernel<<<grid, kThreads, 0, streamOf(ctx)>>>(job);
+  if (job.dtype == INFIR2RT_BF16)
+    tileKernel<true><<<grid, kThreads, 0, streamOf(ctx)>>>(job);
+  else
+    tileKernel<false><<<grid, kThreads, 0, streamOf(ctx)>>>(job);
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   return 0;
 }

@@ -114,4 +114,116 @@ TEST(CudaLoss, MatchTheCpuBackend) {
   }
 }
 
+// Both losses at a vocabulary that is a multiple of 4 (rows of FP32 logits
+// read 16 bytes at a time, as at Qwen2.5's 151,936) and a d(loss) other
+// than 1, against the CPU backend: sums in another order, so within 64
+// ulps of each value as above.
+TEST(CudaLoss, WideRowsMatchTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  std::mt19937_64 rng = seededRng();
+  const int64_t T = 48, V = 4100;
+  auto targetsOf = [&](Call &c, int operand) {
+    int32_t *t = reinterpret_cast<int32_t *>(c.u8(operand));
+    for (int i = 0; i < T; ++i)
+      t[i] = i % 7 == 0 ? -100 : int32_t(rng() % V);
+  };
+  {
+    SCOPED_TRACE("cross_entropy");
+    Call c;
+    int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
+        out = c.add({}, INFIR2RT_F32);
+    c.attrs({-100, 0});
+    fill(c, logits, INFIR2RT_F32, T, V, rng);
+    targetsOf(c, t);
+    compareClose(c, out, INFIR2RT_F32, 1, 64, infir2rt_cross_entropy,
+                 infir2rt_cuda_cross_entropy);
+  }
+  {
+    SCOPED_TRACE("cross_entropy_grad");
+    Call c;
+    int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
+        dloss = c.add({}, INFIR2RT_F32), out = c.add({T, V}, INFIR2RT_F32);
+    c.attrs({-100, 0});
+    fill(c, logits, INFIR2RT_F32, T, V, rng);
+    targetsOf(c, t);
+    float g = 0.37f;
+    std::memcpy(c.u8(dloss), &g, 4);
+    compareClose(c, out, INFIR2RT_F32, T * V, 64, infir2rt_cross_entropy_grad,
+                 infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
+  }
+}
+
+// A target outside the vocabulary: refused with the CPU backend's status
+// and words, at once without a step stream and at the stream's next wait
+// with one (the earliest refusing call wins: the second of three here,
+// though the third's position is smaller); a token id outside the
+// embedding gradient's rows likewise.
+TEST(CudaLoss, TargetOutOfRangeIsRefusedAsOnTheCpu) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  auto call = [](int badAt, int32_t bad) {
+    Call c;
+    int logits = c.add({16, 64}, INFIR2RT_F32), t = c.add({16}, INFIR2RT_I32);
+    c.add({}, INFIR2RT_F32);
+    c.attrs({-100, 0});
+    float *x = c.f32(logits);
+    for (int i = 0; i < 16 * 64; ++i)
+      x[i] = 0.01f * float(i % 13);
+    int32_t *ids = reinterpret_cast<int32_t *>(c.u8(t));
+    for (int i = 0; i < 16; ++i)
+      ids[i] = i % 5 == 0 ? -100 : i;
+    if (badAt >= 0)
+      ids[badAt] = bad;
+    return c;
+  };
+  auto cpuError = [](const Call &c, const char *where) {
+    std::vector<uint8_t> host = c.host;
+    infir2rt_context cpu{};
+    cpu.regions[0] = cpu.regions[1] = host.data();
+    EXPECT_EQ(infir2rt_cross_entropy(&cpu, c.desc.data(), where),
+              INFIR2RT_FAILED);
+    return infir2::rt::callError(cpu);
+  };
+  {
+    SCOPED_TRACE("no step stream");
+    Call c = call(7, 64);
+    int32_t rc;
+    std::string error;
+    runOnGpu(c, infir2rt_cuda_cross_entropy, rc, error);
+    EXPECT_EQ(rc, INFIR2RT_FAILED);
+    EXPECT_EQ(error, cpuError(c, "gpu"));
+  }
+  {
+    SCOPED_TRACE("embedding_grad, no step stream");
+    Call c;
+    int ids = c.add({8}, INFIR2RT_I32), dy = c.add({8, 16}, INFIR2RT_F32);
+    c.add({10, 16}, INFIR2RT_F32);
+    c.attrs({0.0});
+    int32_t *id = reinterpret_cast<int32_t *>(c.u8(ids));
+    for (int i = 0; i < 8; ++i)
+      id[i] = i == 5 ? 10 : i;
+    float *d = c.f32(dy);
+    for (int i = 0; i < 8 * 16; ++i)
+      d[i] = 0.5f;
+    int32_t rc;
+    std::string error;
+    runOnGpu(c, infir2rt_cuda_embedding_grad, rc, error);
+    EXPECT_EQ(rc, INFIR2RT_FAILED);
+    std::vector<uint8_t> host = c.host;
+    infir2rt_context cpu{};
+    cpu.regions[0] = cpu.regions[1] = host.data();
+    EXPECT_EQ(infir2rt_embedding_grad(&cpu, c.desc.data(), "gpu"),
+              INFIR2RT_FAILED);
+    EXPECT_EQ(error, infir2::rt::callError(cpu));
+  }
+  SCOPED_TRACE("a step stream");
+  std::vector<Call> calls = {call(-1, 0), call(9, -3), call(3, 1000)};
+  std::string why;
+  EXPECT_EQ(runOnStepStream(calls, infir2rt_cuda_cross_entropy,
+                            {"first", "second", "third"}, why),
+            INFIR2RT_FAILED);
+  EXPECT_EQ(why, cpuError(calls[1], "second"));
+}
+
 } // namespace

@@ -216,6 +216,46 @@ TEST(CudaQuantizeErrors, NonFiniteTileIsRefusedAsOnTheCpu) {
   }
 }
 
+// On a step stream a refusal waits for the step's read-back (Deferred.h):
+// each call returns 0 and queues on; the backend's synchronize then returns
+// the status with the CPU backend's message for the earliest refusing call
+// (a later call's smaller block does not win), and the next wait finds
+// nothing. The three-pass quantizer (a ragged [2, 256]) and the tile
+// kernel ([256, 384]) both report through it.
+TEST(CudaQuantizeErrors, StepStreamDefersTheRefusalToItsEnd) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  auto call = [](int64_t rows, int64_t cols, int64_t poisonAt, float poison) {
+    Call c;
+    int in = c.add({rows, cols}, INFIR2RT_F32);
+    c.add({rows, cols}, INFIR2RT_E4M3);
+    c.add({rows, cols / 128}, INFIR2RT_F32);
+    c.attrs({0.0, 1.0, 1, 128});
+    float *x = c.f32(in);
+    for (int64_t i = 0; i < rows * cols; ++i)
+      x[i] = 0.25f + float(i % 5);
+    if (poisonAt >= 0)
+      x[poisonAt] = poison;
+    return c;
+  };
+  // Finite; NaN in block 3 of a ragged call (three passes); -inf in block 0
+  // of a tiled one, later.
+  std::vector<Call> calls = {call(256, 384, -1, 0.0f),
+                             call(2, 256, 256 + 130, NAN),
+                             call(256, 384, 5, -INFINITY)};
+  std::string why;
+  EXPECT_EQ(runOnStepStream(calls, infir2rt_cuda_quantize,
+                            {"first", "second", "third"}, why),
+            INFIR2RT_NONFINITE);
+  // The CPU backend's words for the second call.
+  std::vector<uint8_t> host = calls[1].host;
+  infir2rt_context cpu{};
+  cpu.regions[0] = cpu.regions[1] = host.data();
+  EXPECT_EQ(infir2rt_quantize(&cpu, calls[1].desc.data(), "second"),
+            INFIR2RT_NONFINITE);
+  EXPECT_EQ(why, infir2::rt::callError(cpu));
+}
+
 // RMSNorm and SwiGLU with FP8 output: the fused entry point on the GPU gives
 // the bytes of the producer's call followed by quantize_dual's on the GPU
 // (every operand, byte for byte: the same device functions compute the

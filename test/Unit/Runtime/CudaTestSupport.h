@@ -17,6 +17,7 @@
 #define INFIR2_TEST_UNIT_RUNTIME_CUDATESTSUPPORT_H
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Backend.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Error.h"
 #include "infir2/runtime/Float.h"
@@ -80,6 +81,41 @@ inline std::vector<uint8_t> runOnGpu(const Call &c, Entry entry, int32_t &rc,
   cudaMemcpy(mem.data(), device, c.host.size(), cudaMemcpyDeviceToHost);
   cudaFree(device);
   return mem;
+}
+
+/// Runs `entry` on device copies of `calls`, in order, on one step stream
+/// of the CUDA backend (each call returns 0: a refusal waits for the
+/// stream's read-back, Deferred.h), then waits for the stream: its status,
+/// with "where: message" in `why`. The wait after that finds nothing.
+inline int32_t runOnStepStream(const std::vector<Call> &calls, Entry entry,
+                               const std::vector<const char *> &where,
+                               std::string &why) {
+  const infir2rt_backend *backend = infir2rt_cuda_backend();
+  char message[512] = {0};
+  void *stream = nullptr;
+  if (backend->stream_create(&stream, message, sizeof message)) {
+    why = message;
+    return -1;
+  }
+  std::vector<uint8_t *> device(calls.size(), nullptr);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(cudaMalloc(&device[i], calls[i].host.size()), cudaSuccess);
+    cudaMemcpy(device[i], calls[i].host.data(), calls[i].host.size(),
+               cudaMemcpyHostToDevice);
+    infir2rt_context ctx{};
+    ctx.regions[0] = ctx.regions[1] = device[i];
+    ctx.stream = stream;
+    EXPECT_EQ(entry(&ctx, calls[i].desc.data(), where[i]), 0)
+        << infir2::rt::callError(ctx);
+  }
+  int32_t rc = backend->synchronize(stream, message, sizeof message);
+  why = message;
+  EXPECT_EQ(backend->synchronize(stream, message, sizeof message), 0)
+      << message;
+  for (uint8_t *d : device)
+    cudaFree(d);
+  backend->stream_destroy(stream);
+  return rc;
 }
 
 /// The largest error of `got` against `want` (FP32 [rows, cols] at

@@ -49,7 +49,9 @@ typedef struct infir2rt_backend {
   int32_t (*upload)(void *dst, const void *src, int64_t bytes, void *stream,
                     char *why, int64_t why_size);
   /// The regions to host memory: returns when the bytes are there (it waits
-  /// for everything queued before it on `stream`).
+  /// for everything queued before it on `stream`). INFIR2RT_NONFINITE, the
+  /// bytes there and "where: message" in `why`, when a call queued before
+  /// refused a non-finite value it reports only here (a GPU's quantizers).
   int32_t (*download)(void *dst, const void *src, int64_t bytes, void *stream,
                       char *why, int64_t why_size);
   /// Zeroes region bytes.
@@ -65,10 +67,14 @@ typedef struct infir2rt_backend {
   int32_t (*stream_create)(void **stream, char *why, int64_t why_size);
   void (*stream_destroy)(void *stream);
   /// Waits for the work queued on `stream`: where asynchronous failures
-  /// surface.
+  /// surface, deferred refusals too (INFIR2RT_NONFINITE, as `download`).
   int32_t (*synchronize)(void *stream, char *why, int64_t why_size);
   /// Bytes in use on the device (0 where not known, or host memory).
   int64_t (*memory_in_use)(void);
+  /// INFIR2_PROFILE=gpu (the dispatcher): entry `entry` starts now on
+  /// `stream`; the backend times the stream from mark to mark without
+  /// waiting and prints each entry's time at exit. Null where it cannot.
+  void (*mark)(void *stream, int32_t entry);
 } infir2rt_backend;
 
 /// The CPU backend (runtime/lib/cpu): always there.
