@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Backend.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Error.h"
 #include "infir2/runtime/FP8.h"
@@ -56,8 +57,15 @@ double timeEntry(const Call &c, Entry entry) {
     std::exit(1);
   }
   cudaMemcpy(device, c.host.data(), c.host.size(), cudaMemcpyHostToDevice);
-  cudaStream_t stream;
-  cudaStreamCreate(&stream);
+  // A step stream of the backend's (its refusal words are freed with it).
+  const infir2rt_backend *backend = infir2rt_cuda_backend();
+  char why[256] = {0};
+  void *handle = nullptr;
+  if (backend->stream_create(&handle, why, sizeof why)) {
+    std::fprintf(stderr, "kernel-bench: %s\n", why);
+    std::exit(1);
+  }
+  cudaStream_t stream = static_cast<cudaStream_t>(handle);
   infir2rt_context ctx{};
   ctx.regions[0] = ctx.regions[1] = device;
   ctx.stream = stream;
@@ -84,7 +92,7 @@ double timeEntry(const Call &c, Entry entry) {
     std::exit(1);
   }
   cudaFree(device);
-  cudaStreamDestroy(stream);
+  backend->stream_destroy(handle);
   std::sort(ms.begin(), ms.end());
   return (ms[(ms.size() - 1) / 2] + ms[ms.size() / 2]) / 2;
 }

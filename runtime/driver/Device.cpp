@@ -146,7 +146,7 @@ bool Device::reserve(int64_t bytes, int64_t &at, std::string &error) {
   int64_t start = (kept_ + 7) / 8 * 8;
   if (start + bytes > kReadBackBytes) { // full: one more round trip
     std::vector<uint8_t> part;
-    if (!collect(part, error))
+    if (!fetch(part, error))
       return false;
     collected_ = std::move(part);
     start = 0;
@@ -180,19 +180,33 @@ bool Device::keepNonFiniteCount(int64_t offset, int64_t n, int64_t &at,
 
 bool Device::collect(std::vector<uint8_t> &out, std::string &error,
                      std::string *refused) {
+  if (!fetch(out, error))
+    return false;
+  std::string held = std::move(refusal_);
+  refusal_.clear();
+  if (refused)
+    *refused = std::move(held);
+  else if (!held.empty()) {
+    error = held;
+    return false;
+  }
+  return true;
+}
+
+bool Device::fetch(std::vector<uint8_t> &out, std::string &error) {
   char why[512] = {0};
   out = std::move(collected_);
   collected_.clear();
   size_t base = out.size();
   out.resize(base + size_t(kept_));
   // Where the buffer is host memory the download does nothing (it is still
-  // the one round trip a GPU makes), and the bytes are read in place.
+  // the one round trip a GPU makes), and the bytes are read in place. A
+  // refusal is held for collect (the earliest: the buffer may fill first).
   int32_t rc = backend_->download(out.data() + base, readBack_.data(), kept_,
                                   stream_, why, sizeof why);
-  if (refused)
-    refused->clear();
-  if (rc == INFIR2RT_NONFINITE && refused) {
-    *refused = why;
+  if (rc == INFIR2RT_NONFINITE) {
+    if (refusal_.empty())
+      refusal_ = why;
     rc = 0;
   }
   if (!ok(rc, why, error))

@@ -101,6 +101,10 @@ private:
     uint8_t *data() const { return static_cast<uint8_t *>(p); }
   };
   bool ok(int32_t rc, const char *why, std::string &error);
+  /// collect without weighing refusals: one found is held in refusal_.
+  bool fetch(std::vector<uint8_t> &out, std::string &error);
+  /// The earliest refusal a read-back found since the last collect.
+  std::string refusal_;
   /// The state region: the host copy itself where the backend's regions
   /// are host memory.
   uint8_t *region() { return shared_ ? hostState_.data() : state_.data(); }

@@ -101,7 +101,11 @@ Trainer::readBack(const std::vector<int64_t> &losses) {
         gradRuns_[i].first, gradRuns_[i].second / 4, counts[i], e_)));
   std::vector<uint8_t> bytes;
   ReadBack r;
-  INFIR2_RETURN_IF_ERROR(check(device_.collect(bytes, e_, &r.refused)));
+  // A call that failed on the device (a GPU reports an id out of range
+  // here, not at the call) fails the step as the call would have.
+  if (!device_.collect(bytes, e_, &r.refused))
+    return fail("step %lld, training step, on %s: %s", (long long)step_,
+                device_.name().c_str(), e_.c_str());
   Expected<const ManifestSlot *> loss = layout_.get("output", "loss");
   if (!loss)
     return loss.failure();

@@ -28,12 +28,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace {
 
 struct Profile {
   bool on = false, gpu = false;
+  int64_t marked = 0; ///< calls a backend timed itself (INFIR2_PROFILE=gpu)
   int64_t calls[INFIR2RT_NUM_ENTRIES] = {};
   double seconds[INFIR2RT_NUM_ENTRIES] = {};
 
@@ -43,7 +45,8 @@ struct Profile {
     gpu = on && std::string(v) == "gpu";
   }
   ~Profile() {
-    if (!on)
+    if (!on || (marked > 0 && std::all_of(calls, calls + INFIR2RT_NUM_ENTRIES,
+                                          [](int64_t n) { return n == 0; })))
       return;
     static const char *names[] = {
 #define INFIR2RT_ENTRY(name, operands, attributes, doc) #name,
@@ -70,19 +73,28 @@ struct Profile {
 Profile profile;
 
 template <typename Fn>
-int32_t timed(int index, const infir2rt_backend *backend,
-              const infir2rt_context *ctx, Fn fn) {
+int32_t timed(int index, const infir2rt_backend *backend, infir2rt_context *ctx,
+              const char *where, Fn fn) {
   if (!profile.on)
     return fn();
   if (profile.gpu && backend->mark) {
     backend->mark(ctx->stream, index);
+    ++profile.marked;
     return fn();
   }
   auto start = std::chrono::steady_clock::now();
   int32_t status = fn();
-  char why[256];
-  if (status == 0 && backend->synchronize(ctx->stream, why, sizeof why))
-    std::fprintf(stderr, "profile: %s\n", why);
+  // The wait is where a GPU reports what the call's work found (a refusal
+  // it deferred names its call first: "where: ..."), so the call fails here
+  // as it would at the step's read-back.
+  char why[512];
+  if (status == 0) {
+    if (int32_t rc = backend->synchronize(ctx->stream, why, sizeof why)) {
+      bool named = where && std::strncmp(why, where, std::strlen(where)) == 0;
+      infir2::rt::setCallError(ctx, named ? nullptr : where, "%s", why);
+      status = rc;
+    }
+  }
   profile.seconds[index] +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -111,9 +123,8 @@ int32_t dispatch(int index, infir2rt_context *ctx, const int64_t *desc,
                                     "entry point: %s", why.c_str());
   const infir2rt_backend *backend =
       ctx->backend ? ctx->backend : infir2rt_cpu_backend();
-  return timed(index, backend, ctx, [&] {
-    return backend->entries[index](ctx, desc, where);
-  });
+  return timed(index, backend, ctx, where,
+               [&] { return backend->entries[index](ctx, desc, where); });
 }
 
 } // namespace

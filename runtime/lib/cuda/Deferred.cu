@@ -25,12 +25,15 @@ struct Call {
 };
 
 constexpr size_t kTags = size_t(1) << (64 - kTagShift);
-constexpr int kDetails = 4096;
+constexpr int kWords = 2, kDetails = 4096;
 constexpr unsigned long long kPayloadBits = (1ull << kTagShift) - 1;
 
-/// A stream's words (the word, then kDetails details), their host mirror
-/// (pinned: the copy is queued, not waited for), and the calls tagged
-/// since the last read.
+/// A stream's words (the words of refusals that skip a step, then of those
+/// that fail it, then kDetails details), their host mirror (pinned: the
+/// copy is queued, not waited for), and the calls tagged since the last
+/// read. A failure wins over a skip wherever each came in the step: data
+/// that the CPU backend would stop on (an id out of range) is never
+/// passed over as a skipped step.
 struct StreamRefusals {
   unsigned long long *words = nullptr;
   unsigned long long *mirror = nullptr;
@@ -127,16 +130,23 @@ int32_t deferRefusal(infir2rt_context *ctx, const char *where,
   StreamRefusals &s = streams()[stream];
   if (s.calls.size() == kTags || (detail && s.details == kDetails))
     return 0; // too many unread: at once, too
-  const size_t bytes = (1 + kDetails) * sizeof *s.words;
+  const size_t bytes = (kWords + kDetails) * sizeof *s.words;
   if (!s.words) {
-    INFIR2_CUDA_CHECK(ctx, cudaMalloc(&s.words, bytes), where);
-    INFIR2_CUDA_CHECK(ctx, cudaMallocHost(&s.mirror, bytes), where);
-    INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(s.words, 0xff, bytes, stream),
-                      where);
+    cudaError_t e = cudaMalloc(&s.words, bytes);
+    if (e == cudaSuccess)
+      e = cudaMallocHost(&s.mirror, bytes);
+    if (e == cudaSuccess)
+      e = cudaMemsetAsync(s.words, 0xff, bytes, stream);
+    if (e != cudaSuccess) {
+      cudaFree(s.words);
+      cudaFreeHost(s.mirror);
+      streams().erase(stream);
+      return check(ctx, e, "the refusal words", where);
+    }
   }
-  slot.word = s.words;
+  slot.word = s.words + (kind.status == INFIR2RT_FAILED ? 1 : 0);
   slot.tag = (unsigned long long)s.calls.size() << kTagShift;
-  slot.detail = detail ? s.words + 1 + s.details : nullptr;
+  slot.detail = detail ? s.words + kWords + s.details : nullptr;
   s.calls.push_back({where, kind, detail ? s.details++ : -1});
   return 0;
 }
@@ -171,7 +181,7 @@ cudaError_t queueRefusalRead(cudaStream_t stream) {
       it->second.readQueued)
     return cudaSuccess;
   StreamRefusals &s = it->second;
-  size_t bytes = (1 + size_t(s.details)) * sizeof *s.words;
+  size_t bytes = (kWords + size_t(s.details)) * sizeof *s.words;
   cudaError_t e =
       cudaMemcpyAsync(s.mirror, s.words, bytes, cudaMemcpyDeviceToHost, stream);
   if (e == cudaSuccess)
@@ -190,7 +200,8 @@ int32_t takeRefusal(cudaStream_t stream, char *why, int64_t whySize) {
   calls.swap(s.calls);
   s.details = 0;
   s.readQueued = false;
-  unsigned long long flag = s.mirror[0];
+  unsigned long long flag =
+      s.mirror[1] != kNoRefusal ? s.mirror[1] : s.mirror[0];
   if (flag == kNoRefusal)
     return 0;
   size_t tag = size_t(flag >> kTagShift);
@@ -200,7 +211,7 @@ int32_t takeRefusal(cudaStream_t stream, char *why, int64_t whySize) {
     return INFIR2RT_FAILED;
   }
   const Call &c = calls[tag];
-  word(c, flag, c.detail >= 0 ? s.mirror[1 + c.detail] : kNoRefusal, why,
+  word(c, flag, c.detail >= 0 ? s.mirror[kWords + c.detail] : kNoRefusal, why,
        size_t(whySize));
   return c.kind.status;
 }

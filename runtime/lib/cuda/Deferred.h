@@ -14,8 +14,11 @@
 // since the last read) and its kernels lower the word with
 // atomicMin(tag | payload), so the earliest refusing call and its smallest
 // payload (a block, a position) win, as on the CPU, where the step stops
-// there. A call may also take a detail word of its own (the offending
-// value). The host keeps each tag's `where` and how to word it.
+// there; a refusal that fails the step (an id out of range) has a word of
+// its own and wins over one that skips it (a non-finite amax), since the
+// CPU backend, which goes on past a skipped micro-batch, would stop on it.
+// A call may also take a detail word of its own (the offending value). The
+// host keeps each tag's `where` and how to word it.
 //
 // Without a step stream (the tests) a call reads its own word at once
 // (refuseNow), from the workspace.
@@ -106,7 +109,8 @@ RefusalKind quantizeRefusal(bool dual, int64_t rowBlocks);
 RefusalKind idRefusal(int64_t vocab);
 RefusalKind targetRefusal(int64_t vocab);
 
-/// What a kernel does with an out-of-range id at `position`.
+/// What a kernel does with an out-of-range id at `position` (below 2^32:
+/// a micro-batch of fewer tokens than that).
 __device__ inline void refuseId(const RefusalSlot &slot, int64_t position,
                                 int32_t id) {
   atomicMin(slot.word, slot.tag | (unsigned long long)position);

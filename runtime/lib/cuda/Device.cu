@@ -192,6 +192,7 @@ int32_t streamCreate(void **stream, char *why, int64_t whySize) {
 
 void streamDestroy(void *stream) {
   infir2::rt::cuda::forgetRefusals(streamOf(stream));
+  infir2::rt::cuda::forgetMarks(streamOf(stream));
   cudaStreamDestroy(streamOf(stream));
 }
 

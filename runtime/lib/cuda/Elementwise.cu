@@ -14,8 +14,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
+#include "Deferred.h"
 #include "DeviceView.cuh"
 #include "Producers.cuh"
+#include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 #include "infir2/runtime/Elementwise.h"
@@ -23,6 +25,7 @@
 
 #include <cuda_bf16.h>
 
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -105,42 +108,103 @@ __global__ void swigluGradKernel(View g, View u, View dy, View dg, View du) {
   dg.set(i, dgi);
 }
 
-__global__ void sgdKernel(const float *p, const float *g, float *np, int64_t n,
-                          float lr, float scale, float wd) {
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n)
-    np[i] = infir2::rt::sgdOf(lr, scale, wd, p[i], g[i]);
+/// An optimizer step's scalars, read and combined on the device (no host
+/// round trip): the learning rate, the step, the gradient scale and the
+/// global norm come from the state; the CPU backend's formulas give the
+/// same bits (Optimizer.h; the bias corrections through the device's
+/// double pow, within 2 ulps of the host's, then rounded to float).
+struct Scalars {
+  const float *lr, *step, *gradScale, *norm;
+};
+
+Scalars scalarsAt(infir2rt_context *ctx, const int64_t *desc, int64_t first) {
+  auto at = [&](int64_t i) {
+    return reinterpret_cast<const float *>(descOperand(ctx, desc, i).ptr);
+  };
+  return {at(first), at(first + 1), at(first + 2), at(first + 3)};
 }
 
+/// "step must be at least 1, got T": the detail holds T's bits.
+void stepText(unsigned long long, unsigned long long detail, int64_t, int64_t,
+              char *out, size_t size) {
+  uint32_t bits = uint32_t(detail);
+  float t;
+  std::memcpy(&t, &bits, sizeof t);
+  std::snprintf(out, size, "step must be at least 1, got %g", double(t));
+}
+
+/// AdamW's step on the device, weight decay left to each tensor; `refused`
+/// when the step number is below 1 (the update kernels then write nothing).
+struct DeviceStep {
+  infir2::rt::AdamWStep step;
+  int refused;
+};
+
+/// One thread: the step's scalars, or the refusal of a step below 1.
+__global__ void adamwStepKernel(Scalars in, double b1, double b2, float eps,
+                                double maxNorm, DeviceStep *out,
+                                infir2::rt::cuda::RefusalSlot slot) {
+  float t = *in.step;
+  out->refused = !(t >= 1.0f);
+  if (out->refused) {
+    atomicMin(slot.word, slot.tag);
+    atomicMin(slot.detail, (unsigned long long)__float_as_uint(t));
+    return;
+  }
+  out->step = {*in.lr,
+               infir2::rt::clippedGradScale(*in.gradScale, *in.norm, maxNorm),
+               float(b1),
+               float(b2),
+               eps,
+               0.0f,
+               float(1.0 - pow(b1, double(t))),
+               float(1.0 - pow(b2, double(t)))};
+}
+
+__global__ void sgdKernel(const float *p, const float *g, float *np, int64_t n,
+                          Scalars in, double maxNorm, float wd) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    np[i] = infir2::rt::sgdOf(
+        *in.lr, infir2::rt::clippedGradScale(*in.gradScale, *in.norm, maxNorm),
+        wd, p[i], g[i]);
+}
+
+/// AdamW on n elements with the device's step (and weight decay wd), and
+/// the updated master rounded to its working copy `w` where there is one
+/// (FP32 or BF16, as the copy entry rounds it).
 __global__ void adamwKernel(const float *p, const float *g, const float *m,
                             const float *v, float *np, float *nm, float *nv,
-                            int64_t n, infir2::rt::AdamWStep step) {
+                            View w, int64_t n, const DeviceStep *base,
+                            float wd) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n)
-    infir2::rt::adamwOf(step, p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
-}
-
-/// adamwKernel, and the updated master rounded to its working copy `w`
-/// (FP32 or BF16, as the copy entry rounds it).
-__global__ void adamwWorkingKernel(const float *p, const float *g,
-                                   const float *m, const float *v, float *np,
-                                   float *nm, float *nv, View w, int64_t n,
-                                   infir2::rt::AdamWStep step) {
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) {
-    infir2::rt::adamwOf(step, p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
+  if (i >= n || base->refused)
+    return;
+  infir2::rt::AdamWStep step = base->step;
+  step.wd = wd;
+  infir2::rt::adamwOf(step, p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
+  if (w.ptr)
     w.set(i, np[i]);
-  }
 }
 
-/// Reads `count` FP32 scalars (operands first, first + 1, ...) to the host.
-int32_t readScalars(infir2rt_context *ctx, const int64_t *desc, int64_t first,
-                    int count, float *out, const char *where) {
-  for (int i = 0; i < count; ++i)
-    INFIR2_CUDA_CHECK(ctx,
-                      cudaMemcpy(&out[i], descOperand(ctx, desc, first + i).ptr,
-                                 sizeof(float), cudaMemcpyDeviceToHost),
-                      where);
+/// The step's scalars into the workspace (`own`: the refusal's words when
+/// the call has no step stream): launched on the call's stream.
+int32_t adamwStep(infir2rt_context *ctx, const char *where, Scalars in,
+                  double b1, double b2, float eps, double maxNorm,
+                  DeviceStep **step, unsigned long long **own,
+                  infir2::rt::cuda::RefusalKind &kind,
+                  infir2::rt::cuda::RefusalSlot &slot) {
+  INFIR2_CUDA_CHECK(
+      ctx,
+      infir2::rt::cuda::takeWorkspace({{step, sizeof(DeviceStep)}, {own, 16}}),
+      where);
+  kind = {INFIR2RT_FAILED, stepText, 0, 0};
+  if (int32_t rc = infir2::rt::cuda::openRefusal(ctx, where, kind,
+                                                 /*detail=*/true, *own, slot))
+    return rc;
+  adamwStepKernel<<<1, 1, 0, infir2::rt::cuda::streamOf(ctx)>>>(
+      in, b1, b2, eps, maxNorm, *step, slot);
+  INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   return 0;
 }
 
@@ -190,26 +254,24 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
           m = descOperand(ctx, desc, 2), v = descOperand(ctx, desc, 3),
           np = descOperand(ctx, desc, 8), nm = descOperand(ctx, desc, 9),
           nv = descOperand(ctx, desc, 10);
-  float in[4]; // learning rate, step, grad scale, grad norm
-  if (int32_t rc = readScalars(ctx, desc, 4, 4, in, where))
+  DeviceStep *step = nullptr;
+  unsigned long long *own = nullptr;
+  infir2::rt::cuda::RefusalKind kind;
+  infir2::rt::cuda::RefusalSlot slot;
+  if (int32_t rc =
+          adamwStep(ctx, where, scalarsAt(ctx, desc, 4), descAttr(desc, 0),
+                    descAttr(desc, 1), float(descAttr(desc, 2)),
+                    descAttr(desc, 4), &step, &own, kind, slot))
     return rc;
-  float lr = in[0], t = in[1];
-  if (!(t >= 1.0f))
-    return setCallError(ctx, where, "step must be at least 1, got %g", double(t));
-  // The same clipping and bias corrections as the CPU backend, on the host.
-  double b1 = descAttr(desc, 0), b2 = descAttr(desc, 1);
-  float scale = infir2::rt::clippedGradScale(in[2], in[3], descAttr(desc, 4));
-  float c1 = float(1.0 - std::pow(b1, double(t))),
-        c2 = float(1.0 - std::pow(b2, double(t)));
   const int threads = 256;
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
   adamwKernel<<<unsigned((p.numel + threads - 1) / threads), threads, 0,
                 infir2::rt::cuda::streamOf(ctx)>>>(
-      f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), p.numel,
-      infir2::rt::AdamWStep{lr, scale, float(b1), float(b2),
-                            float(descAttr(desc, 2)), float(descAttr(desc, 3)),
-                            c1, c2});
-  return infir2::rt::cuda::finishLaunch(ctx, where);
+      f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), View{nullptr, 0, 0}, p.numel,
+      step, float(descAttr(desc, 3)));
+  if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
+    return rc;
+  return infir2::rt::cuda::closeRefusal(ctx, where, kind, own, slot);
 }
 
 extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
@@ -224,17 +286,6 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
                         "malformed call: %lld operands and %lld attributes "
                         "for %lld tensors",
                         (long long)operands, (long long)attrs, (long long)n);
-  float in[4]; // learning rate, step, grad scale, grad norm: read once
-  if (int32_t rc = readScalars(ctx, desc, 4 * n, 4, in, where))
-    return rc;
-  float lr = in[0], t = in[1];
-  if (!(t >= 1.0f))
-    return setCallError(ctx, where, "step must be at least 1, got %g",
-                        double(t));
-  double b1 = descAttr(desc, 0), b2 = descAttr(desc, 1);
-  float scale = infir2::rt::clippedGradScale(in[2], in[3], descAttr(desc, 3));
-  float c1 = float(1.0 - std::pow(b1, double(t))),
-        c2 = float(1.0 - std::pow(b2, double(t)));
   std::vector<int64_t> workingOf(size_t(n), -1);
   for (int64_t j = 0; j < k; ++j) {
     int64_t i = int64_t(descAttr(desc, 6 + n + j));
@@ -250,6 +301,16 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
       return setCallError(ctx, where, "%s",
                           "the CUDA kernel takes f32 or bf16 working copies");
   }
+  // The scalars once, on the device; then one launch per tensor.
+  DeviceStep *step = nullptr;
+  unsigned long long *own = nullptr;
+  infir2::rt::cuda::RefusalKind kind;
+  infir2::rt::cuda::RefusalSlot slot;
+  if (int32_t rc =
+          adamwStep(ctx, where, scalarsAt(ctx, desc, 4 * n), descAttr(desc, 0),
+                    descAttr(desc, 1), float(descAttr(desc, 2)),
+                    descAttr(desc, 3), &step, &own, kind, slot))
+    return rc;
   auto f = [&](int64_t i) {
     return reinterpret_cast<float *>(descOperand(ctx, desc, i).ptr);
   };
@@ -257,24 +318,18 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
   for (int64_t i = 0; i < n; ++i) {
     int64_t count = descOperand(ctx, desc, i).numel;
-    infir2::rt::AdamWStep step{lr,        scale,
-                               float(b1), float(b2),
-                               float(descAttr(desc, 2)),
-                               float(descAttr(desc, 5 + i)),
-                               c1,        c2};
-    unsigned blocks = unsigned((count + threads - 1) / threads);
-    if (workingOf[size_t(i)] < 0) {
-      adamwKernel<<<blocks, threads, 0, stream>>>(
-          f(i), f(n + i), f(2 * n + i), f(3 * n + i), f(4 * n + 4 + i),
-          f(5 * n + 4 + i), f(6 * n + 4 + i), count, step);
-      continue;
-    }
-    View w = viewOf(descOperand(ctx, desc, workingOf[size_t(i)]));
-    adamwWorkingKernel<<<blocks, threads, 0, stream>>>(
-        f(i), f(n + i), f(2 * n + i), f(3 * n + i), f(4 * n + 4 + i),
-        f(5 * n + 4 + i), f(6 * n + 4 + i), w, count, step);
+    View w = workingOf[size_t(i)] < 0
+                 ? View{nullptr, 0, 0}
+                 : viewOf(descOperand(ctx, desc, workingOf[size_t(i)]));
+    adamwKernel<<<unsigned((count + threads - 1) / threads), threads, 0,
+                  stream>>>(f(i), f(n + i), f(2 * n + i), f(3 * n + i),
+                            f(4 * n + 4 + i), f(5 * n + 4 + i),
+                            f(6 * n + 4 + i), w, count, step,
+                            float(descAttr(desc, 5 + i)));
   }
-  return infir2::rt::cuda::finishLaunch(ctx, where);
+  if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
+    return rc;
+  return infir2::rt::cuda::closeRefusal(ctx, where, kind, own, slot);
 }
 
 extern "C" int32_t infir2rt_cuda_silu_grad(infir2rt_context *ctx,
@@ -301,14 +356,14 @@ extern "C" int32_t infir2rt_cuda_sgd(infir2rt_context *ctx, const int64_t *desc,
                                      const char *where) {
   Operand p = descOperand(ctx, desc, 0), g = descOperand(ctx, desc, 1),
           np = descOperand(ctx, desc, 5);
-  float in[3]; // learning rate, grad scale, grad norm
-  if (int32_t rc = readScalars(ctx, desc, 2, 3, in, where))
-    return rc;
-  float lr = in[0];
-  float scale = infir2::rt::clippedGradScale(in[1], in[2], descAttr(desc, 1));
+  // The learning rate, gradient scale and norm stay on the device.
+  const float *at[3];
+  for (int i = 0; i < 3; ++i)
+    at[i] = reinterpret_cast<const float *>(descOperand(ctx, desc, 2 + i).ptr);
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
   sgdKernel<<<unsigned((p.numel + 255) / 256), 256, 0,
               infir2::rt::cuda::streamOf(ctx)>>>(
-      f(p), f(g), f(np), p.numel, lr, scale, float(descAttr(desc, 0)));
+      f(p), f(g), f(np), p.numel, Scalars{at[0], nullptr, at[1], at[2]},
+      descAttr(desc, 1), float(descAttr(desc, 0)));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }

@@ -121,4 +121,15 @@ void accountMarks(cudaStream_t stream) {
   m.clear();
 }
 
+void forgetMarks(cudaStream_t stream) {
+  EventProfile &p = profile();
+  std::lock_guard<std::mutex> guard(p.mutex);
+  auto it = p.marks.find(stream);
+  if (it == p.marks.end())
+    return;
+  for (const Mark &k : it->second)
+    p.pool.push_back(k.event);
+  p.marks.erase(it);
+}
+
 } // namespace infir2::rt::cuda

@@ -7,12 +7,13 @@
 //
 // INFIR2_PROFILE=gpu: the dispatcher marks each call's start on its stream
 // (the backend's `mark`), an event recorded without waiting; when the host
-// next waits for the stream, the time from each mark to the next is the
-// GPU time of that call (with whatever the trainer queued between calls:
-// uploads, zeroing, read-back copies), summed per entry point and printed
-// at exit. Unlike INFIR2_PROFILE=1 nothing is synchronized, so a step runs
-// as it does unprofiled and the times add up to its GPU time (idle gaps
-// included, where the host falls behind).
+// next waits for the stream, the time from each mark to the next (the last
+// one's: to the wait) is the GPU time of that call, with whatever the
+// trainer queued after it (uploads, zeroing, the read-back's copies),
+// summed per entry point and printed at exit. Work queued before a step's
+// first call is not counted. Unlike INFIR2_PROFILE=1 nothing is
+// synchronized, so a step runs as it does unprofiled; GPU idle gaps (where
+// the host falls behind) count to the call before them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,9 @@ void closeMarks(cudaStream_t stream);
 
 /// After the wait: adds the stream's intervals to their entries.
 void accountMarks(cudaStream_t stream);
+
+/// Drops the marks of a stream being destroyed.
+void forgetMarks(cudaStream_t stream);
 
 } // namespace infir2::rt::cuda
 

@@ -140,6 +140,17 @@ TEST(CudaElementwise, AdamWGroupMatchesTheCpuBackend) {
                infir2rt_cuda_adamw_group);
   compareClose(c, w2, INFIR2RT_BF16, sizes[2], 0, infir2rt_adamw_group,
                infir2rt_cuda_adamw_group);
+  // The scalars are read on the device: a step below 1 is refused there,
+  // in the CPU backend's words, and nothing is written.
+  float zero = 0.0f;
+  std::memcpy(c.host.data() + c.operands[first + 1].first, &zero, 4);
+  int32_t rc;
+  std::string error;
+  std::vector<uint8_t> after =
+      runOnGpu(c, infir2rt_cuda_adamw_group, rc, error);
+  EXPECT_EQ(rc, INFIR2RT_FAILED);
+  EXPECT_EQ(error, "gpu: step must be at least 1, got 0");
+  EXPECT_TRUE(after == c.host) << "a refused step wrote the state";
 }
 
 // Layout and reduction kernels against the CPU backend: fill, transpose and
@@ -185,12 +196,20 @@ TEST(CudaLayout, MatchTheCpuBackend) {
       id[i] = int32_t(rng() % 50);
     compareClose(c, out, INFIR2RT_BF16, 4 * 16 * 64, 0, infir2rt_embedding,
                  infir2rt_cuda_embedding);
+    Call valid = c;
     id[37] = 50; // out of range: both refuse, naming the position
     int32_t rc;
     std::string error;
     runOnGpu(c, infir2rt_cuda_embedding, rc, error);
-    EXPECT_NE(rc, 0);
+    EXPECT_EQ(rc, INFIR2RT_FAILED);
     EXPECT_EQ(error, "gpu: token id 50 at position 37 is out of range [0, 50)");
+    // On a step stream: the same words at the stream's wait (the id and its
+    // position from the call's detail word).
+    std::string deferred;
+    EXPECT_EQ(runOnStepStream({valid, c}, infir2rt_cuda_embedding,
+                              {"first", "gpu"}, deferred),
+              INFIR2RT_FAILED);
+    EXPECT_EQ(deferred, error);
   }
   for (double sign : {1.0, -1.0}) {
     SCOPED_TRACE(sign > 0 ? "rope" : "rope_grad");

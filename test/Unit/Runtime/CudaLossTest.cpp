@@ -224,6 +224,25 @@ TEST(CudaLoss, TargetOutOfRangeIsRefusedAsOnTheCpu) {
                             {"first", "second", "third"}, why),
             INFIR2RT_FAILED);
   EXPECT_EQ(why, cpuError(calls[1], "second"));
+
+  // A refusal that fails the step wins over an earlier one that skips it (a
+  // NaN to quantize): the CPU backend goes on past a skipped micro-batch
+  // and would stop on the bad target.
+  SCOPED_TRACE("a failure after a skip");
+  Call nan;
+  int x = nan.add({2, 256}, INFIR2RT_F32);
+  nan.add({2, 256}, INFIR2RT_E4M3);
+  nan.add({2, 2}, INFIR2RT_F32);
+  nan.attrs({0.0, 1.0, 1, 128});
+  for (int i = 0; i < 512; ++i)
+    nan.f32(x)[i] = i == 300 ? NAN : 0.5f;
+  EXPECT_EQ(
+      runOnStepStream({calls[0], nan, calls[2]},
+                      {infir2rt_cuda_cross_entropy, infir2rt_cuda_quantize,
+                       infir2rt_cuda_cross_entropy},
+                      {"first", "second", "third"}, why),
+      INFIR2RT_FAILED);
+  EXPECT_EQ(why, cpuError(calls[2], "third"));
 }
 
 } // namespace

@@ -213,6 +213,16 @@ TEST(CudaQuantizeErrors, NonFiniteTileIsRefusedAsOnTheCpu) {
     EXPECT_EQ(infir2::rt::callError(ctx),
               error.substr(0, error.find(copy)) +
                   error.substr(error.find(copy) + copy.size()));
+    // On a step stream, after an accepted call: the same words, at the
+    // stream's wait.
+    Call finite = c;
+    float *y = finite.f32(in);
+    y[5 * 384 + 200] = 1.0f;
+    std::string deferred;
+    EXPECT_EQ(runOnStepStream({finite, c}, infir2rt_cuda_quantize_dual,
+                              {"first", "gpu"}, deferred),
+              INFIR2RT_NONFINITE);
+    EXPECT_EQ(deferred, error);
   }
 }
 

@@ -86,8 +86,11 @@ inline std::vector<uint8_t> runOnGpu(const Call &c, Entry entry, int32_t &rc,
 /// Runs `entry` on device copies of `calls`, in order, on one step stream
 /// of the CUDA backend (each call returns 0: a refusal waits for the
 /// stream's read-back, Deferred.h), then waits for the stream: its status,
-/// with "where: message" in `why`. The wait after that finds nothing.
-inline int32_t runOnStepStream(const std::vector<Call> &calls, Entry entry,
+/// with "where: message" in `why`. Then the words must have been reset:
+/// calls[0] (one the entry accepts) runs again, and that wait finds
+/// nothing.
+inline int32_t runOnStepStream(const std::vector<Call> &calls,
+                               const std::vector<Entry> &entries,
                                const std::vector<const char *> &where,
                                std::string &why) {
   const infir2rt_backend *backend = infir2rt_cuda_backend();
@@ -105,17 +108,29 @@ inline int32_t runOnStepStream(const std::vector<Call> &calls, Entry entry,
     infir2rt_context ctx{};
     ctx.regions[0] = ctx.regions[1] = device[i];
     ctx.stream = stream;
-    EXPECT_EQ(entry(&ctx, calls[i].desc.data(), where[i]), 0)
+    EXPECT_EQ(entries[i](&ctx, calls[i].desc.data(), where[i]), 0)
         << infir2::rt::callError(ctx);
   }
   int32_t rc = backend->synchronize(stream, message, sizeof message);
   why = message;
+  infir2rt_context again{};
+  again.regions[0] = again.regions[1] = device[0];
+  again.stream = stream;
+  EXPECT_EQ(entries[0](&again, calls[0].desc.data(), where[0]), 0);
   EXPECT_EQ(backend->synchronize(stream, message, sizeof message), 0)
       << message;
   for (uint8_t *d : device)
     cudaFree(d);
   backend->stream_destroy(stream);
   return rc;
+}
+
+/// runOnStepStream with one entry point for every call.
+inline int32_t runOnStepStream(const std::vector<Call> &calls, Entry entry,
+                               const std::vector<const char *> &where,
+                               std::string &why) {
+  return runOnStepStream(calls, std::vector<Entry>(calls.size(), entry), where,
+                         why);
 }
 
 /// The largest error of `got` against `want` (FP32 [rows, cols] at

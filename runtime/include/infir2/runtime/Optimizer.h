@@ -4,24 +4,28 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The host-side scalars of an optimizer step, computed the same way by the
-// CPU and CUDA backends.
+// The scalars of an optimizer step, computed the same way by the CPU
+// backend (on the host) and the CUDA backend (on the device: the learning
+// rate, step, gradient scale and norm stay in device memory).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef INFIR2_RUNTIME_OPTIMIZER_H
 #define INFIR2_RUNTIME_OPTIMIZER_H
 
-#include <algorithm>
+#include "infir2/runtime/HostDevice.h"
 
 namespace infir2::rt {
 
 /// grad_scale times the global-norm clipping coefficient (PyTorch's
-/// clip_grad_norm_); no clipping when maxGradNorm <= 0.
-inline float clippedGradScale(float gradScale, float norm, double maxGradNorm) {
+/// clip_grad_norm_); no clipping when maxGradNorm <= 0. One correctly
+/// rounded division and one product: the same bits on both backends.
+INFIR2_HD float clippedGradScale(float gradScale, float norm,
+                                 double maxGradNorm) {
   if (maxGradNorm <= 0.0)
     return gradScale;
-  return gradScale * float(std::min(1.0, maxGradNorm / (double(norm) + 1e-6)));
+  double c = maxGradNorm / (double(norm) + 1e-6);
+  return gradScale * float(c < 1.0 ? c : 1.0);
 }
 
 } // namespace infir2::rt
