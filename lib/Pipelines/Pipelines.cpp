@@ -100,6 +100,8 @@ static void addFP8Recipe(OpPassManager &pm,
   pm.addPass(createVerifyPrecisionPass(verify));
   // Weight gradients added to their FP32 accumulators by the GEMMs.
   pm.addPass(createFuseAccumulationPass());
+  if (options.foldConversions)
+    pm.addPass(createFoldConversionsPass());
   if (options.fuseOptimizer)
     pm.addPass(createFuseOptimizerPass());
   // FP8 weights quantized by the optimizer step, read by every micro-batch.
@@ -113,6 +115,8 @@ static void addBF16Recipe(OpPassManager &pm,
   addTrainingStep(pm, options);
   pm.addPass(createCSEPass());
   pm.addPass(createFuseAccumulationPass());
+  if (options.foldConversions)
+    pm.addPass(createFoldConversionsPass());
   if (options.fuseOptimizer)
     pm.addPass(createFuseOptimizerPass());
 }

@@ -99,6 +99,12 @@ struct TrainingStepOptions : public OptimizerOptionsBase<Derived> {
                      "the working copies (numerics unchanged; off: one "
                      "update and one conversion per tensor)"),
       llvm::cl::init(true)};
+  Option<bool> foldConversions{
+      *this, "fold-conversions",
+      llvm::cl::desc("Ops write a converted result themselves (the LM "
+                     "head's gradient in BF16; numerics unchanged; off: "
+                     "the FP32 gradient and a conversion)"),
+      llvm::cl::init(true)};
 };
 
 /// The FP8 recipe's policy.

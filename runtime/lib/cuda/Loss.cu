@@ -24,6 +24,8 @@
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
 
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -75,21 +77,31 @@ __device__ void forRow(const View &x, int64_t row, int64_t vocab, F f) {
     f(i, x.get(row * vocab + i));
 }
 
-/// out_i = f(i, x_i) over row `row`, 16 bytes at a time where both are
-/// FP32 and aligned.
+/// out_i = f(i, x_i) over row `row`: four FP32 values per 16-byte load where
+/// x is FP32 and aligned, stored 16 bytes (FP32) or 8 bytes (BF16, each
+/// rounded once: the LM head's gradient) at a time.
 template <typename F>
 __device__ void mapRow(const View &x, const View &out, int64_t row,
                        int64_t vocab, F f) {
-  if (x.dtype == INFIR2RT_F32 && out.dtype == INFIR2RT_F32 && vocab % 4 == 0 &&
+  bool wide = out.dtype == INFIR2RT_F32, narrow = out.dtype == INFIR2RT_BF16;
+  if (x.dtype == INFIR2RT_F32 && (wide || narrow) && vocab % 4 == 0 &&
       reinterpret_cast<uintptr_t>(x.ptr) % 16 == 0 &&
-      reinterpret_cast<uintptr_t>(out.ptr) % 16 == 0) {
+      reinterpret_cast<uintptr_t>(out.ptr) % (wide ? 16 : 8) == 0) {
     const float4 *p = reinterpret_cast<const float4 *>(x.ptr) + row * vocab / 4;
-    float4 *q = reinterpret_cast<float4 *>(out.ptr) + row * vocab / 4;
 #pragma unroll 4
     for (int64_t k = threadIdx.x; k < vocab / 4; k += blockDim.x) {
       float4 v = p[k];
-      q[k] = make_float4(f(4 * k, v.x), f(4 * k + 1, v.y), f(4 * k + 2, v.z),
-                         f(4 * k + 3, v.w));
+      float4 r = make_float4(f(4 * k, v.x), f(4 * k + 1, v.y),
+                             f(4 * k + 2, v.z), f(4 * k + 3, v.w));
+      if (wide) {
+        reinterpret_cast<float4 *>(out.ptr)[row * vocab / 4 + k] = r;
+      } else {
+        __nv_bfloat162 lo = __floats2bfloat162_rn(r.x, r.y),
+                       hi = __floats2bfloat162_rn(r.z, r.w);
+        uint2 packed = {*reinterpret_cast<uint32_t *>(&lo),
+                        *reinterpret_cast<uint32_t *>(&hi)};
+        reinterpret_cast<uint2 *>(out.ptr)[row * vocab / 4 + k] = packed;
+      }
     }
     return;
   }

@@ -64,6 +64,24 @@ func.func @cross_entropy_grad_targets(%l: tensor<2x4x8xf32>, %t: tensor<2x3xi32>
 
 // -----
 
+// Tests that cross_entropy_grad's result is the logits' type or f32 or bf16.
+func.func @cross_entropy_grad_f16(%l: tensor<2x4x8xf32>, %t: tensor<2x4xi32>, %dl: tensor<f32>) {
+  // expected-error @+1 {{expects 'logits_grad' of the logits' element type or of f32 or bf16, got 'f16'}}
+  %0 = infir2.cross_entropy_grad %l, %t, %dl : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32> -> tensor<2x4x8xf16>
+  return
+}
+
+// -----
+
+// Tests that cross_entropy_grad's result has the logits' shape.
+func.func @cross_entropy_grad_shape(%l: tensor<2x4x8xf32>, %t: tensor<2x4xi32>, %dl: tensor<f32>) {
+  // expected-error @+1 {{all of {logits, logits_grad} have same shape}}
+  %0 = infir2.cross_entropy_grad %l, %t, %dl : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32> -> tensor<2x4x4xbf16>
+  return
+}
+
+// -----
+
 // Tests that attention_grad checks segments as attention does.
 func.func @attention_grad_segments(%q: tensor<2x4x8xf32>, %k: tensor<2x4x4xf32>, %seg: tensor<2x3xi32>) {
   // expected-error @+1 {{expects 'segments' of shape [2, 4] (batch, seq), got [2, 3]}}

@@ -151,7 +151,8 @@ func.func private @external(tensor<8xf32> {infir2.param = #infir2.param<"w", one
 // CHECK: %{{.+}}, %{{.+}} = infir2.rms_norm_grad %{{.+}}, %{{.+}}, %{{.+}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x4x8xf32>, tensor<8xf32>
 // CHECK: infir2.rope_grad %{{.+}}, %{{.+}} {head_dim = 4 : i64, theta = 1.000000e+04 : f64} : tensor<2x4x8xf32>, tensor<4xi32>
 // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = infir2.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal, head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64} : tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>
-// CHECK: infir2.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>
+// CHECK: infir2.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>{{$}}
+// CHECK: infir2.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32> -> tensor<2x4x8xbf16>
 // CHECK: infir2.embedding_grad %{{.+}}, %{{.+}} : tensor<2x4xi32>, tensor<2x4x8xf32> -> tensor<16x8xf32>
 func.func @backward_ops(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x8xf32>, %w: tensor<8xf32>, %pos: tensor<4xi32>,
                         %k: tensor<2x4x4xf32>, %ids: tensor<2x4xi32>, %m: tensor<2x4xf32>, %dl: tensor<f32>) {
@@ -165,6 +166,7 @@ func.func @backward_ops(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x8xf32>, %w: tenso
   %7:3 = infir2.attention_grad %x, %k, %k, %dy {causal, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64}
       : tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>
   %8 = infir2.cross_entropy_grad %x, %ids, %dl mask %m : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>
+  %80 = infir2.cross_entropy_grad %x, %ids, %dl : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32> -> tensor<2x4x8xbf16>
   %9 = infir2.embedding_grad %ids, %dy : tensor<2x4xi32>, tensor<2x4x8xf32> -> tensor<16x8xf32>
   return
 }

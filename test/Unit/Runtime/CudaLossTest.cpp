@@ -139,18 +139,23 @@ TEST(CudaLoss, WideRowsMatchTheCpuBackend) {
     compareClose(c, out, INFIR2RT_F32, 1, 64, infir2rt_cross_entropy,
                  infir2rt_cuda_cross_entropy);
   }
-  {
-    SCOPED_TRACE("cross_entropy_grad");
+  // The gradient in FP32, and in BF16 as the LM head's is made
+  // (--infir2-fold-conversions; written 8 bytes at a time): FP32 values
+  // within 64 ulps, so each BF16 one within 1 BF16 ulp of the largest.
+  for (int64_t type : {INFIR2RT_F32, INFIR2RT_BF16}) {
+    SCOPED_TRACE(type == INFIR2RT_F32 ? "cross_entropy_grad"
+                                      : "cross_entropy_grad into bf16");
     Call c;
     int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
-        dloss = c.add({}, INFIR2RT_F32), out = c.add({T, V}, INFIR2RT_F32);
+        dloss = c.add({}, INFIR2RT_F32), out = c.add({T, V}, type);
     c.attrs({-100, 0});
     fill(c, logits, INFIR2RT_F32, T, V, rng);
     targetsOf(c, t);
     float g = 0.37f;
     std::memcpy(c.u8(dloss), &g, 4);
-    compareClose(c, out, INFIR2RT_F32, T * V, 64, infir2rt_cross_entropy_grad,
-                 infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
+    compareClose(c, out, type, T * V, type == INFIR2RT_F32 ? 64 : 1,
+                 infir2rt_cross_entropy_grad, infir2rt_cuda_cross_entropy_grad,
+                 /*normwise=*/true);
   }
 }
 

@@ -75,7 +75,16 @@ LogicalResult AttentionGradOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CrossEntropyGradOp::verify() {
-  return verifyCrossEntropy(*this, getLogits(), getTargets(), getLossMask());
+  if (failed(
+          verifyCrossEntropy(*this, getLogits(), getTargets(), getLossMask())))
+    return failure();
+  Type logits = cast<ShapedType>(getLogits().getType()).getElementType(),
+       grad = cast<ShapedType>(getLogitsGrad().getType()).getElementType();
+  if (grad != logits && !isa<Float32Type, BFloat16Type>(grad))
+    return emitOpError() << "expects 'logits_grad' of the logits' element "
+                            "type or of f32 or bf16, got "
+                         << grad;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -217,8 +217,8 @@ LogicalResult
 CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(CrossEntropyGradOp::create(
-      b, getLoc(), getLogits(), getTargets(), getLossMask(), resultGrads[0],
-      getIgnoreIndexAttr()));
+      b, getLoc(), getLogits().getType(), getLogits(), getTargets(),
+      getLossMask(), resultGrads[0], getIgnoreIndexAttr()));
   operandGrads.push_back(nullptr);
   if (getLossMask())
     operandGrads.push_back(nullptr);

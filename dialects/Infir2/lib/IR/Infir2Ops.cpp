@@ -468,24 +468,7 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   return {};
 }
 
-/// The grads', moments' and updated tensors' types of an adamw_group: the
-/// parameters' types, written once.
-static ParseResult parseSameTypes(OpAsmParser &, ArrayRef<Type> params,
-                                  SmallVectorImpl<Type> &grads,
-                                  SmallVectorImpl<Type> &moments1,
-                                  SmallVectorImpl<Type> &moments2,
-                                  SmallVectorImpl<Type> &newParams,
-                                  SmallVectorImpl<Type> &newMoments1,
-                                  SmallVectorImpl<Type> &newMoments2) {
-  for (SmallVectorImpl<Type> *types :
-       {&grads, &moments1, &moments2, &newParams, &newMoments1, &newMoments2})
-    types->assign(params.begin(), params.end());
-  return success();
-}
-
-static void printSameTypes(OpAsmPrinter &, Operation *, TypeRange, TypeRange,
-                           TypeRange, TypeRange, TypeRange, TypeRange,
-                           TypeRange) {}
+#include "Infir2Directives.h"
 
 #define GET_OP_CLASSES
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.cpp.inc"

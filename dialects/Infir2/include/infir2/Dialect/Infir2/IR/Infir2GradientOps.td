@@ -143,16 +143,24 @@ def Infir2_AttentionGradOp : Infir2_Op<"attention_grad",
 }
 
 def Infir2_CrossEntropyGradOp : Infir2_Op<"cross_entropy_grad",
-    [Pure, AllTypesMatch<["logits", "logits_grad"]>]> {
+    [Pure, AllShapesMatch<["logits", "logits_grad"]>]> {
   let summary = "Computes the gradient of cross_entropy with respect to the logits.";
   let description = [{
     `logits_grad[t, i] = loss_grad · w_t / W · (softmax(logits[t])_i − [i == targets[t]])`
     with `w_t` and `W = Σ w_t` as in the forward op (0 for ignored tokens;
-    all zero when no token counts). The result has the type of `logits`.
+    all zero when no token counts). The result has the shape of `logits`
+    and, unless `-> type` says otherwise, its type; an `f32` or `bf16`
+    result of another element type is each element computed as for the
+    logits' type and rounded once to it, what `infir2.convert` of the
+    default result gives, without that tensor
+    (`--infir2-fold-conversions`: the LM head's FP32 logits get a BF16
+    gradient).
 
     ```mlir
     %dl = infir2.cross_entropy_grad %logits, %targets, %dloss mask %m
         : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<f32>, tensor<2x32xf32>
+    %db = infir2.cross_entropy_grad %logits, %targets, %dloss
+        : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<f32> -> tensor<2x32x256xbf16>
     ```
   }];
   let arguments = (ins Infir2_FloatTensor:$logits, Infir2_IdTensor:$targets,
@@ -163,6 +171,7 @@ def Infir2_CrossEntropyGradOp : Infir2_Op<"cross_entropy_grad",
   let assemblyFormat = [{
     $logits `,` $targets `,` $loss_grad (`mask` $loss_mask^)? attr-dict `:`
     type($logits) `,` type($targets) `,` type($loss_grad) (`,` type($loss_mask)^)?
+    `` custom<ResultTypeIfOther>(ref(type($logits)), type($logits_grad))
   }];
   let hasVerifier = 1;
 }
