@@ -22,8 +22,8 @@ using namespace infir2;
 
 namespace {
 
-/// convert(cross_entropy_grad) -> cross_entropy_grad of the converted type,
-/// where the conversion is the gradient's only reader.
+/// convert(cross_entropy_grad) of FP32 logits to bf16 -> cross_entropy_grad
+/// with a bf16 result, where the conversion is the gradient's only reader.
 struct FoldIntoCrossEntropyGrad : OpRewritePattern<ConvertOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvertOp convert,
@@ -31,9 +31,12 @@ struct FoldIntoCrossEntropyGrad : OpRewritePattern<ConvertOp> {
     auto grad = convert.getInput().getDefiningOp<CrossEntropyGradOp>();
     if (!grad || !grad->hasOneUse())
       return rewriter.notifyMatchFailure(convert, "not a gradient's only use");
-    Type to = cast<ShapedType>(convert.getType()).getElementType();
-    if (!isa<Float32Type, BFloat16Type>(to))
-      return rewriter.notifyMatchFailure(convert, "not to f32 or bf16");
+    // The runtimes compute the gradient in FP32: narrower logits' gradient
+    // is rounded to their type first, which the fold would drop.
+    Type from = cast<ShapedType>(grad.getLogits().getType()).getElementType(),
+         to = cast<ShapedType>(convert.getType()).getElementType();
+    if (!isa<Float32Type>(from) || !isa<BFloat16Type>(to))
+      return rewriter.notifyMatchFailure(convert, "not FP32 logits to bf16");
     rewriter.modifyOpInPlace(
         grad, [&] { grad.getLogitsGrad().setType(convert.getType()); });
     rewriter.replaceOp(convert, grad.getLogitsGrad());
@@ -46,7 +49,8 @@ struct FoldConversionsPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldIntoCrossEntropyGrad>(&getContext());
-    // Only this rewrite: no folding, no constants moved or merged.
+    // Only this rewrite: no folding, no constants moved or merged (ops
+    // already dead are still erased).
     GreedyRewriteConfig config;
     config.enableFolding(false).enableConstantCSE(false);
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);

@@ -73,11 +73,12 @@ def FoldConversionsPass
     : Pass<"infir2-fold-conversions", "mlir::ModuleOp"> {
   let summary = "Lets an op write, in place of a conversion of its result, the converted tensor itself.";
   let description = [{
-    `infir2.convert (infir2.cross_entropy_grad ...)` to `f32` or `bf16`,
-    where the conversion is the gradient's only reader, becomes the
-    gradient with the conversion's type: each element is computed as
-    before and rounded once, to the same bits, but the wider tensor never
-    exists. The LM head's FP32 logits thus get a BF16 gradient directly:
+    `infir2.convert (infir2.cross_entropy_grad ...)` of `f32` logits to
+    `bf16`, where the conversion is the gradient's only reader, becomes
+    the gradient with the conversion's type: each element is computed in
+    FP32 as before and rounded once, to the same bits, but the FP32 tensor
+    never exists. (Narrower logits' gradient is rounded to their type
+    first; a fold would drop that rounding, so it is left alone.) The LM head's FP32 logits thus get a BF16 gradient directly:
     at Qwen2.5-0.5B, 8 × 2048 tokens, the 9.3 GiB FP32 gradient and the
     copy to its 4.6 GiB BF16 form go. Anything else is left alone. Both
     recipes run this pass after `--infir2-fuse-accumulation`.

@@ -57,8 +57,7 @@ int32_t adamw(const Call &c) {
   float scale =
       clippedGradScale(c.operand(6).get(0), c.operand(7).get(0), c.attr(4));
   double b1 = c.attr(0), b2 = c.attr(1), eps = c.attr(2), wd = c.attr(3);
-  float c1 = float(1.0 - std::pow(b1, double(t))),
-        c2 = float(1.0 - std::pow(b2, double(t)));
+  float c1 = biasCorrection(b1, t), c2 = biasCorrection(b2, t);
   const float *P = reinterpret_cast<const float *>(p.ptr),
               *G = reinterpret_cast<const float *>(g.ptr),
               *M = reinterpret_cast<const float *>(m.ptr),
@@ -94,8 +93,7 @@ int32_t adamw_group(const Call &c) {
   float scale = clippedGradScale(c.operand(4 * n + 2).get(0),
                                  c.operand(4 * n + 3).get(0), c.attr(3));
   double b1 = c.attr(0), b2 = c.attr(1);
-  float c1 = float(1.0 - std::pow(b1, double(t))),
-        c2 = float(1.0 - std::pow(b2, double(t)));
+  float c1 = biasCorrection(b1, t), c2 = biasCorrection(b2, t);
   std::vector<int64_t> workingOf(size_t(n), -1);
   for (int64_t j = 0; j < k; ++j) {
     int64_t i = c.intAttr(6 + n + j);

@@ -111,8 +111,7 @@ __global__ void swigluGradKernel(View g, View u, View dy, View dg, View du) {
 /// An optimizer step's scalars, read and combined on the device (no host
 /// round trip): the learning rate, the step, the gradient scale and the
 /// global norm come from the state; the CPU backend's formulas give the
-/// same bits (Optimizer.h; the bias corrections through the device's
-/// double pow, within 2 ulps of the host's, then rounded to float).
+/// same bits (Optimizer.h).
 struct Scalars {
   const float *lr, *step, *gradScale, *norm;
 };
@@ -157,8 +156,8 @@ __global__ void adamwStepKernel(Scalars in, double b1, double b2, float eps,
                float(b2),
                eps,
                0.0f,
-               float(1.0 - pow(b1, double(t))),
-               float(1.0 - pow(b2, double(t)))};
+               infir2::rt::biasCorrection(b1, t),
+               infir2::rt::biasCorrection(b2, t)};
 }
 
 __global__ void sgdKernel(const float *p, const float *g, float *np, int64_t n,

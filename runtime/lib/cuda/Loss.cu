@@ -78,15 +78,15 @@ __device__ void forRow(const View &x, int64_t row, int64_t vocab, F f) {
 }
 
 /// out_i = f(i, x_i) over row `row`: four FP32 values per 16-byte load where
-/// x is FP32 and aligned, stored 16 bytes (FP32) or 8 bytes (BF16, each
-/// rounded once: the LM head's gradient) at a time.
+/// x is FP32 and aligned, stored 16 bytes (FP32) or as two BF16 pairs (each
+/// value rounded once: the LM head's gradient) at a time.
 template <typename F>
 __device__ void mapRow(const View &x, const View &out, int64_t row,
                        int64_t vocab, F f) {
   bool wide = out.dtype == INFIR2RT_F32, narrow = out.dtype == INFIR2RT_BF16;
   if (x.dtype == INFIR2RT_F32 && (wide || narrow) && vocab % 4 == 0 &&
       reinterpret_cast<uintptr_t>(x.ptr) % 16 == 0 &&
-      reinterpret_cast<uintptr_t>(out.ptr) % (wide ? 16 : 8) == 0) {
+      reinterpret_cast<uintptr_t>(out.ptr) % (wide ? 16 : 4) == 0) {
     const float4 *p = reinterpret_cast<const float4 *>(x.ptr) + row * vocab / 4;
 #pragma unroll 4
     for (int64_t k = threadIdx.x; k < vocab / 4; k += blockDim.x) {
@@ -96,11 +96,10 @@ __device__ void mapRow(const View &x, const View &out, int64_t row,
       if (wide) {
         reinterpret_cast<float4 *>(out.ptr)[row * vocab / 4 + k] = r;
       } else {
-        __nv_bfloat162 lo = __floats2bfloat162_rn(r.x, r.y),
-                       hi = __floats2bfloat162_rn(r.z, r.w);
-        uint2 packed = {*reinterpret_cast<uint32_t *>(&lo),
-                        *reinterpret_cast<uint32_t *>(&hi)};
-        reinterpret_cast<uint2 *>(out.ptr)[row * vocab / 4 + k] = packed;
+        __nv_bfloat162 *q =
+            reinterpret_cast<__nv_bfloat162 *>(out.ptr) + row * vocab / 2;
+        q[2 * k] = __floats2bfloat162_rn(r.x, r.y);
+        q[2 * k + 1] = __floats2bfloat162_rn(r.z, r.w);
       }
     }
     return;

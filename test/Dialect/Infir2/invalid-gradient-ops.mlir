@@ -64,10 +64,21 @@ func.func @cross_entropy_grad_targets(%l: tensor<2x4x8xf32>, %t: tensor<2x3xi32>
 
 // -----
 
-// Tests that cross_entropy_grad's result is the logits' type or f32 or bf16.
+// Tests that cross_entropy_grad's result is the logits' type, or bf16 for
+// f32 logits.
 func.func @cross_entropy_grad_f16(%l: tensor<2x4x8xf32>, %t: tensor<2x4xi32>, %dl: tensor<f32>) {
-  // expected-error @+1 {{expects 'logits_grad' of the logits' element type or of f32 or bf16, got 'f16'}}
+  // expected-error @+1 {{expects 'logits_grad' of the logits' element type, or bf16 for f32 logits, got 'f16' for 'f32' logits}}
   %0 = infir2.cross_entropy_grad %l, %t, %dl : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32> -> tensor<2x4x8xf16>
+  return
+}
+
+// -----
+
+// Tests that bf16 logits' gradient is not widened by the op (the runtimes
+// round it to bf16 first).
+func.func @cross_entropy_grad_widened(%l: tensor<2x4x8xbf16>, %t: tensor<2x4xi32>, %dl: tensor<f32>) {
+  // expected-error @+1 {{expects 'logits_grad' of the logits' element type, or bf16 for f32 logits, got 'f32' for 'bf16' logits}}
+  %0 = infir2.cross_entropy_grad %l, %t, %dl : tensor<2x4x8xbf16>, tensor<2x4xi32>, tensor<f32> -> tensor<2x4x8xf32>
   return
 }
 

@@ -140,23 +140,48 @@ TEST(CudaLoss, WideRowsMatchTheCpuBackend) {
                  infir2rt_cuda_cross_entropy);
   }
   // The gradient in FP32, and in BF16 as the LM head's is made
-  // (--infir2-fold-conversions; written 8 bytes at a time): FP32 values
-  // within 64 ulps, so each BF16 one within 1 BF16 ulp of the largest.
-  for (int64_t type : {INFIR2RT_F32, INFIR2RT_BF16}) {
+  // (--infir2-fold-conversions; written in BF16 pairs), on the same inputs:
+  // FP32 values within 64 ulps of the CPU's, so each BF16 one within 1 BF16
+  // ulp of the largest; and on the GPU each BF16 value is its FP32 one
+  // rounded, bit for bit.
+  auto gradCall = [&](int64_t type) {
+    Call c;
+    c.add({T, V}, INFIR2RT_F32);
+    c.add({T}, INFIR2RT_I32);
+    c.add({}, INFIR2RT_F32);
+    c.add({T, V}, type);
+    c.attrs({-100, 0});
+    return c;
+  };
+  Call wide = gradCall(INFIR2RT_F32), narrow = gradCall(INFIR2RT_BF16);
+  fill(wide, 0, INFIR2RT_F32, T, V, rng);
+  targetsOf(wide, 1);
+  float g = 0.37f;
+  std::memcpy(wide.u8(2), &g, 4);
+  for (int i = 0; i < 3; ++i)
+    std::memcpy(narrow.u8(i), wide.u8(i), size_t(wide.operands[i].second));
+  std::vector<std::vector<uint8_t>> gpu;
+  for (Call *c : {&wide, &narrow}) {
+    int64_t type = c == &wide ? INFIR2RT_F32 : INFIR2RT_BF16;
     SCOPED_TRACE(type == INFIR2RT_F32 ? "cross_entropy_grad"
                                       : "cross_entropy_grad into bf16");
-    Call c;
-    int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
-        dloss = c.add({}, INFIR2RT_F32), out = c.add({T, V}, type);
-    c.attrs({-100, 0});
-    fill(c, logits, INFIR2RT_F32, T, V, rng);
-    targetsOf(c, t);
-    float g = 0.37f;
-    std::memcpy(c.u8(dloss), &g, 4);
-    compareClose(c, out, type, T * V, type == INFIR2RT_F32 ? 64 : 1,
+    compareClose(*c, 3, type, T * V, type == INFIR2RT_F32 ? 64 : 1,
                  infir2rt_cross_entropy_grad, infir2rt_cuda_cross_entropy_grad,
                  /*normwise=*/true);
+    int32_t rc;
+    std::string error;
+    gpu.push_back(runOnGpu(*c, infir2rt_cuda_cross_entropy_grad, rc, error));
+    ASSERT_EQ(rc, 0) << error;
   }
+  int64_t differ = 0;
+  for (int64_t i = 0; i < T * V; ++i) {
+    float f;
+    uint16_t b;
+    std::memcpy(&f, gpu[0].data() + wide.operands[3].first + 4 * i, 4);
+    std::memcpy(&b, gpu[1].data() + narrow.operands[3].first + 2 * i, 2);
+    differ += b != infir2::rt::floatToBF16(f);
+  }
+  EXPECT_EQ(differ, 0) << "BF16 values that are not the FP32 ones rounded";
 }
 
 // A target outside the vocabulary: refused with the CPU backend's status

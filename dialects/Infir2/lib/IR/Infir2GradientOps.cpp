@@ -80,10 +80,10 @@ LogicalResult CrossEntropyGradOp::verify() {
     return failure();
   Type logits = cast<ShapedType>(getLogits().getType()).getElementType(),
        grad = cast<ShapedType>(getLogitsGrad().getType()).getElementType();
-  if (grad != logits && !isa<Float32Type, BFloat16Type>(grad))
+  if (grad != logits && !(isa<Float32Type>(logits) && isa<BFloat16Type>(grad)))
     return emitOpError() << "expects 'logits_grad' of the logits' element "
-                            "type or of f32 or bf16, got "
-                         << grad;
+                            "type, or bf16 for f32 logits, got "
+                         << grad << " for " << logits << " logits";
   return success();
 }
 

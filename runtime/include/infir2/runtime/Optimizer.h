@@ -15,6 +15,9 @@
 
 #include "infir2/runtime/HostDevice.h"
 
+#include <cmath>
+#include <cstdint>
+
 namespace infir2::rt {
 
 /// grad_scale times the global-norm clipping coefficient (PyTorch's
@@ -26,6 +29,23 @@ INFIR2_HD float clippedGradScale(float gradScale, float norm,
     return gradScale;
   double c = maxGradNorm / (double(norm) + 1e-6);
   return gradScale * float(c < 1.0 ? c : 1.0);
+}
+
+/// AdamW's bias correction 1 - beta^t. For a whole step t (every step a
+/// trainer takes) the power is repeated squaring in double, products only,
+/// each correctly rounded: the same bits on the CPU and the GPU, whose
+/// `pow`s may differ in the last place. Other t go through pow.
+INFIR2_HD float biasCorrection(double beta, float t) {
+  if (t >= 1.0f && t <= 2147483647.0f && t == floorf(t)) {
+    double power = 1.0, base = beta;
+    for (uint32_t n = uint32_t(t); n != 0; n >>= 1) {
+      if (n & 1u)
+        power *= base;
+      base *= base;
+    }
+    return float(1.0 - power);
+  }
+  return float(1.0 - pow(beta, double(t)));
 }
 
 } // namespace infir2::rt

@@ -149,12 +149,10 @@ def Infir2_CrossEntropyGradOp : Infir2_Op<"cross_entropy_grad",
     `logits_grad[t, i] = loss_grad · w_t / W · (softmax(logits[t])_i − [i == targets[t]])`
     with `w_t` and `W = Σ w_t` as in the forward op (0 for ignored tokens;
     all zero when no token counts). The result has the shape of `logits`
-    and, unless `-> type` says otherwise, its type; an `f32` or `bf16`
-    result of another element type is each element computed as for the
-    logits' type and rounded once to it, what `infir2.convert` of the
-    default result gives, without that tensor
-    (`--infir2-fold-conversions`: the LM head's FP32 logits get a BF16
-    gradient).
+    and, unless `-> type` says otherwise, its type; for `f32` logits it may
+    be `bf16`: each element computed in FP32 and rounded once, what
+    `infir2.convert` of the default result gives, without that tensor
+    (`--infir2-fold-conversions`: the LM head's gradient).
 
     ```mlir
     %dl = infir2.cross_entropy_grad %logits, %targets, %dloss mask %m
