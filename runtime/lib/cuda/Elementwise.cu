@@ -160,13 +160,18 @@ __global__ void adamwStepKernel(Scalars in, double b1, double b2, float eps,
                infir2::rt::biasCorrection(b2, t)};
 }
 
+/// SGD; each block's first thread combines the scalars once for it.
 __global__ void sgdKernel(const float *p, const float *g, float *np, int64_t n,
                           Scalars in, double maxNorm, float wd) {
+  __shared__ float lr, scale;
+  if (threadIdx.x == 0) {
+    lr = *in.lr;
+    scale = infir2::rt::clippedGradScale(*in.gradScale, *in.norm, maxNorm);
+  }
+  __syncthreads();
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n)
-    np[i] = infir2::rt::sgdOf(
-        *in.lr, infir2::rt::clippedGradScale(*in.gradScale, *in.norm, maxNorm),
-        wd, p[i], g[i]);
+    np[i] = infir2::rt::sgdOf(lr, scale, wd, p[i], g[i]);
 }
 
 /// AdamW on n elements with the device's step (and weight decay wd), and

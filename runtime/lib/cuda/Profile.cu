@@ -43,6 +43,13 @@ struct EventProfile {
     return e;
   }
 
+  /// Gives a stream's marks' events back to the pool.
+  void release(std::vector<Mark> &m) {
+    for (const Mark &k : m)
+      pool.push_back(k.event);
+    m.clear();
+  }
+
   void record(cudaStream_t s, int32_t entry) {
     if (cudaEvent_t e = take()) {
       if (cudaEventRecord(e, s) == cudaSuccess)
@@ -116,9 +123,7 @@ void accountMarks(cudaStream_t stream) {
       ++p.calls[m[i].entry];
     }
   }
-  for (const Mark &k : m)
-    p.pool.push_back(k.event);
-  m.clear();
+  p.release(m);
 }
 
 void forgetMarks(cudaStream_t stream) {
@@ -127,8 +132,7 @@ void forgetMarks(cudaStream_t stream) {
   auto it = p.marks.find(stream);
   if (it == p.marks.end())
     return;
-  for (const Mark &k : it->second)
-    p.pool.push_back(k.event);
+  p.release(it->second);
   p.marks.erase(it);
 }
 
