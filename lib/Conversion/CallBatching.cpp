@@ -10,6 +10,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace infir2;
 
@@ -24,19 +26,22 @@ bool overlap(rtir::BufferAttr a, rtir::BufferAttr b) {
   return a.getOffset() < bEnd && b.getOffset() < aEnd;
 }
 
-/// Groups of `size` operands, the first `inputs` of each read and the others
-/// written (quantize_dual: input, then data, scale, data_t, scale_t; rope:
-/// input and positions, then out): none of `next`'s inputs may overlap
-/// `batch`'s outputs (the runtime runs the groups in order), and unless
-/// `inOrder`, nor the reverse, so that the groups may run in any order.
+/// Groups of `size` operands, those at the positions `written` says are
+/// written and the others read (quantize_dual: input, then data, scale,
+/// data_t, scale_t; rope: input and positions, then out; reduce_sum: input,
+/// out, then acc): none of `next`'s inputs may overlap `batch`'s outputs
+/// (the runtime runs the groups in order), and unless `inOrder`, nor the
+/// reverse, so that the groups may run in any order.
 bool independentGroups(const LoweredCall &batch, const LoweredCall &next,
-                       size_t size, size_t inputs, bool inOrder) {
+                       size_t size, llvm::function_ref<bool(size_t)> written,
+                       bool inOrder) {
   auto crosses = [&](const LoweredCall &in, const LoweredCall &out) {
     for (size_t i = 0; i < in.buffers.size(); i += size)
-      for (size_t r = 0; r < inputs; ++r)
+      for (size_t r = 0; r < size; ++r)
         for (size_t o = 0; o < out.buffers.size(); o += size)
-          for (size_t k = inputs; k < size; ++k)
-            if (overlap(in.buffers[i + r], out.buffers[o + k]))
+          for (size_t k = 0; k < size; ++k)
+            if (!written(r) && written(k) &&
+                overlap(in.buffers[i + r], out.buffers[o + k]))
               return true;
     return false;
   };
@@ -58,15 +63,23 @@ bool absorb(LoweredCall &batch, const LoweredCall &next) {
   if (batch.entry != next.entry || batch.attrs != next.attrs)
     return false;
   // Entries whose operands repeat in groups (ABI.def's GROUPS_OF): the
-  // group size, how many of a group's operands are inputs, and whether the
+  // group size, which of a group's operands are written, and whether the
   // runtime runs the groups in order (rope; a later group may then write
   // what an earlier one read, as a layer's two gradients' buffers do).
-  auto [size, inputs] = batch.entry == "quantize_dual" ? std::pair(5u, 1u)
-                        : batch.entry == "rope"        ? std::pair(3u, 2u)
-                                                       : std::pair(0u, 0u);
-  if (size && batch.buffers.size() % size == 0 &&
-      next.buffers.size() == size &&
-      independentGroups(batch, next, size, inputs, batch.entry == "rope")) {
+  size_t size = 0;
+  std::function<bool(size_t)> written;
+  if (batch.entry == "quantize_dual") {
+    size = 5;
+    written = [](size_t k) { return k >= 1; };
+  } else if (batch.entry == "rope") {
+    size = 3;
+    written = [](size_t k) { return k >= 2; };
+  } else if (batch.entry == "reduce_sum") {
+    size = batch.attrs[0] != 0.0 ? 3 : 2; // (input, out[, acc])
+    written = [](size_t k) { return k == 1; };
+  }
+  if (size && batch.buffers.size() % size == 0 && next.buffers.size() == size &&
+      independentGroups(batch, next, size, written, batch.entry == "rope")) {
     batch.buffers.append(next.buffers);
     return true;
   }

@@ -34,6 +34,9 @@ struct LoweredCall {
 /// - `rope` with the same attributes, where no call reads what an earlier
 ///   one writes (the runtime runs the groups in order): a layer's q and k
 ///   (and their gradients) rotate in one call;
+/// - `reduce_sum` with the same attributes (all with an accumulator or none),
+///   where no call's input or accumulator overlaps another's result: a
+///   layer's q, k and v bias gradients become one call;
 /// - `all_reduce` whose every sum is in place (the planner gave each result
 ///   its operand's slot): the buckets the data-parallel pass made become
 ///   one call, which reduces each contiguous run of slots where it lies.

@@ -233,6 +233,14 @@ FailureOr<std::optional<CallSpec>> callFor(Operation *op) {
     }
     c.attrs.push_back(acc ? 1.0 : 0.0);
   }
+  // A norm gradient's residual (operand 3) goes last, and its flag.
+  if (auto norm = dyn_cast<RMSNormGradOp>(op)) {
+    if (Value residual = norm.getResidual()) {
+      c.operands.erase(c.operands.begin() + 3);
+      c.operands.push_back(residual);
+    }
+    c.attrs.push_back(norm.getResidual() ? 1.0 : 0.0);
+  }
   if (c.entry.empty())
     return std::optional<CallSpec>();
   return std::optional<CallSpec>(std::move(c));

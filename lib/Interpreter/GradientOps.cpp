@@ -31,8 +31,10 @@ LogicalResult Interpreter::rmsNormGrad(RMSNormGradOp op) {
                &dy = get(op.getResultGrad());
   int64_t d = x.shape.back(), rows = x.getNumElements() / d;
   double eps = op.getEpsilon().convertToDouble();
-  // With an accumulator, the weight's gradient adds into it.
-  Tensor dx(x.shape), dw = op.getAcc() ? get(op.getAcc()) : Tensor(w.shape);
+  // With an accumulator, the weight's gradient adds into it; with a
+  // residual, the input's gradient.
+  Tensor dx = op.getResidual() ? get(op.getResidual()) : Tensor(x.shape),
+         dw = op.getAcc() ? get(op.getAcc()) : Tensor(w.shape);
   for (int64_t r = 0; r < rows; ++r) {
     const double *xr = x.data.data() + r * d, *gr = dy.data.data() + r * d;
     double ss = 0.0, dot = 0.0;
@@ -43,7 +45,7 @@ LogicalResult Interpreter::rmsNormGrad(RMSNormGradOp op) {
     double inv = 1.0 / std::sqrt(ss / d + eps);
     for (int64_t i = 0; i < d; ++i) {
       dw.data[i] += gr[i] * xr[i] * inv;
-      dx.data[r * d + i] =
+      dx.data[r * d + i] +=
           inv * w.data[i] * gr[i] - inv * inv * inv / d * xr[i] * dot;
     }
   }

@@ -102,6 +102,8 @@ static void addFP8Recipe(OpPassManager &pm,
   pm.addPass(createFuseAccumulationPass());
   if (options.foldConversions)
     pm.addPass(createFoldConversionsPass());
+  if (options.groupCalls)
+    pm.addPass(createGroupCallsPass());
   if (options.fuseOptimizer)
     pm.addPass(createFuseOptimizerPass());
   // FP8 weights quantized by the optimizer step, read by every micro-batch.
@@ -117,6 +119,8 @@ static void addBF16Recipe(OpPassManager &pm,
   pm.addPass(createFuseAccumulationPass());
   if (options.foldConversions)
     pm.addPass(createFoldConversionsPass());
+  if (options.groupCalls)
+    pm.addPass(createGroupCallsPass());
   if (options.fuseOptimizer)
     pm.addPass(createFuseOptimizerPass());
 }

@@ -161,6 +161,14 @@ struct SplitSumIntoAccumulator : OpRewritePattern<AddOp> {
   }
 };
 
+/// Whether `x` is available where `op` runs: made before it in its block,
+/// or an argument of that block.
+bool madeBefore(Value x, Operation *op) {
+  if (Operation *def = x.getDefiningOp())
+    return def->getBlock() == op->getBlock() && def->isBeforeInBlock(op);
+  return cast<BlockArgument>(x).getOwner() == op->getBlock();
+}
+
 /// add(x, gemm) -> gemm acc(x), for a GEMM (GemmOpInterface and
 /// AccumulatingOpInterface) without an accumulator, read by that add alone,
 /// of the add's type (no broadcast; f32 or bf16), and `x` made before it: a
@@ -186,13 +194,38 @@ struct AddIntoProduct : OpRewritePattern<AddOp> {
           accumulating.getAccumulator() ||
           accumulating.getAccumulatedResult() != result)
         continue;
-      Operation *def = x.getDefiningOp();
-      if (def ? def->getBlock() != gemm->getBlock() ||
-                    !def->isBeforeInBlock(gemm)
-              : cast<BlockArgument>(x).getOwner() != gemm->getBlock())
+      if (!madeBefore(x, gemm))
         continue;
       rewriter.setInsertionPoint(gemm);
       foldIntoProducer(rewriter, add, result, result, x);
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// add(x, rms_norm_grad's input_grad) -> rms_norm_grad residual(x), for a
+/// gradient read by that add alone and `x` of its type made before the
+/// norm's gradient: the residual stream's gradient and the norm's summed
+/// in FP32 and rounded once, in the norm gradient's call.
+struct AddIntoNormGradient : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned side : {0u, 1u}) {
+      Value g = add->getOperand(side), x = add->getOperand(1 - side);
+      auto norm = g.getDefiningOp<RMSNormGradOp>();
+      if (!norm || g != norm.getInputGrad() || norm.getResidual() || g == x ||
+          !g.hasOneUse() || x.getType() != add.getType() ||
+          g.getType() != add.getType() || !madeBefore(x, norm))
+        continue;
+      rewriter.setInsertionPoint(norm);
+      auto fused = RMSNormGradOp::create(
+          rewriter, norm.getLoc(), norm.getInput(), norm.getWeight(),
+          norm.getResultGrad(), norm.getEpsilonAttr(), x, norm.getAcc());
+      rewriter.replaceOp(add, fused.getInputGrad());
+      rewriter.replaceOp(norm, fused->getResults());
       return success();
     }
     return failure();
@@ -203,8 +236,8 @@ struct FuseAccumulationPass
     : public infir2::impl::FuseAccumulationPassBase<FuseAccumulationPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<AddIntoAccumulator, SplitSumIntoAccumulator, AddIntoProduct>(
-        &getContext());
+    patterns.add<AddIntoAccumulator, SplitSumIntoAccumulator, AddIntoProduct,
+                 AddIntoNormGradient>(&getContext());
     // Only this rewrite: no folding, no constants moved or merged, so the
     // rest of the step reads as the recipe left it.
     GreedyRewriteConfig config;

@@ -212,9 +212,9 @@ MemoryCategory Planner::categoryOf(Value v, int64_t def, int64_t last, int64_t l
 /// Whether `op` reads element i of `operand` before it writes element i of
 /// `result`, so that the two may share a buffer: the optimizer updates
 /// (every operand and result of one shape), add / mul with an operand of
-/// the result's shape (not the broadcast one), and a GEMM's accumulator
-/// (each result element is its own accumulator element plus a product of
-/// other operands).
+/// the result's shape (not the broadcast one), a norm gradient's residual,
+/// and a GEMM's accumulator (each result element is its own accumulator
+/// element plus a product of other operands).
 static bool readsBeforeWriting(Operation *op, Value operand, Value result) {
   if (isa<AdamWOp, SGDOp>(op))
     return true;
@@ -240,6 +240,10 @@ static bool readsBeforeWriting(Operation *op, Value operand, Value result) {
   }
   if (isa<AddOp, MulOp>(op))
     return operand.getType() == result.getType();
+  // A norm's gradient adds into its residual (read nowhere else).
+  if (auto norm = dyn_cast<RMSNormGradOp>(op);
+      norm && operand == norm.getResidual() && result == norm.getInputGrad())
+    return llvm::count(op->getOperands(), operand) == 1;
   return addsInPlace(op, operand, result);
 }
 
@@ -316,15 +320,23 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
     return v;
   };
 
-  // Liveness: the last schedule position reading each root buffer.
+  // Liveness: the last schedule position reading each root buffer. Ops
+  // the lowering runs as one call read their operands until the call's
+  // last op.
   int64_t end = fp.schedule.size();
+  SmallVector<int64_t> callEnd(end);
+  for (int64_t i = end - 1; i >= 0; --i)
+    callEnd[i] =
+        i + 1 < end && runsAsOneCall(fp.schedule[i], fp.schedule[i + 1])
+            ? callEnd[i + 1]
+            : i;
   DenseMap<Value, int64_t> defAt, lastUse;
   int64_t lossAt = end;
   for (auto [i, op] : llvm::enumerate(fp.schedule)) {
     if (isa<CrossEntropyOp>(op) && lossAt == end)
       lossAt = i;
     for (Value v : op->getOperands())
-      lastUse[root(v)] = i;
+      lastUse[root(v)] = callEnd[i];
     for (Value r : op->getResults())
       if (root(r) == r) {
         defAt[r] = i;

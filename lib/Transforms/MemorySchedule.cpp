@@ -25,6 +25,20 @@ bool infir2::addsInPlace(Operation *op, Value operand, Value result) {
          llvm::count(op->getOperands(), operand) == 1;
 }
 
+bool infir2::runsAsOneCall(Operation *op, Operation *next) {
+  if (op->getName() != next->getName() ||
+      op->getPropertiesAsAttribute() != next->getPropertiesAsAttribute())
+    return false;
+  if (auto q = dyn_cast<fp8::QuantizeDualOp>(op))
+    return cast<ShapedType>(q.getInput().getType()).getRank() ==
+           cast<ShapedType>(
+               cast<fp8::QuantizeDualOp>(next).getInput().getType())
+               .getRank();
+  if (auto sum = dyn_cast<ReduceSumOp>(op))
+    return !sum.getAcc() == !cast<ReduceSumOp>(next).getAcc();
+  return false;
+}
+
 /// Appends `op` to the schedule, with fused bodies inlined.
 static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
                        DenseMap<Value, Value> &alias) {

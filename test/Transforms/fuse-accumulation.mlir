@@ -220,3 +220,37 @@ func.func @bf16_sums_left_alone(%x: tensor<8x16xbf16>, %w: tensor<16x16xbf16>, %
   %a4 = infir2.add %x16, %g4 : tensor<8x16xf16>, tensor<8x16xf16>
   return %a1, %a2, %a3, %a4 : tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xf16>
 }
+
+// -----
+
+// Tests the residual stream's gradient meeting a norm's input gradient: the
+// norm's gradient adds it as it writes (with its weight gradient's
+// accumulator kept), rounded once; the add is gone.
+// CHECK-LABEL: func.func @norm_residual
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8x16xbf16>, %[[W:[^:]+]]: tensor<16xbf16>, %[[DY:[^:]+]]: tensor<4x8x16xbf16>, %[[G:[^:]+]]: tensor<4x8x16xbf16>, %[[ACC:[^:]+]]: tensor<16xf32>)
+// CHECK-NEXT: %[[DX:.+]], %[[DW:.+]] = infir2.rms_norm_grad %[[X]], %[[W]], %[[DY]] residual(%[[G]] : tensor<4x8x16xbf16>) acc(%[[ACC]] : tensor<16xf32>) {epsilon = {{.+}}} : tensor<4x8x16xbf16>, tensor<16xbf16>
+// CHECK-NEXT: return %[[DX]], %[[DW]]
+func.func @norm_residual(%x: tensor<4x8x16xbf16>, %w: tensor<16xbf16>, %dy: tensor<4x8x16xbf16>, %g: tensor<4x8x16xbf16>, %acc: tensor<16xf32>) -> (tensor<4x8x16xbf16>, tensor<16xf32>) {
+  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy acc(%acc : tensor<16xf32>) {epsilon = 1.0e-06 : f64} : tensor<4x8x16xbf16>, tensor<16xbf16>
+  %s = infir2.add %dx, %g : tensor<4x8x16xbf16>, tensor<4x8x16xbf16>
+  return %s, %dw : tensor<4x8x16xbf16>, tensor<16xf32>
+}
+
+// -----
+
+// Tests the norm gradients' sums left alone: a residual made after the
+// norm's gradient, an input gradient read elsewhere too, and a broadcast.
+// CHECK-LABEL: func.func @norm_residual_left_alone
+// CHECK-NOT: residual(
+// CHECK-COUNT-3: infir2.add
+// CHECK-NOT: residual(
+func.func @norm_residual_left_alone(%x: tensor<4x16xbf16>, %w: tensor<16xbf16>, %dy: tensor<4x16xbf16>, %b: tensor<16xbf16>) -> (tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xbf16>) {
+  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-06 : f64} : tensor<4x16xbf16>, tensor<16xbf16>
+  %late = infir2.silu %dy : tensor<4x16xbf16>
+  %s = infir2.add %late, %dx : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %dx2, %dw2 = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-06 : f64} : tensor<4x16xbf16>, tensor<16xbf16>
+  %s2 = infir2.add %dy, %dx2 : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %dx3, %dw3 = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-06 : f64} : tensor<4x16xbf16>, tensor<16xbf16>
+  %s3 = infir2.add %dx3, %b : tensor<4x16xbf16>, tensor<16xbf16>
+  return %s, %s2, %dx2, %s3 : tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xbf16>
+}

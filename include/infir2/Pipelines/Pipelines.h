@@ -105,6 +105,12 @@ struct TrainingStepOptions : public OptimizerOptionsBase<Derived> {
                      "head's gradient in BF16; numerics unchanged; off: "
                      "the FP32 gradient and a conversion)"),
       llvm::cl::init(true)};
+  Option<bool> groupCalls{
+      *this, "group-calls",
+      llvm::cl::desc("Move quantizations and bias sums the runtime runs as "
+                     "one call next to each other (numerics unchanged; off: "
+                     "autodiff's order)"),
+      llvm::cl::init(true)};
 };
 
 /// The FP8 recipe's policy.

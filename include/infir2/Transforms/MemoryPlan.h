@@ -97,6 +97,14 @@ struct ModelPlan {
 /// unless the accumulator is also one of the factors, read whole.
 bool addsInPlace(mlir::Operation *op, mlir::Value operand, mlir::Value result);
 
+/// Whether the lowering runs `op` and `next`, consecutive ops, as one
+/// runtime call of two groups (CallBatching): two fp8.quantize_duals of one
+/// format, scale rule, granularity and input rank, or two
+/// infir2.reduce_sums both with or both without an accumulator. The
+/// planner keeps such a run's operands live until its last op, so that no
+/// group writes where another reads; --infir2-group-calls makes the runs.
+bool runsAsOneCall(mlir::Operation *op, mlir::Operation *next);
+
 /// The ops of `block` in execution order, with fp8.fused bodies inlined;
 /// `alias` maps each fused result and each reshape (a view) to the value
 /// whose buffer it shares.

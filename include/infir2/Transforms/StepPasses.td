@@ -46,7 +46,10 @@ def FuseAccumulationPass
     tensor of its type, `add %x, (gemm ...)` (a residual, a sum of two
     gradients; f32 or bf16, no broadcast), becomes `gemm ... acc(%x)` when
     `%x` is made before the GEMM: the sum is rounded once, in the GEMM's
-    call (cuBLASLt's C with beta = 1). Anything else is left alone. Both
+    call (cuBLASLt's C with beta = 1). In the same way a norm's input
+    gradient read only by such an add, `add %x, (rms_norm_grad ...)#0` (the
+    residual stream's gradient meeting the norm's), becomes
+    `rms_norm_grad ... residual(%x)`. Anything else is left alone. Both
     recipes end with this pass.
 
     ```mlir
@@ -93,6 +96,29 @@ def FoldConversionsPass
     ```mlir
     %b = infir2.cross_entropy_grad %logits, %t, %dl : tensor<4x128x256xf32>, tensor<4x128xi32>, tensor<f32> -> tensor<4x128x256xbf16>
     ```
+  }];
+}
+
+def GroupCallsPass : Pass<"infir2-group-calls", "mlir::ModuleOp"> {
+  let summary = "Moves ops the runtime runs as one call next to each other.";
+  let description = [{
+    The lowering to runtime calls merges consecutive calls that the runtime
+    runs as one (`fp8.quantize_dual`s of one format, scale rule,
+    granularity and rank; `infir2.reduce_sum`s, all with an accumulator or
+    all without). Autodiff emits a layer's q, k and v gradients (and its
+    gate and up gradients) one after the other, each quantization or bias
+    sum followed by its GEMMs, so none are consecutive. This pass moves each
+    such op of a function's body up to just after the nearest earlier op of
+    its kind when everything it reads is made before that op: the ops are
+    pure, so the values are the same, and the lowering then makes one call
+    of them. At Qwen2.5-0.5B (fp8) a layer's backward pass makes 3
+    quantizations and 1 bias sum instead of 6 and 3.
+
+    The moved op's results live from the earlier point on: the memory plan
+    counts them (a layer's q, k and v gradients in FP8, a few MB at 8 × 2048
+    tokens). An op whose operands are not all made yet stays where it is
+    and starts the next group; ops in nested regions (`fp8.fused`) are left
+    alone.
   }];
 }
 

@@ -192,6 +192,17 @@ int32_t rms_norm_grad(const Call &c) {
   std::vector<double> dwAcc; // from the accumulator, when there is one
   if (int32_t rc = startSums(c, 1, 5, dw, dwAcc))
     return rc;
+  // The residual added into dx (it may be dx itself: each element is read
+  // before it is written).
+  Buffer bres;
+  const float *R = nullptr;
+  if (c.attr(2) != 0.0) {
+    Operand res = c.operand(c.attr(1) != 0.0 ? 6 : 5);
+    if (res.dtype != dx.dtype || res.numel != dx.numel)
+      return c.fail("%s", "a residual adds into an input gradient of its "
+                          "type and size");
+    R = res.floats(bres);
+  }
 #pragma omp parallel
   {
     std::vector<double> local(d, 0.0);
@@ -206,7 +217,8 @@ int32_t rms_norm_grad(const Call &c) {
       float inv = 1.0f / std::sqrt(ss / d + eps);
       for (int64_t i = 0; i < d; ++i) {
         local[i] += double(gr[i] * xr[i] * inv);
-        DX[r * d + i] = inv * W[i] * gr[i] - inv * inv * inv / d * xr[i] * dot;
+        float g = inv * W[i] * gr[i] - inv * inv * inv / d * xr[i] * dot;
+        DX[r * d + i] = R ? R[r * d + i] + g : g;
       }
     }
 #pragma omp critical

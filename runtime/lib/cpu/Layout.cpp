@@ -205,19 +205,35 @@ int32_t cache_write(const Call &c) {
   return 0;
 }
 
-int32_t reduce_sum(const Call &c) {
-  Operand x = c.operand(0), out = c.operand(1);
+/// One group of reduce_sum: operands `at` (input), `at + 1` (out) and,
+/// with an accumulator, `at + 2`.
+static int32_t reduceSumGroup(const Call &c, int64_t at) {
+  Operand x = c.operand(at), out = c.operand(at + 1);
   Buffer bx;
   const float *X = x.floats(bx);
   int64_t n = out.numel, rows = x.numel / n;
   std::vector<double> acc; // from the accumulator, when there is one
-  if (int32_t rc = startSums(c, 0, 2, out, acc))
+  if (int32_t rc = startSums(c, 0, at + 2, out, acc))
     return rc;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i)
       acc[i] += X[r * n + i];
   for (int64_t i = 0; i < n; ++i)
     out.set(i, float(acc[i]));
+  return 0;
+}
+
+int32_t reduce_sum(const Call &c) {
+  // Groups of (input, out[, acc]), each independent of the others; every
+  // accumulator is checked before anything is written.
+  int64_t size = c.attr(0) != 0.0 ? 3 : 2;
+  if (size == 3)
+    for (int64_t g = 0; g < c.numOperands(); g += size)
+      if (int32_t rc = checkAccumulator(c, c.operand(g + 2), c.operand(g + 1)))
+        return rc;
+  for (int64_t g = 0; g < c.numOperands(); g += size)
+    if (int32_t rc = reduceSumGroup(c, g))
+      return rc;
   return 0;
 }
 

@@ -234,9 +234,12 @@ __global__ void crossEntropyGradKernel(View logits, const int32_t *targets,
   });
 }
 
-/// dx of each row; each row's 1/rms into `inverse` for dw.
-__global__ void rmsNormGradKernel(View x, View wt, View dy, View dx,
-                                  float *inverse, int64_t d, float eps) {
+/// dx of each row, plus `residual`'s element when it has any (it may be dx:
+/// each element is read before it is written); each row's 1/rms into
+/// `inverse` for dw.
+__global__ void rmsNormGradKernel(View x, View wt, View dy, View residual,
+                                  View dx, float *inverse, int64_t d,
+                                  float eps) {
   __shared__ float shared[kThreads];
   int64_t row = blockIdx.x;
   float ss = 0.0f, dot = 0.0f;
@@ -252,8 +255,8 @@ __global__ void rmsNormGradKernel(View x, View wt, View dy, View dx,
     inverse[row] = inv;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     float xi = x.get(row * d + i), gi = dy.get(row * d + i);
-    dx.set(row * d + i,
-           inv * wt.get(i) * gi - inv * inv * inv / float(d) * xi * dot);
+    float g = inv * wt.get(i) * gi - inv * inv * inv / float(d) * xi * dot;
+    dx.set(row * d + i, residual.numel ? residual.get(row * d + i) + g : g);
   }
 }
 
@@ -341,6 +344,15 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
   if (int32_t rc =
           infir2::rt::gradientAccumulator(ctx, desc, 1, 5, dwOut, where, &acc))
     return rc;
+  View residual{};
+  if (descAttr(desc, 2) != 0.0) {
+    Operand r = descOperand(ctx, desc, acc ? 6 : 5);
+    if (r.dtype != dx.dtype || r.numel != dx.numel)
+      return infir2::rt::setCallError(ctx, where, "%s",
+                                      "a residual adds into an input gradient "
+                                      "of its type and size");
+    residual = viewOf(r);
+  }
   // dw sums over the rows without atomics (Reduce.cuh).
   double *partial = nullptr;
   float *inverse = nullptr;
@@ -352,7 +364,7 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
       where);
   rmsNormGradKernel<<<unsigned(rows), kThreads, 0,
                       infir2::rt::cuda::streamOf(ctx)>>>(
-      viewOf(x), viewOf(w), viewOf(dy), viewOf(dx), inverse, d,
+      viewOf(x), viewOf(w), viewOf(dy), residual, viewOf(dx), inverse, d,
       float(descAttr(desc, 0)));
   infir2::rt::cuda::sumColumns(
       ctx, NormWeightTerm{viewOf(x), viewOf(dy), inverse, d}, rows, d, partial,

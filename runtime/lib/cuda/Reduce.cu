@@ -93,24 +93,32 @@ __global__ void normKernel(const double *partial, int64_t count, double *total,
 extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
                                             const int64_t *desc,
                                             const char *where) {
-  Operand x = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
-  int64_t rows = x.numel / out.numel;
+  // Groups of (input, out[, acc]), each independent of the others: every
+  // accumulator (FP32, out's type; possibly out itself, its values start
+  // each column's sum) is checked before anything is launched, and the
+  // groups share one workspace, in stream order.
+  int64_t size = descAttr(desc, 0) != 0.0 ? 3 : 2, n = desc[0], bytes = 0;
+  for (int64_t g = 0; g < n; g += size) {
+    Operand x = descOperand(ctx, desc, g), out = descOperand(ctx, desc, g + 1);
+    const uint8_t *acc = nullptr;
+    if (int32_t rc = infir2::rt::gradientAccumulator(ctx, desc, 0, g + 2, out,
+                                                     where, &acc))
+      return rc;
+    bytes = std::max(bytes, infir2::rt::cuda::columnPartialBytes(
+                                x.numel / out.numel, out.numel));
+  }
   double *partial = nullptr;
-  INFIR2_CUDA_CHECK(
-      ctx,
-      infir2::rt::cuda::takeWorkspace(
-          {{&partial,
-            infir2::rt::cuda::columnPartialBytes(rows, out.numel)}}),
-      where);
-  // With an accumulator (FP32, out's type; possibly out itself), its
-  // values start each column's sum.
-  const uint8_t *acc = nullptr;
-  if (int32_t rc =
-          infir2::rt::gradientAccumulator(ctx, desc, 0, 2, out, where, &acc))
-    return rc;
-  infir2::rt::cuda::sumColumns(ctx, Element{viewOf(x), out.numel}, rows,
-                               out.numel, partial, viewOf(out),
-                               reinterpret_cast<const float *>(acc));
+  INFIR2_CUDA_CHECK(ctx, infir2::rt::cuda::takeWorkspace({{&partial, bytes}}),
+                    where);
+  for (int64_t g = 0; g < n; g += size) {
+    Operand x = descOperand(ctx, desc, g), out = descOperand(ctx, desc, g + 1);
+    const uint8_t *acc = nullptr;
+    (void)infir2::rt::gradientAccumulator(ctx, desc, 0, g + 2, out, where,
+                                          &acc);
+    infir2::rt::cuda::sumColumns(
+        ctx, Element{viewOf(x), out.numel}, x.numel / out.numel, out.numel,
+        partial, viewOf(out), reinterpret_cast<const float *>(acc));
+  }
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 

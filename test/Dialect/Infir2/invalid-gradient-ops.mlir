@@ -125,7 +125,16 @@ func.func @embedding_grad_acc_f32(%ids: tensor<4xi32>, %dy: tensor<4x8xbf16>, %a
 // accumulator.
 func.func @rms_norm_grad_weight_type(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %dy: tensor<4x8xbf16>) {
   // expected-error @+1 {{expects the type of 'weight_grad' to be the type of 'weight' ('tensor<8xbf16>'), got 'tensor<8xf32>'}}
-  %dx, %dw = "infir2.rms_norm_grad"(%x, %w, %dy) {epsilon = 1.0e-06 : f64} : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>)
+  %dx, %dw = "infir2.rms_norm_grad"(%x, %w, %dy) <{epsilon = 1.0e-06 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that a norm's residual has the input's type.
+func.func @rms_norm_grad_residual_type(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %dy: tensor<4x8xbf16>, %r: tensor<4x8xf32>) {
+  // expected-error @+1 {{expects the type of 'residual' to be the type of 'input' ('tensor<4x8xbf16>'), got 'tensor<4x8xf32>'}}
+  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy residual(%r : tensor<4x8xf32>) {epsilon = 1.0e-06 : f64} : tensor<4x8xbf16>, tensor<8xbf16>
   return
 }
 

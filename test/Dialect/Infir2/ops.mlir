@@ -149,6 +149,7 @@ func.func private @external(tensor<8xf32> {infir2.param = #infir2.param<"w", one
 // CHECK: infir2.silu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
 // CHECK: %{{.+}}, %{{.+}} = infir2.swiglu_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
 // CHECK: %{{.+}}, %{{.+}} = infir2.rms_norm_grad %{{.+}}, %{{.+}}, %{{.+}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x4x8xf32>, tensor<8xf32>
+// CHECK: %{{.+}}, %{{.+}} = infir2.rms_norm_grad %{{.+}}, %{{.+}}, %{{.+}} residual(%{{.+}} : tensor<2x4x8xf32>) {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x4x8xf32>, tensor<8xf32>
 // CHECK: infir2.rope_grad %{{.+}}, %{{.+}} {head_dim = 4 : i64, theta = 1.000000e+04 : f64} : tensor<2x4x8xf32>, tensor<4xi32>
 // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = infir2.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal, head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64} : tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>
 // CHECK: infir2.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>{{$}}
@@ -162,6 +163,7 @@ func.func @backward_ops(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x8xf32>, %w: tenso
   %3 = infir2.silu_grad %x, %dy : tensor<2x4x8xf32>
   %4:2 = infir2.swiglu_grad %x, %x, %dy : tensor<2x4x8xf32>
   %5:2 = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-6 : f64} : tensor<2x4x8xf32>, tensor<8xf32>
+  %50:2 = infir2.rms_norm_grad %x, %w, %dy residual(%x : tensor<2x4x8xf32>) {epsilon = 1.0e-6 : f64} : tensor<2x4x8xf32>, tensor<8xf32>
   %6 = infir2.rope_grad %dy, %pos {head_dim = 4 : i64, theta = 1.0e4 : f64} : tensor<2x4x8xf32>, tensor<4xi32>
   %7:3 = infir2.attention_grad %x, %k, %k, %dy {causal, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64}
       : tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>

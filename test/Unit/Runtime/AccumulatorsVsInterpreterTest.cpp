@@ -8,16 +8,16 @@
 // The CPU runtime's reduce_sum, rms_norm_grad and embedding_grad with an
 // FP32 accumulator (ABI version 6: a bias's, a norm weight's and an
 // embedding table's gradient added into its accumulator by the op that
-// makes it), called through the ABI with hand-built descriptors, against
-// the reference interpreter (FP64) running the same ops on the same inputs.
-// Each runs with the result in a buffer of its own (poisoned first) and in
-// place (the result and the accumulator one buffer, as the planner lays out
-// a training step). The accumulators are N(0, 1) times the scale of what
-// is added to them, so a dropped or doubled accumulator is off by about
-// that scale. Bounds: 1e-6 of the sum of the magnitudes added (FP32 terms
-// and FP32 or FP64 sums, each FP32 rounding 6e-8 relative, over at most a
-// few hundred terms whose errors do not all align). Inputs are BF16 values
-// (what a training step feeds these ops); the seed is printed.
+// makes it), and rms_norm_grad with a residual (ABI 9), called through the ABI
+// with hand-built descriptors, against the reference interpreter (FP64) running
+// the same ops on the same inputs. Each runs with the result in a buffer of its
+// own (poisoned first) and in place (the result and the accumulator one buffer,
+// as the planner lays out a training step). The accumulators are N(0, 1) times
+// the scale of what is added to them, so a dropped or doubled accumulator is
+// off by about that scale. Bounds: 1e-6 of the sum of the magnitudes added
+// (FP32 terms and FP32 or FP64 sums, each FP32 rounding 6e-8 relative, over at
+// most a few hundred terms whose errors do not all align). Inputs are BF16
+// values (what a training step feeds these ops); the seed is printed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +94,17 @@ protected:
     result.assign(c.f32(out), c.f32(out) + n);
     return rc;
   }
+  /// The magnitudes a column sum of `x` into `acc` adds: |acc| plus the
+  /// column's |x|.
+  static std::vector<double> sumMagnitudes(const Tensor &x, const Tensor &acc) {
+    int64_t n = acc.getNumElements();
+    std::vector<double> magnitude(n);
+    for (int64_t i = 0; i < x.getNumElements(); ++i)
+      magnitude[i % n] += std::abs(x.data[i]);
+    for (int64_t i = 0; i < n; ++i)
+      magnitude[i] += std::abs(acc.data[i]);
+    return magnitude;
+  }
   /// Every element within 1e-6 of its magnitude bound.
   static void expectClose(const std::vector<float> &got, const Tensor &want,
                           const std::vector<double> &magnitude) {
@@ -118,11 +129,7 @@ TEST_F(AccumulatorsVsInterpreter, ReduceSum) {
       "  return %r : tensor<64xf32>\n}\n",
       {dy, acc});
   ASSERT_EQ(want.size(), 1u);
-  std::vector<double> magnitude(64);
-  for (int64_t i = 0; i < dy.getNumElements(); ++i)
-    magnitude[i % 64] += std::abs(dy.data[i]);
-  for (int64_t i = 0; i < 64; ++i)
-    magnitude[i] += std::abs(acc.data[i]);
+  std::vector<double> magnitude = sumMagnitudes(dy, acc);
   Call c;
   int x = c.add({4, 32, 64}, INFIR2RT_BF16), out = c.add({64}, INFIR2RT_F32),
       a = c.add({64}, INFIR2RT_F32);
@@ -135,6 +142,42 @@ TEST_F(AccumulatorsVsInterpreter, ReduceSum) {
     ASSERT_EQ(runAccumulating(c, infir2rt_reduce_sum, out, a, inPlace, got), 0);
     expectClose(got, want[0], magnitude);
   }
+}
+
+// Groups in one call (ABI 9: a layer's q, k and v bias gradients), of two
+// widths: each group's sum as the interpreter's.
+TEST_F(AccumulatorsVsInterpreter, ReduceSumGroups) {
+  Tensor dy1 = drawBF16({4, 32, 64}), acc1 = drawF32({64}, 10.0),
+         dy2 = drawBF16({128, 16}), acc2 = drawF32({16}, 10.0);
+  SmallVector<Tensor> want =
+      interpret("func.func @f(%a: tensor<4x32x64xbf16>, %x: tensor<64xf32>, "
+                "%b: tensor<128x16xbf16>, %y: tensor<16xf32>) -> "
+                "(tensor<64xf32>, tensor<16xf32>) {\n"
+                "  %r = infir2.reduce_sum %a acc(%x : tensor<64xf32>) : "
+                "tensor<4x32x64xbf16> -> tensor<64xf32>\n"
+                "  %s = infir2.reduce_sum %b acc(%y : tensor<16xf32>) : "
+                "tensor<128x16xbf16> -> tensor<16xf32>\n"
+                "  return %r, %s : tensor<64xf32>, tensor<16xf32>\n}\n",
+                {dy1, acc1, dy2, acc2});
+  ASSERT_EQ(want.size(), 2u);
+  std::vector<double> m1 = sumMagnitudes(dy1, acc1),
+                      m2 = sumMagnitudes(dy2, acc2);
+  Call c;
+  int x1 = c.add({4, 32, 64}, INFIR2RT_BF16), out1 = c.add({64}, INFIR2RT_F32),
+      a1 = c.add({64}, INFIR2RT_F32), x2 = c.add({128, 16}, INFIR2RT_BF16),
+      out2 = c.add({16}, INFIR2RT_F32), a2 = c.add({16}, INFIR2RT_F32);
+  c.attrs({1.0});
+  fillBF16(c, x1, dy1);
+  fill(c, a1, acc1);
+  fillBF16(c, x2, dy2);
+  fill(c, a2, acc2);
+  for (int64_t i = 0; i < 64; ++i)
+    c.f32(out1)[i] = 1e30f;
+  for (int64_t i = 0; i < 16; ++i)
+    c.f32(out2)[i] = 1e30f;
+  ASSERT_EQ(c.run(infir2rt_reduce_sum), 0);
+  expectClose(std::vector<float>(c.f32(out1), c.f32(out1) + 64), want[0], m1);
+  expectClose(std::vector<float>(c.f32(out2), c.f32(out2) + 16), want[1], m2);
 }
 
 TEST_F(AccumulatorsVsInterpreter, RMSNormWeightGradient) {
@@ -168,7 +211,7 @@ TEST_F(AccumulatorsVsInterpreter, RMSNormWeightGradient) {
       grad = c.add({4, 32, 64}, INFIR2RT_BF16),
       dx = c.add({4, 32, 64}, INFIR2RT_BF16), dw = c.add({64}, INFIR2RT_F32),
       a = c.add({64}, INFIR2RT_F32);
-  c.attrs({1e-6, 1.0});
+  c.attrs({1e-6, 1.0, 0.0});
   fillBF16(c, in, x);
   fillBF16(c, weight, w);
   fillBF16(c, grad, dy);
@@ -180,6 +223,66 @@ TEST_F(AccumulatorsVsInterpreter, RMSNormWeightGradient) {
     ASSERT_EQ(runAccumulating(c, infir2rt_rms_norm_grad, dw, a, inPlace, got),
               0);
     expectClose(got, want[1], magnitude);
+  }
+}
+
+// The residual stream's gradient added into the norm's input gradient
+// (ABI 9), in a BF16 result of its own and in place. The residuals are
+// N(0, 4), so a dropped one is off by about 4; the bound is the BF16
+// result's one rounding (2^-8 of its magnitude) plus the FP32 arithmetic's
+// 1e-5 of the magnitudes of the terms (sums of 64 products).
+TEST_F(AccumulatorsVsInterpreter, RMSNormInputGradientWithResidual) {
+  Tensor x = drawBF16({4, 32, 64}), w = drawBF16({64}),
+         dy = drawBF16({4, 32, 64}), res = drawBF16({4, 32, 64}, 4.0);
+  SmallVector<Tensor> want =
+      interpret("func.func @f(%x: tensor<4x32x64xbf16>, %w: tensor<64xbf16>, "
+                "%dy: tensor<4x32x64xbf16>, %g: tensor<4x32x64xbf16>) -> "
+                "tensor<4x32x64xbf16> {\n"
+                "  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy residual(%g : "
+                "tensor<4x32x64xbf16>) {epsilon = 1.0e-06 : f64} : "
+                "tensor<4x32x64xbf16>, tensor<64xbf16>\n"
+                "  return %dx : tensor<4x32x64xbf16>\n}\n",
+                {x, w, dy, res});
+  ASSERT_EQ(want.size(), 1u);
+  std::vector<double> terms(x.getNumElements());
+  for (int64_t r = 0; r < 128; ++r) {
+    double ss = 0.0, dot = 0.0;
+    for (int64_t i = 0; i < 64; ++i) {
+      ss += x.data[r * 64 + i] * x.data[r * 64 + i];
+      dot += std::abs(w.data[i] * dy.data[r * 64 + i] * x.data[r * 64 + i]);
+    }
+    double inv = 1.0 / std::sqrt(ss / 64 + 1e-6);
+    for (int64_t i = 0; i < 64; ++i)
+      terms[r * 64 + i] =
+          std::abs(inv * w.data[i] * dy.data[r * 64 + i]) +
+          inv * inv * inv / 64 * std::abs(x.data[r * 64 + i]) * dot;
+  }
+  Call c;
+  int in = c.add({4, 32, 64}, INFIR2RT_BF16),
+      weight = c.add({64}, INFIR2RT_BF16),
+      grad = c.add({4, 32, 64}, INFIR2RT_BF16),
+      dx = c.add({4, 32, 64}, INFIR2RT_BF16);
+  c.add({64}, INFIR2RT_BF16); // the weight's gradient
+  int g = c.add({4, 32, 64}, INFIR2RT_BF16);
+  c.attrs({1e-6, 0.0, 1.0});
+  fillBF16(c, in, x);
+  fillBF16(c, weight, w);
+  fillBF16(c, grad, dy);
+  fillBF16(c, g, res);
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "in place" : "a result of its own");
+    Call run = c;
+    if (inPlace) // the residual's descriptor addresses dx's buffer
+      run.desc[2 + g * INFIR2RT_OPERAND_WORDS + 3] =
+          run.desc[2 + dx * INFIR2RT_OPERAND_WORDS + 3];
+    fillBF16(run, dx, inPlace ? res : Tensor({4, 32, 64}, 1e30));
+    ASSERT_EQ(run.run(infir2rt_rms_norm_grad), 0);
+    const auto *out = reinterpret_cast<const uint16_t *>(run.u8(dx));
+    for (int64_t i = 0; i < x.getNumElements(); ++i)
+      ASSERT_LE(
+          std::abs(double(infir2::rt::bf16ToFloat(out[i])) - want[0].data[i]),
+          std::ldexp(std::abs(want[0].data[i]), -8) + 1e-5 * terms[i])
+          << "element " << i;
   }
 }
 

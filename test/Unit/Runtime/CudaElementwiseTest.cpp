@@ -283,6 +283,25 @@ TEST(CudaLayout, MatchTheCpuBackend) {
       compareClose(c, out, INFIR2RT_F32, 96, 16, infir2rt_reduce_sum,
                    infir2rt_cuda_reduce_sum, /*normwise=*/true);
     }
+  // Groups in one call (ABI 9: a layer's q, k and v bias gradients), with
+  // accumulators: the one-pass and the two-stage sum in one call, sharing
+  // the workspace; each group's result compared.
+  {
+    SCOPED_TRACE("reduce_sum of two groups");
+    Call c;
+    int x0 = c.add({512, 96}, INFIR2RT_BF16), out0 = c.add({96}, INFIR2RT_F32),
+        a0 = c.add({96}, INFIR2RT_F32), x1 = c.add({8, 32}, INFIR2RT_BF16),
+        out1 = c.add({32}, INFIR2RT_F32), a1 = c.add({32}, INFIR2RT_F32);
+    fill(c, x0, INFIR2RT_BF16, 512, 96, rng);
+    fill(c, a0, INFIR2RT_F32, 1, 96, rng);
+    fill(c, x1, INFIR2RT_BF16, 8, 32, rng);
+    fill(c, a1, INFIR2RT_F32, 1, 32, rng);
+    c.attrs({1.0});
+    compareClose(c, out0, INFIR2RT_F32, 96, 16, infir2rt_reduce_sum,
+                 infir2rt_cuda_reduce_sum, /*normwise=*/true);
+    compareClose(c, out1, INFIR2RT_F32, 32, 16, infir2rt_reduce_sum,
+                 infir2rt_cuda_reduce_sum, /*normwise=*/true);
+  }
   {
     SCOPED_TRACE("global_norm");
     Call c;

@@ -67,17 +67,22 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     compareClose(c, out, INFIR2RT_F32, T * V, 64, infir2rt_cross_entropy_grad,
                  infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
   }
-  // The norm weight's gradient without and with an FP32 accumulator.
-  for (bool hasAcc : {false, true}) {
-    SCOPED_TRACE(hasAcc ? "rms_norm_grad into an accumulator"
-                        : "rms_norm_grad");
+  // The norm weight's gradient without and with an FP32 accumulator, and
+  // then with a residual added into the input's gradient too.
+  for (int variant : {0, 1, 2}) {
+    bool hasAcc = variant > 0, hasResidual = variant == 2;
+    SCOPED_TRACE(hasResidual ? "rms_norm_grad with a residual"
+                 : hasAcc    ? "rms_norm_grad into an accumulator"
+                             : "rms_norm_grad");
     Call c;
     int x = c.add({T, 256}, INFIR2RT_BF16), w = c.add({256}, INFIR2RT_BF16),
         dy = c.add({T, 256}, INFIR2RT_BF16);
     int dx = c.add({T, 256}, INFIR2RT_F32), dw = c.add({256}, INFIR2RT_F32);
     if (hasAcc)
       fill(c, c.add({256}, INFIR2RT_F32), INFIR2RT_F32, 1, 256, rng);
-    c.attrs({1e-6, hasAcc ? 1.0 : 0.0});
+    if (hasResidual)
+      fill(c, c.add({T, 256}, INFIR2RT_F32), INFIR2RT_F32, T, 256, rng);
+    c.attrs({1e-6, hasAcc ? 1.0 : 0.0, hasResidual ? 1.0 : 0.0});
     fill(c, x, INFIR2RT_BF16, T, 256, rng);
     fill(c, w, INFIR2RT_BF16, 1, 256, rng);
     fill(c, dy, INFIR2RT_BF16, T, 256, rng);

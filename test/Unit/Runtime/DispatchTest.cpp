@@ -144,7 +144,16 @@ TEST_F(Dispatch, SignaturesReadTheCall) {
     EXPECT_NE(run(infir2rt_reduce_sum, c), 0);
     EXPECT_EQ(infir2::rt::callError(ctx),
               "test: the call does not match its entry point: reduce_sum "
-              "takes 3 operands (ABI.def), got 2");
+              "takes a positive multiple of 3 operands (ABI.def), got 2");
+    Call g; // two groups without accumulators, then a fifth operand
+    for (int i = 0; i < 2; ++i) {
+      g.add({4, 8}, INFIR2RT_BF16);
+      g.add({8}, INFIR2RT_F32);
+    }
+    g.attrs({0.0});
+    EXPECT_EQ(run(infir2rt_reduce_sum, g), 7);
+    g.add({8}, INFIR2RT_F32);
+    EXPECT_NE(run(infir2rt_reduce_sum, g), 0);
   }
   {
     Call c; // 2 tensors, 1 working copy: 7·2 + 4 + 1 operands

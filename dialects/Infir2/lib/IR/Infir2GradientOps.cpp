@@ -24,6 +24,10 @@ using namespace infir2::detail;
 LogicalResult RMSNormGradOp::verify() {
   if (failed(verifyRMSNorm(*this, getInput(), getWeight())))
     return failure();
+  if (Value residual = getResidual();
+      residual &&
+      failed(checkSameType(*this, "residual", residual, "input", getInput())))
+    return failure();
   if (Value acc = getAcc()) {
     if (failed(checkShape(*this, "acc", acc, shapeOf(getWeight()),
                           "the weight's shape")))
@@ -35,20 +39,27 @@ LogicalResult RMSNormGradOp::verify() {
 }
 
 LogicalResult RMSNormGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
-    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &types) {
-  // input, weight, result_grad[, acc]: the weight's gradient has the
-  // accumulator's type when there is one.
+    MLIRContext *context, std::optional<Location> location, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &types) {
+  // The weight's gradient has the accumulator's type when there is one.
+  Adaptor adaptor(operands, attributes, properties, regions);
   if (operands.size() < 3)
     return failure();
-  types.push_back(operands[0].getType());
-  types.push_back(operands.size() > 3 ? operands[3].getType()
-                                      : operands[1].getType());
+  types.push_back(adaptor.getInput().getType());
+  types.push_back(adaptor.getAcc() ? adaptor.getAcc().getType()
+                                   : adaptor.getWeight().getType());
   return success();
 }
 
 OpResult RMSNormGradOp::getAccumulatedResult() {
   return cast<OpResult>(getWeightGrad());
+}
+
+Operation *RMSNormGradOp::cloneWithAccumulator(OpBuilder &builder, Value acc) {
+  return RMSNormGradOp::create(builder, getLoc(), getInput(), getWeight(),
+                               getResultGrad(), getEpsilonAttr(), getResidual(),
+                               acc);
 }
 
 LogicalResult RopeGradOp::verify() {

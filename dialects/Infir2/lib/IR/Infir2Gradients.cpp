@@ -152,7 +152,7 @@ LogicalResult RMSNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   auto grad = RMSNormGradOp::create(b, getLoc(), getInput(), getWeight(),
                                     resultGrads[0], getEpsilonAttr(),
-                                    /*acc=*/Value());
+                                    /*residual=*/Value(), /*acc=*/Value());
   operandGrads.push_back(grad.getInputGrad());
   operandGrads.push_back(grad.getWeightGrad());
   return success();

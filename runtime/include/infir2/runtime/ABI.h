@@ -38,7 +38,10 @@ extern "C" {
 // 7: matmul's and scaled_matmul's accumulator may be BF16 (a residual or a
 // sum of gradients added before the one rounding).
 // 8: rope takes one or more groups of three operands (q and k in one call).
-enum { INFIR2RT_ABI_VERSION = 8 };
+// 9: rms_norm_grad takes an optional residual added into its input's
+// gradient (a trailing has_residual attribute); reduce_sum takes one or more
+// groups of (input, out[, acc]).
+enum { INFIR2RT_ABI_VERSION = 9 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 

@@ -52,10 +52,11 @@ def Infir2_SwigluGradOp : Infir2_Op<"swiglu_grad",
 }
 
 def Infir2_RMSNormGradOp : Infir2_Op<"rms_norm_grad",
-    [Pure, AllTypesMatch<["input", "result_grad", "input_grad"]>,
+    [Pure, AttrSizedOperandSegments,
+     AllTypesMatch<["input", "result_grad", "input_grad"]>,
      DeclareOpInterfaceMethods<InferTypeOpInterface>,
      DeclareOpInterfaceMethods<Infir2_AccumulatingOpInterface,
-                               ["getAccumulatedResult"]>]> {
+                               ["getAccumulatedResult", "cloneWithAccumulator"]>]> {
   let summary = "Computes the gradients of rms_norm for its input and weight.";
   let description = [{
     With `r = 1 / sqrt(mean(x²) + epsilon)` per row of the last dimension:
@@ -66,17 +67,26 @@ def Infir2_RMSNormGradOp : Infir2_Op<"rms_norm_grad",
     accumulator's type: the norm weight's gradient added to its FP32
     accumulator.
 
+    With `residual` (of the input's type), `input_grad` is
+    `residual + r · (w · dy) − …`, added in FP32 and rounded once: the
+    residual stream's gradient and the norm's summed as the norm's gradient
+    is written (`--infir2-fuse-accumulation` makes this form from an `add`).
+    Each element of `input_grad` reads its own `residual` element before it
+    is written, so the two may share a buffer.
+
     ```mlir
     %dx, %dw = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-06 : f64} : tensor<2x32x64xf32>, tensor<64xf32>
-    %dx2, %gw = infir2.rms_norm_grad %x, %w, %dy acc(%acc : tensor<64xf32>) {epsilon = 1.0e-06 : f64} : tensor<2x32x64xbf16>, tensor<64xbf16>
+    %dx2, %gw = infir2.rms_norm_grad %x, %w, %dy residual(%g : tensor<2x32x64xbf16>) acc(%acc : tensor<64xf32>) {epsilon = 1.0e-06 : f64} : tensor<2x32x64xbf16>, tensor<64xbf16>
     ```
   }];
   let arguments = (ins Infir2_FloatTensor:$input, Infir2_FloatTensor:$weight,
                        Infir2_FloatTensor:$result_grad, PositiveF64Attr:$epsilon,
+                       Optional<Infir2_FloatTensor>:$residual,
                        Optional<Infir2_FloatTensor>:$acc);
   let results = (outs Infir2_FloatTensor:$input_grad, Infir2_FloatTensor:$weight_grad);
   let assemblyFormat = [{
-    $input `,` $weight `,` $result_grad (`acc` `(` $acc^ `:` type($acc) `)`)?
+    $input `,` $weight `,` $result_grad (`residual` `(` $residual^ `:` type($residual) `)`)?
+    (`acc` `(` $acc^ `:` type($acc) `)`)?
     attr-dict `:` type($input) `,` type($weight)
   }];
   let hasVerifier = 1;
