@@ -35,31 +35,40 @@ struct Attention {
   int64_t batch, sq, skv, heads, group, hd, qw, kw;
   float scale;
   bool causal;
-  Operand segments;  ///< [batch, sq] segment ids; ptr null without them
-  Operand positions; ///< [batch, sq] cache_attention's positions, or null
+  Operand segments{};  ///< [batch, sq] segment ids; ptr null without them
+  Operand positions{}; ///< [batch, sq] cache_attention's positions, or null
 
-  /// `outputs`: how many results precede the optional segments operand.
-  Attention(const Call &c, int64_t outputs, bool overCache = false) {
+  Attention(const Call &c, int64_t numHeads, int64_t kvHeads, int64_t headDim,
+            double softmaxScale) {
     Operand q = c.operand(0), k = c.operand(1);
-    heads = c.intAttr(0);
-    group = heads / c.intAttr(1);
-    hd = c.intAttr(2);
-    scale = float(c.attr(3));
+    heads = numHeads;
+    group = heads / kvHeads;
+    hd = headDim;
+    scale = float(softmaxScale);
     batch = q.dim(0);
     sq = q.dim(1);
     skv = k.dim(1);
     qw = heads * hd;
     kw = (heads / group) * hd;
-    if (overCache) { // (q, k_cache, v_cache, positions, out; 4 attributes)
-      causal = false;
-      positions = c.operand(3);
-      segments = Operand{};
-      return;
-    }
-    causal = c.attr(4) != 0.0;
-    positions = Operand{};
-    bool hasSegments = c.numAttrs() > 5 && c.attr(5) != 0.0;
-    segments = hasSegments ? c.operand(outputs) : Operand{};
+    causal = false;
+  }
+
+  /// attention or attention_grad (A: their attributes, the same fields);
+  /// `outputs`: how many results precede the optional segments operand.
+  template <typename A> static Attention of(const Call &c, int64_t outputs) {
+    A a = c.attrs<A>();
+    Attention g(c, a.heads, a.kv_heads, a.head_dim, a.scale);
+    g.causal = a.causal;
+    g.segments = a.has_segments ? c.operand(outputs) : Operand{};
+    return g;
+  }
+
+  /// cache_attention: (q, k_cache, v_cache, positions, out).
+  static Attention overCache(const Call &c) {
+    auto a = c.attrs<attrs::cache_attention>();
+    Attention g(c, a.heads, a.kv_heads, a.head_dim, a.scale);
+    g.positions = c.operand(3);
+    return g;
   }
 
   /// How many keys query s of sequence b may see: its causal prefix, up to
@@ -110,7 +119,7 @@ struct Attention {
 /// cache_attention: one new query at a time over the cache's rows up to its
 /// position.
 int32_t cache_attention(const Call &c) {
-  Attention a(c, 4, /*overCache=*/true);
+  Attention a = Attention::overCache(c);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
           out = c.operand(4);
   for (int64_t i = 0; i < a.batch * a.sq; ++i)
@@ -224,7 +233,7 @@ struct PerThread {
 /// between them row by row. Keys a query does not see get probability
 /// exactly 0, so their terms add exact zeros.
 int32_t attention(const Call &c) {
-  Attention a(c, 4);
+  Attention a = Attention::of<attrs::attention>(c, 4);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
           out = c.operand(3);
   Buffer bq, bk, bv, bo;
@@ -256,7 +265,7 @@ int32_t attention(const Call &c) {
 /// from every query head of its group: one thread per (sequence, KV head)
 /// keeps the accumulation race-free.
 int32_t attention_grad(const Call &c) {
-  Attention a(c, 7);
+  Attention a = Attention::of<attrs::attention_grad>(c, 7);
   Operand q = c.operand(0), k = c.operand(1), v = c.operand(2),
           dout = c.operand(3), dq = c.operand(4), dk = c.operand(5),
           dv = c.operand(6);

@@ -79,16 +79,16 @@ std::vector<RowShard> rowShards(const Call &c, bool wholeFirst) {
 
 int32_t reduce_scatter(const Call &c) {
   char error[256] = {0};
-  if (reduceScatterHost(c.ctx, c.intAttr(0), rowShards(c, true), error,
-                        sizeof error))
+  if (reduceScatterHost(c.ctx, c.attrs<attrs::reduce_scatter>().world_size,
+                        rowShards(c, true), error, sizeof error))
     return c.fail("reduce-scatter: %s", error);
   return 0;
 }
 
 int32_t all_gather(const Call &c) {
   char error[256] = {0};
-  if (allGatherHost(c.ctx, c.intAttr(0), rowShards(c, false), error,
-                    sizeof error))
+  if (allGatherHost(c.ctx, c.attrs<attrs::all_gather>().world_size,
+                    rowShards(c, false), error, sizeof error))
     return c.fail("all-gather: %s", error);
   return 0;
 }

@@ -162,7 +162,7 @@ int32_t swiglu_grad(const Call &c) {
 
 int32_t rms_norm(const Call &c) {
   Operand x = c.operand(0), w = c.operand(1), out = c.operand(2);
-  float eps = float(c.attr(0));
+  float eps = float(c.attrs<attrs::rms_norm>().epsilon);
   int64_t d = x.last(), rows = x.rows();
   Buffer bx, bw, bo;
   const float *X = x.floats(bx), *W = w.floats(bw);
@@ -184,20 +184,21 @@ int32_t rms_norm(const Call &c) {
 int32_t rms_norm_grad(const Call &c) {
   Operand x = c.operand(0), w = c.operand(1), dy = c.operand(2),
           dx = c.operand(3), dw = c.operand(4);
-  float eps = float(c.attr(0));
+  auto a = c.attrs<attrs::rms_norm_grad>();
+  float eps = float(a.epsilon);
   int64_t d = x.last(), rows = x.rows();
   Buffer bx, bw, bd, bdx, bdw;
   const float *X = x.floats(bx), *W = w.floats(bw), *D = dy.floats(bd);
   float *DX = dx.output(bdx), *DW = dw.output(bdw);
   std::vector<double> dwAcc; // from the accumulator, when there is one
-  if (int32_t rc = startSums(c, 1, 5, dw, dwAcc))
+  if (int32_t rc = startSums(c, a.has_acc, 5, dw, dwAcc))
     return rc;
   // The residual added into dx (it may be dx itself: each element is read
   // before it is written).
   Buffer bres;
   const float *R = nullptr;
-  if (c.attr(2) != 0.0) {
-    Operand res = c.operand(c.attr(1) != 0.0 ? 6 : 5);
+  if (a.has_residual) {
+    Operand res = c.operand(a.has_acc ? 6 : 5);
     if (res.dtype != dx.dtype || res.numel != dx.numel)
       return c.fail("%s", "a residual adds into an input gradient of its "
                           "type and size");
@@ -233,8 +234,9 @@ int32_t rms_norm_grad(const Call &c) {
 }
 
 int32_t rope(const Call &c) {
-  int64_t hd = c.intAttr(0), half = hd / 2;
-  double theta = c.attr(1), sign = c.attr(2);
+  auto a = c.attrs<attrs::rope>();
+  int64_t hd = a.head_dim, half = hd / 2;
+  double theta = a.theta, sign = a.direction;
   // One or more tensors (q and k), three operands each. The angles' cosines
   // and sines are computed once for the tensors that share positions.
   std::vector<float> cs, sn;

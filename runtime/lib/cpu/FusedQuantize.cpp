@@ -21,16 +21,15 @@ namespace infir2::rt::cpu {
 
 namespace {
 
+/// The producer's call on operands (a, b, out), then quantize_dual's on
+/// (out, data, scale, data_t, scale_t): the fused call's operands in order.
 int32_t producerThenQuantizeDual(const Call &c,
                                  int32_t (*producer)(const Call &),
-                                 std::initializer_list<int64_t> operands,
-                                 int64_t producerAttrs) {
-  int64_t out = *(operands.end() - 1);
-  std::vector<int64_t> first =
-      subDescriptor(c.desc, operands, 0, producerAttrs);
+                                 const std::vector<double> &producerAttrs,
+                                 const attrs::quantize_dual &quantize) {
+  std::vector<int64_t> first = subDescriptor(c.desc, {0, 1, 2}, producerAttrs);
   std::vector<int64_t> second =
-      subDescriptor(c.desc, {out, out + 1, out + 2, out + 3, out + 4},
-                    producerAttrs, c.numAttrs() - producerAttrs);
+      subDescriptor(c.desc, {2, 3, 4, 5, 6}, attrs::encoded(quantize));
   if (int32_t rc = producer(Call{c.ctx, first.data(), c.where}))
     return rc;
   return quantize_dual(Call{c.ctx, second.data(), c.where});
@@ -39,11 +38,17 @@ int32_t producerThenQuantizeDual(const Call &c,
 } // namespace
 
 int32_t rms_norm_quantize_dual(const Call &c) {
-  return producerThenQuantizeDual(c, rms_norm, {0, 1, 2}, 1);
+  auto a = c.attrs<attrs::rms_norm_quantize_dual>();
+  attrs::rms_norm norm;
+  norm.epsilon = a.epsilon;
+  return producerThenQuantizeDual(c, rms_norm, attrs::encoded(norm),
+                                  attrs::quantizePart(a));
 }
 
 int32_t swiglu_quantize_dual(const Call &c) {
-  return producerThenQuantizeDual(c, swiglu, {0, 1, 2}, 0);
+  auto a = c.attrs<attrs::swiglu_quantize_dual>();
+  return producerThenQuantizeDual(c, swiglu, attrs::encoded(attrs::swiglu{}),
+                                  attrs::quantizePart(a));
 }
 
 } // namespace infir2::rt::cpu

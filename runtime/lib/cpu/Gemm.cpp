@@ -94,11 +94,11 @@ struct SingleThreadedBlas {
   SingleThreadedBlas() { openblas_set_num_threads(1); }
 } singleThreadedBlas;
 
-/// With an accumulator (operand `at`, when attribute `flag` is set): starts
-/// the result from it (a copy unless they share a buffer). Sets `add`.
-int32_t startFromAccumulator(const Call &c, int64_t flag, int64_t at,
+/// With an accumulator (operand `at`, when the call has one): starts the
+/// result from it (a copy unless they share a buffer). Sets `add`.
+int32_t startFromAccumulator(const Call &c, bool hasAcc, int64_t at,
                              const Operand &out, bool &add) {
-  add = c.numAttrs() > flag && c.attr(flag) != 0.0;
+  add = hasAcc;
   if (!add)
     return 0;
   Operand acc = c.operand(at);
@@ -123,8 +123,10 @@ float *resultFloats(const Operand &out, Buffer &buffer, bool add) {
 
 int32_t matmul(const Call &c) {
   Operand a = c.operand(0), b = c.operand(1), out = c.operand(2);
-  bool ta = c.attr(0) != 0.0, tb = c.attr(1) != 0.0, add = false;
-  if (int32_t rc = startFromAccumulator(c, 2, 3, out, add))
+  auto attributes = c.attrs<attrs::matmul>();
+  bool ta = attributes.transpose_lhs, tb = attributes.transpose_rhs,
+       add = false;
+  if (int32_t rc = startFromAccumulator(c, attributes.has_acc, 3, out, add))
     return rc;
   int64_t m = a.dim(ta ? -1 : -2), k = a.dim(ta ? -2 : -1);
   int64_t n = b.dim(tb ? -2 : -1);
@@ -263,13 +265,11 @@ bool blockScaledGemm(const Operand &a, const Operand &sa, const int64_t *blockA,
 int32_t scaled_matmul(const Call &c) {
   Operand a = c.operand(0), sa = c.operand(1), b = c.operand(2),
           sb = c.operand(3), out = c.operand(4);
-  std::vector<int64_t> blockA(a.rank), blockB(b.rank);
-  for (int64_t i = 0; i < a.rank; ++i)
-    blockA[i] = c.intAttr(i);
-  for (int64_t i = 0; i < b.rank; ++i)
-    blockB[i] = c.intAttr(a.rank + i);
+  auto attributes = c.attrs<attrs::scaled_matmul>();
+  std::vector<int64_t> blockA = attributes.lhs_block.values(),
+                       blockB = attributes.rhs_block.values();
   bool add = false;
-  if (int32_t rc = startFromAccumulator(c, a.rank + b.rank, 5, out, add))
+  if (int32_t rc = startFromAccumulator(c, attributes.has_acc, 5, out, add))
     return rc;
   int64_t k = a.last(), m = a.dim(-2), n = b.dim(-2);
   int64_t batch = a.numel / (m * k);

@@ -63,24 +63,21 @@ int32_t copy(const Call &c) {
 
 int32_t fill(const Call &c) {
   Operand out = c.operand(0);
-  float v = float(c.attr(0));
+  float v = float(c.attrs<attrs::fill>().value);
   for (int64_t i = 0; i < out.numel; ++i)
     out.set(i, v);
   return 0;
 }
 
-namespace {
-
-} // namespace
-
 int32_t transpose(const Call &c) {
   Operand in = c.operand(0), out = c.operand(1);
   int64_t rank = in.rank;
+  std::vector<int64_t> perm = c.attrs<attrs::transpose>().permutation.values();
   // The common case: the last two dimensions swapped, the others kept.
-  bool lastTwo = rank >= 2 && c.intAttr(rank - 1) == rank - 2 &&
-                 c.intAttr(rank - 2) == rank - 1;
+  bool lastTwo =
+      rank >= 2 && perm[rank - 1] == rank - 2 && perm[rank - 2] == rank - 1;
   for (int64_t i = 0; lastTwo && i + 2 < rank; ++i)
-    lastTwo = c.intAttr(i) == i;
+    lastTwo = perm[i] == i;
   int64_t elementBytes = infir2rt_dtype_size(in.dtype);
   if (lastTwo && (elementBytes == 1 || elementBytes == 2 || elementBytes == 4)) {
     int64_t rows = in.dim(-2), cols = in.dim(-1),
@@ -104,7 +101,7 @@ int32_t transpose(const Call &c) {
   for (int64_t flat = 0; flat < out.numel; ++flat) {
     int64_t src = 0;
     for (int64_t i = 0; i < rank; ++i)
-      src += idx[i] * inStride[c.intAttr(i)];
+      src += idx[i] * inStride[perm[i]];
     std::memcpy(out.ptr + flat * size, in.ptr + src * size, size);
     for (int64_t i = rank - 1; i >= 0; --i) {
       if (++idx[i] < out.shape[i])
@@ -152,7 +149,7 @@ int32_t embedding_grad(const Call &c) {
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return ids.getIndex(a) < ids.getIndex(b);
   });
-  bool hasAcc = c.attr(0) != 0.0;
+  bool hasAcc = c.attrs<attrs::embedding_grad>().has_acc;
   if (hasAcc)
     if (int32_t rc = checkAccumulator(c, c.operand(3), out))
       return rc;
@@ -206,14 +203,14 @@ int32_t cache_write(const Call &c) {
 }
 
 /// One group of reduce_sum: operands `at` (input), `at + 1` (out) and,
-/// with an accumulator, `at + 2`.
-static int32_t reduceSumGroup(const Call &c, int64_t at) {
+/// `hasAcc`, the accumulator `at + 2`.
+static int32_t reduceSumGroup(const Call &c, int64_t at, bool hasAcc) {
   Operand x = c.operand(at), out = c.operand(at + 1);
   Buffer bx;
   const float *X = x.floats(bx);
   int64_t n = out.numel, rows = x.numel / n;
   std::vector<double> acc; // from the accumulator, when there is one
-  if (int32_t rc = startSums(c, 0, at + 2, out, acc))
+  if (int32_t rc = startSums(c, hasAcc, at + 2, out, acc))
     return rc;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i)
@@ -226,13 +223,14 @@ static int32_t reduceSumGroup(const Call &c, int64_t at) {
 int32_t reduce_sum(const Call &c) {
   // Groups of (input, out[, acc]), each independent of the others; every
   // accumulator is checked before anything is written.
-  int64_t size = c.attr(0) != 0.0 ? 3 : 2;
-  if (size == 3)
+  bool hasAcc = c.attrs<attrs::reduce_sum>().has_acc;
+  int64_t size = hasAcc ? 3 : 2;
+  if (hasAcc)
     for (int64_t g = 0; g < c.numOperands(); g += size)
       if (int32_t rc = checkAccumulator(c, c.operand(g + 2), c.operand(g + 1)))
         return rc;
   for (int64_t g = 0; g < c.numOperands(); g += size)
-    if (int32_t rc = reduceSumGroup(c, g))
+    if (int32_t rc = reduceSumGroup(c, g, hasAcc))
       return rc;
   return 0;
 }

@@ -27,9 +27,8 @@ struct TokenWeights {
   double total = 0.0;
 };
 
-int32_t tokenWeights(const Call &c, const Operand &targets, bool hasMask,
-                     int64_t vocab, TokenWeights &out) {
-  int64_t ignore = c.intAttr(0);
+int32_t tokenWeights(const Call &c, const Operand &targets, int64_t ignore,
+                     bool hasMask, int64_t vocab, TokenWeights &out) {
   Operand mask = hasMask ? c.operand(2) : Operand{};
   out.w.resize(targets.numel);
   for (int64_t t = 0; t < targets.numel; ++t) {
@@ -75,11 +74,12 @@ const float *rowOf(const Operand &x, int64_t t, int64_t n, Buffer &buf) {
 
 int32_t cross_entropy(const Call &c) {
   Operand logits = c.operand(0), targets = c.operand(1);
-  bool hasMask = c.attr(1) != 0.0;
+  auto a = c.attrs<attrs::cross_entropy>();
+  bool hasMask = a.has_mask;
   Operand out = c.operand(hasMask ? 3 : 2);
   int64_t vocab = logits.last();
   TokenWeights w;
-  if (int32_t err = tokenWeights(c, targets, hasMask, vocab, w))
+  if (int32_t err = tokenWeights(c, targets, a.ignore_index, hasMask, vocab, w))
     return err;
   double total = 0.0; // FP64 sum over tokens: order-independent enough
 #pragma omp parallel reduction(+ : total)
@@ -100,11 +100,12 @@ int32_t cross_entropy(const Call &c) {
 
 int32_t cross_entropy_grad(const Call &c) {
   Operand logits = c.operand(0), targets = c.operand(1);
-  bool hasMask = c.attr(1) != 0.0;
+  auto a = c.attrs<attrs::cross_entropy_grad>();
+  bool hasMask = a.has_mask;
   Operand dloss = c.operand(hasMask ? 3 : 2), out = c.operand(hasMask ? 4 : 3);
   int64_t vocab = logits.last();
   TokenWeights w;
-  if (int32_t err = tokenWeights(c, targets, hasMask, vocab, w))
+  if (int32_t err = tokenWeights(c, targets, a.ignore_index, hasMask, vocab, w))
     return err;
   float g = dloss.get(0);
   bool direct = out.dtype == INFIR2RT_F32;

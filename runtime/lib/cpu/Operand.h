@@ -153,8 +153,8 @@ struct Call {
   int64_t numOperands() const { return descOperandCount(desc); }
   int64_t numAttrs() const { return descAttrCount(desc); }
   Operand operand(int64_t i) const { return {descOperand(ctx, desc, i)}; }
-  double attr(int64_t i) const { return descAttr(desc, i); }
-  int64_t intAttr(int64_t i) const { return int64_t(attr(i)); }
+  /// The call's attributes, by name (Attributes.h): A is attrs::<entry>.
+  template <typename A> A attrs() const { return rt::attrs::decode<A>(desc); }
 
   int32_t fail(const char *fmt, ...) const
       __attribute__((format(printf, 2, 3))) {
@@ -178,12 +178,12 @@ inline int32_t checkAccumulator(const Call &c, const Operand &acc,
 }
 
 /// FP64 sums for `out` (reduce_sum, rms_norm_grad's weight gradient): zero,
-/// or the accumulator's values (operand `at`, when attribute `flag` is set)
-/// to add to, once checkAccumulator accepts it.
-inline int32_t startSums(const Call &c, int64_t flag, int64_t at,
+/// or the accumulator's values (operand `at`, when the call has one) to add
+/// to, once checkAccumulator accepts it.
+inline int32_t startSums(const Call &c, bool hasAcc, int64_t at,
                          const Operand &out, std::vector<double> &sums) {
   sums.assign(size_t(out.numel), 0.0);
-  if (c.attr(flag) == 0.0)
+  if (!hasAcc)
     return 0;
   Operand from = c.operand(at);
   if (int32_t rc = checkAccumulator(c, from, out))

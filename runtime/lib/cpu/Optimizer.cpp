@@ -35,7 +35,8 @@ int32_t global_norm(const Call &c) {
       local += double(scale * x[i]) * double(scale * x[i]);
     ss += local;
   }
-  if (c.attr(0) != 0.0 && c.ctx->comm) { // ZeRO-1: every rank's shards
+  if (c.attrs<attrs::global_norm>().across_ranks &&
+      c.ctx->comm) { // ZeRO-1: every rank's shards
     float all = float(ss);
     char error[256] = {0};
     if (c.ctx->comm->all_reduce_sum(c.ctx->comm->impl, &all, 1, error,
@@ -54,9 +55,10 @@ int32_t adamw(const Call &c) {
   float lr = c.operand(4).get(0), t = c.operand(5).get(0);
   if (!(t >= 1.0f))
     return c.fail("step must be at least 1, got %g", double(t));
-  float scale =
-      clippedGradScale(c.operand(6).get(0), c.operand(7).get(0), c.attr(4));
-  double b1 = c.attr(0), b2 = c.attr(1), eps = c.attr(2), wd = c.attr(3);
+  auto a = c.attrs<attrs::adamw>();
+  float scale = clippedGradScale(c.operand(6).get(0), c.operand(7).get(0),
+                                 a.max_grad_norm);
+  double b1 = a.beta1, b2 = a.beta2, eps = a.epsilon, wd = a.weight_decay;
   float c1 = biasCorrection(b1, t), c2 = biasCorrection(b2, t);
   const float *P = reinterpret_cast<const float *>(p.ptr),
               *G = reinterpret_cast<const float *>(g.ptr),
@@ -78,11 +80,11 @@ int32_t adamw(const Call &c) {
 int32_t adamw_group(const Call &c) {
   // Operands: p, g, m, v (n each), lr, step, grad_scale, grad_norm, new p,
   // m, v (n each), the k working copies. Attributes: beta1, beta2, epsilon,
-  // max_grad_norm, n, n weight decays, k, k parameter indices.
-  int64_t n = c.numAttrs() > 4 ? c.intAttr(4) : 0;
-  int64_t k = n > 0 && c.numAttrs() > 5 + n ? c.intAttr(5 + n) : -1;
-  if (n <= 0 || k < 0 || c.numAttrs() != 6 + n + k ||
-      c.numOperands() != 7 * n + 4 + k)
+  // max_grad_norm, n, n weight decays, k, k parameter indices (the
+  // dispatcher has checked the counts against each other).
+  auto a = c.attrs<attrs::adamw_group>();
+  int64_t n = a.n, k = a.k;
+  if (n <= 0 || k < 0 || c.numOperands() != 7 * n + 4 + k)
     return c.fail("malformed call: %lld operands and %lld attributes for "
                   "%lld tensors",
                   (long long)c.numOperands(), (long long)c.numAttrs(),
@@ -91,12 +93,12 @@ int32_t adamw_group(const Call &c) {
   if (!(t >= 1.0f))
     return c.fail("step must be at least 1, got %g", double(t));
   float scale = clippedGradScale(c.operand(4 * n + 2).get(0),
-                                 c.operand(4 * n + 3).get(0), c.attr(3));
-  double b1 = c.attr(0), b2 = c.attr(1);
+                                 c.operand(4 * n + 3).get(0), a.max_grad_norm);
+  double b1 = a.beta1, b2 = a.beta2;
   float c1 = biasCorrection(b1, t), c2 = biasCorrection(b2, t);
   std::vector<int64_t> workingOf(size_t(n), -1);
   for (int64_t j = 0; j < k; ++j) {
-    int64_t i = c.intAttr(6 + n + j);
+    int64_t i = a.working[j];
     if (i < 0 || i >= n)
       return c.fail("working copy #%lld names parameter #%lld, but the call "
                     "updates %lld tensors",
@@ -109,8 +111,14 @@ int32_t adamw_group(const Call &c) {
   // tensor i reads and writes only element e of tensor i's buffers).
 #pragma omp parallel
   for (int64_t i = 0; i < n; ++i) {
-    AdamWStep step{lr,    scale,                float(b1), float(b2),
-                   float(c.attr(2)), float(c.attr(5 + i)), c1, c2};
+    AdamWStep step{lr,
+                   scale,
+                   float(b1),
+                   float(b2),
+                   float(a.epsilon),
+                   float(a.weight_decay[i]),
+                   c1,
+                   c2};
     const float *P = f(i), *G = f(n + i), *M = f(2 * n + i), *V = f(3 * n + i);
     float *NP = f(4 * n + 4 + i), *NM = f(5 * n + 4 + i),
           *NV = f(6 * n + 4 + i);
@@ -144,9 +152,10 @@ int32_t adamw_group(const Call &c) {
 int32_t sgd(const Call &c) {
   Operand p = c.operand(0), g = c.operand(1), np = c.operand(5);
   float lr = c.operand(2).get(0);
-  float scale =
-      clippedGradScale(c.operand(3).get(0), c.operand(4).get(0), c.attr(1));
-  float wd = float(c.attr(0));
+  auto a = c.attrs<attrs::sgd>();
+  float scale = clippedGradScale(c.operand(3).get(0), c.operand(4).get(0),
+                                 a.max_grad_norm);
+  float wd = float(a.weight_decay);
   const float *P = reinterpret_cast<const float *>(p.ptr),
               *G = reinterpret_cast<const float *>(g.ptr);
   float *NP = reinterpret_cast<float *>(np.ptr);

@@ -202,20 +202,17 @@ void decodedCodes(const Operand &data, float *f32, uint16_t *bf16) {
 
 int32_t quantize(const Call &c) {
   Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2);
-  FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
-  std::vector<int64_t> block(x.rank);
-  for (int64_t i = 0; i < x.rank; ++i)
-    block[i] = c.intAttr(2 + i);
+  auto a = c.attrs<attrs::quantize>();
+  FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
+  std::vector<int64_t> block = a.block.values();
   Buffer bx;
-  return quantizeInto(c, x.floats(bx), data, scale, format, c.attr(1) != 0.0,
+  return quantizeInto(c, x.floats(bx), data, scale, format, a.pow2,
                       block.data());
 }
 
 int32_t dequantize(const Call &c) {
   Operand data = c.operand(0), scale = c.operand(1), out = c.operand(2);
-  std::vector<int64_t> block(data.rank);
-  for (int64_t i = 0; i < data.rank; ++i)
-    block[i] = c.intAttr(i);
+  std::vector<int64_t> block = c.attrs<attrs::dequantize>().block.values();
   Buffer x = dequantized(data, scale, block.data());
   for (int64_t i = 0; i < out.numel; ++i)
     out.set(i, x[i]);
@@ -224,9 +221,7 @@ int32_t dequantize(const Call &c) {
 
 int32_t amax(const Call &c) {
   Operand x = c.operand(0), out = c.operand(1);
-  std::vector<int64_t> block(x.rank);
-  for (int64_t i = 0; i < x.rank; ++i)
-    block[i] = c.intAttr(i);
+  std::vector<int64_t> block = c.attrs<attrs::amax>().block.values();
   Blocks g(x, block.data());
   std::vector<float> amax(out.numel, 0.0f);
   forEachBlocked(g, 0, x.numel / g.C, [&](int64_t i, int64_t b) {

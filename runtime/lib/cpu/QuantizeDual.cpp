@@ -94,12 +94,13 @@ int32_t quantizeDualGroup(const Call &c, int64_t first) {
   Operand x = c.operand(first), data = c.operand(first + 1),
           scale = c.operand(first + 2), dataT = c.operand(first + 3),
           scaleT = c.operand(first + 4);
-  FP8Format format = c.intAttr(0) ? FP8Format::E5M2 : FP8Format::E4M3;
-  bool pow2 = c.attr(1) != 0.0;
-  std::vector<int64_t> block(x.rank);
-  for (int64_t i = 0; i < x.rank; ++i)
-    block[i] = c.intAttr(2 + i);
-  int64_t blockT[2] = {c.intAttr(2 + x.rank), c.intAttr(3 + x.rank)};
+  // Every group has the first's rank (the dispatcher checks it), so one
+  // block shape serves them all.
+  auto a = c.attrs<attrs::quantize_dual>();
+  FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
+  bool pow2 = a.pow2;
+  std::vector<int64_t> block = a.block.values();
+  int64_t blockT[2] = {a.block_t[0], a.block_t[1]};
   Buffer bx;
   const float *X = x.floats(bx);
   if (int32_t err = quantizeInto(c, X, data, scale, format, pow2, block.data()))

@@ -25,12 +25,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace {
 
 using Operand = infir2::rt::DescOperand;
-using infir2::rt::descAttr;
 using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 using infir2::rt::cuda::View;
@@ -166,15 +166,24 @@ __global__ void roundKernel(const float *in, View out) {
     out.set(i, in[i]);
 }
 
-/// `outputs`: how many results precede the optional segments operand.
+/// The geometry of a call of attention, attention_grad or cache_attention
+/// (A: its attributes); `outputs`: how many results precede the optional
+/// segments operand.
+template <typename A>
 int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
                    const char *where, int64_t outputs, Geometry &a) {
   Operand q = descOperand(ctx, desc, 0), k = descOperand(ctx, desc, 1);
-  a.heads = int64_t(descAttr(desc, 0));
-  a.group = a.heads / int64_t(descAttr(desc, 1));
-  a.hd = int64_t(descAttr(desc, 2));
-  a.scale = float(descAttr(desc, 3));
-  a.causal = infir2::rt::descAttrCount(desc) > 4 && descAttr(desc, 4) != 0.0;
+  A t = infir2::rt::attrs::decode<A>(desc);
+  bool segments = false;
+  a.heads = t.heads;
+  a.group = a.heads / t.kv_heads;
+  a.hd = t.head_dim;
+  a.scale = float(t.scale);
+  a.causal = false;
+  if constexpr (!std::is_same_v<A, infir2::rt::attrs::cache_attention>) {
+    a.causal = t.causal;
+    segments = t.has_segments;
+  }
   a.batch = q.shape[0];
   a.sq = q.shape[1];
   a.skv = k.shape[1];
@@ -182,7 +191,7 @@ int32_t geometryOf(infir2rt_context *ctx, const int64_t *desc,
   a.kw = (a.heads / a.group) * a.hd;
   a.segments = nullptr;
   a.positions = nullptr;
-  if (infir2::rt::descAttrCount(desc) > 5 && descAttr(desc, 5) != 0.0) {
+  if (segments) {
     Operand seg = descOperand(ctx, desc, outputs);
     if (seg.dtype != INFIR2RT_I32)
       return setCallError(ctx, where, "%s",
@@ -299,7 +308,8 @@ extern "C" int32_t infir2rt_cuda_attention(infir2rt_context *ctx,
                                            const int64_t *desc,
                                            const char *where) {
   Geometry a;
-  if (int32_t rc = geometryOf(ctx, desc, where, 4, a))
+  if (int32_t rc =
+          geometryOf<infir2::rt::attrs::attention>(ctx, desc, where, 4, a))
     return rc;
   bool flash = false;
   infir2::rt::cuda::FlashProblem p = problemOf(a, ctx, desc, -1, flash);
@@ -324,7 +334,8 @@ extern "C" int32_t infir2rt_cuda_cache_attention(infir2rt_context *ctx,
                                                  const int64_t *desc,
                                                  const char *where) {
   Geometry a;
-  if (int32_t rc = geometryOf(ctx, desc, where, 4, a))
+  if (int32_t rc = geometryOf<infir2::rt::attrs::cache_attention>(ctx, desc,
+                                                                  where, 4, a))
     return rc;
   Operand pos = descOperand(ctx, desc, 3);
   if (int32_t rc = checkPositions(ctx, pos, a.skv, where))
@@ -342,7 +353,8 @@ extern "C" int32_t infir2rt_cuda_attention_grad(infir2rt_context *ctx,
                                                 const int64_t *desc,
                                                 const char *where) {
   Geometry a;
-  if (int32_t rc = geometryOf(ctx, desc, where, 7, a))
+  if (int32_t rc =
+          geometryOf<infir2::rt::attrs::attention_grad>(ctx, desc, where, 7, a))
     return rc;
   bool flash = false;
   infir2::rt::cuda::FlashProblem p = problemOf(a, ctx, desc, 3, flash);

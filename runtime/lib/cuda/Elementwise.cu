@@ -32,8 +32,7 @@
 namespace {
 
 using Operand = infir2::rt::DescOperand;
-using infir2::rt::descAttr;
-using infir2::rt::descAttrCount;
+namespace attrs = infir2::rt::attrs;
 using infir2::rt::descOperandCount;
 using infir2::rt::setCallError;
 using infir2::rt::descOperand;
@@ -247,7 +246,8 @@ extern "C" int32_t infir2rt_cuda_rms_norm(infir2rt_context *ctx,
   int64_t d = x.shape[x.rank - 1];
   infir2::rt::cuda::rmsNormKernel<<<unsigned(x.numel / d), 256, 0,
                                     infir2::rt::cuda::streamOf(ctx)>>>(
-      viewOf(x), viewOf(w), viewOf(out), d, float(descAttr(desc, 0)),
+      viewOf(x), viewOf(w), viewOf(out), d,
+      float(attrs::decode<attrs::rms_norm>(desc).epsilon),
       infir2::rt::cuda::NoSink{});
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
@@ -262,17 +262,17 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
   unsigned long long *own = nullptr;
   infir2::rt::cuda::RefusalKind kind;
   infir2::rt::cuda::RefusalSlot slot;
+  auto a = attrs::decode<attrs::adamw>(desc);
   if (int32_t rc =
-          adamwStep(ctx, where, scalarsAt(ctx, desc, 4), descAttr(desc, 0),
-                    descAttr(desc, 1), float(descAttr(desc, 2)),
-                    descAttr(desc, 4), &step, &own, kind, slot))
+          adamwStep(ctx, where, scalarsAt(ctx, desc, 4), a.beta1, a.beta2,
+                    float(a.epsilon), a.max_grad_norm, &step, &own, kind, slot))
     return rc;
   const int threads = 256;
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
   adamwKernel<<<unsigned((p.numel + threads - 1) / threads), threads, 0,
                 infir2::rt::cuda::streamOf(ctx)>>>(
       f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), View{nullptr, 0, 0}, p.numel,
-      step, float(descAttr(desc, 3)));
+      step, float(a.weight_decay));
   if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
     return rc;
   return infir2::rt::cuda::closeRefusal(ctx, where, kind, own, slot);
@@ -281,18 +281,20 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
 extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
                                              const int64_t *desc,
                                              const char *where) {
-  // The layout of the CPU backend's adamw_group (runtime/lib/cpu).
-  int64_t attrs = descAttrCount(desc), operands = descOperandCount(desc);
-  int64_t n = attrs > 4 ? int64_t(descAttr(desc, 4)) : 0;
-  int64_t k = n > 0 && attrs > 5 + n ? int64_t(descAttr(desc, 5 + n)) : -1;
-  if (n <= 0 || k < 0 || attrs != 6 + n + k || operands != 7 * n + 4 + k)
+  // The layout of the CPU backend's adamw_group (runtime/lib/cpu); the
+  // dispatcher has checked the counts against each other.
+  auto a = attrs::decode<attrs::adamw_group>(desc);
+  int64_t operands = descOperandCount(desc), n = a.n, k = a.k;
+  if (n <= 0 || k < 0 || operands != 7 * n + 4 + k)
     return setCallError(ctx, where,
                         "malformed call: %lld operands and %lld attributes "
                         "for %lld tensors",
-                        (long long)operands, (long long)attrs, (long long)n);
+                        (long long)operands,
+                        (long long)infir2::rt::descAttrCount(desc),
+                        (long long)n);
   std::vector<int64_t> workingOf(size_t(n), -1);
   for (int64_t j = 0; j < k; ++j) {
-    int64_t i = int64_t(descAttr(desc, 6 + n + j));
+    int64_t i = a.working[j];
     if (i < 0 || i >= n)
       return setCallError(ctx, where,
                           "working copy #%lld names parameter #%lld, but the "
@@ -311,9 +313,8 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
   infir2::rt::cuda::RefusalKind kind;
   infir2::rt::cuda::RefusalSlot slot;
   if (int32_t rc =
-          adamwStep(ctx, where, scalarsAt(ctx, desc, 4 * n), descAttr(desc, 0),
-                    descAttr(desc, 1), float(descAttr(desc, 2)),
-                    descAttr(desc, 3), &step, &own, kind, slot))
+          adamwStep(ctx, where, scalarsAt(ctx, desc, 4 * n), a.beta1, a.beta2,
+                    float(a.epsilon), a.max_grad_norm, &step, &own, kind, slot))
     return rc;
   auto f = [&](int64_t i) {
     return reinterpret_cast<float *>(descOperand(ctx, desc, i).ptr);
@@ -329,7 +330,7 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
                   stream>>>(f(i), f(n + i), f(2 * n + i), f(3 * n + i),
                             f(4 * n + 4 + i), f(5 * n + 4 + i),
                             f(6 * n + 4 + i), w, count, step,
-                            float(descAttr(desc, 5 + i)));
+                            float(a.weight_decay[i]));
   }
   if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
     return rc;
@@ -360,6 +361,7 @@ extern "C" int32_t infir2rt_cuda_sgd(infir2rt_context *ctx, const int64_t *desc,
                                      const char *where) {
   Operand p = descOperand(ctx, desc, 0), g = descOperand(ctx, desc, 1),
           np = descOperand(ctx, desc, 5);
+  auto a = attrs::decode<attrs::sgd>(desc);
   // The learning rate, gradient scale and norm stay on the device.
   const float *at[3];
   for (int i = 0; i < 3; ++i)
@@ -368,6 +370,6 @@ extern "C" int32_t infir2rt_cuda_sgd(infir2rt_context *ctx, const int64_t *desc,
   sgdKernel<<<unsigned((p.numel + 255) / 256), 256, 0,
               infir2::rt::cuda::streamOf(ctx)>>>(
       f(p), f(g), f(np), p.numel, Scalars{at[0], nullptr, at[1], at[2]},
-      descAttr(desc, 1), float(descAttr(desc, 0)));
+      a.max_grad_norm, float(a.weight_decay));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }

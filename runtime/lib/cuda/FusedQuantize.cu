@@ -21,6 +21,7 @@
 
 namespace {
 
+namespace attrs = infir2::rt::attrs;
 using infir2::rt::descOperand;
 using infir2::rt::subDescriptor;
 using infir2::rt::cuda::AmaxSink;
@@ -38,7 +39,7 @@ int32_t normPass(infir2rt_context *ctx, const int64_t *desc,
   infir2::rt::cuda::rmsNormKernel<<<unsigned(x.numel / d), 256, 0,
                                     infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(x), viewOf(w), viewOf(out), d,
-      float(infir2::rt::descAttr(desc, 0)), sink);
+      float(attrs::decode<attrs::rms_norm_quantize_dual>(desc).epsilon), sink);
   return infir2::rt::cuda::check(ctx, cudaGetLastError(), "rmsNormKernel",
                                  "rms_norm_quantize_dual");
 }
@@ -54,17 +55,18 @@ int32_t swigluPass(infir2rt_context *ctx, const int64_t *desc,
                                  "swiglu_quantize_dual");
 }
 
-/// Operands (a, b, out, data, scale, data_t, scale_t); the producer's
-/// attributes first (`producerAttrs` of them), then quantize_dual's.
+/// Operands (a, b, out, data, scale, data_t, scale_t); F: the fused entry's
+/// attributes, the quantization's among them.
+template <typename F>
 int32_t fused(infir2rt_context *ctx, const int64_t *desc, const char *where,
-              int64_t producerAttrs, infir2::rt::cuda::AmaxPass pass) {
+              infir2::rt::cuda::AmaxPass pass) {
   for (int64_t i = 0; i < 3; ++i)
     if (!floatOperand(descOperand(ctx, desc, i)))
       return infir2::rt::setCallError(ctx, where, "%s",
                                   "the CUDA kernel takes f32 or bf16 operands");
-  std::vector<int64_t> quantize =
-      subDescriptor(desc, {2, 3, 4, 5, 6}, producerAttrs,
-                    infir2::rt::descAttrCount(desc) - producerAttrs);
+  std::vector<int64_t> quantize = subDescriptor(
+      desc, {2, 3, 4, 5, 6},
+      attrs::encoded(attrs::quantizePart(attrs::decode<F>(desc))));
   return infir2::rt::cuda::quantizeWith(ctx, quantize.data(), where,
                                         /*dual=*/true, pass, desc);
 }
@@ -74,11 +76,11 @@ int32_t fused(infir2rt_context *ctx, const int64_t *desc, const char *where,
 extern "C" int32_t infir2rt_cuda_rms_norm_quantize_dual(infir2rt_context *ctx,
                                                         const int64_t *desc,
                                                         const char *where) {
-  return fused(ctx, desc, where, 1, normPass);
+  return fused<attrs::rms_norm_quantize_dual>(ctx, desc, where, normPass);
 }
 
 extern "C" int32_t infir2rt_cuda_swiglu_quantize_dual(infir2rt_context *ctx,
                                                       const int64_t *desc,
                                                       const char *where) {
-  return fused(ctx, desc, where, 0, swigluPass);
+  return fused<attrs::swiglu_quantize_dual>(ctx, desc, where, swigluPass);
 }

@@ -26,7 +26,7 @@ namespace {
 
 using Operand = infir2::rt::DescOperand;
 using infir2::rt::allGatherHost;
-using infir2::rt::descAttr;
+namespace attrs = infir2::rt::attrs;
 using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 using infir2::rt::reduceScatterHost;
@@ -106,8 +106,8 @@ extern "C" int32_t infir2rt_cuda_fill(infir2rt_context *ctx,
   if (out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16)
     return setCallError(ctx, where, "%s", "the CUDA fill writes f32 or bf16");
   fillKernel<<<blocksFor(out.numel), kThreads, 0,
-               infir2::rt::cuda::streamOf(ctx)>>>(viewOf(out),
-                                                  float(descAttr(desc, 0)));
+               infir2::rt::cuda::streamOf(ctx)>>>(
+      viewOf(out), float(attrs::decode<attrs::fill>(desc).value));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -115,6 +115,7 @@ extern "C" int32_t infir2rt_cuda_transpose(infir2rt_context *ctx,
                                            const int64_t *desc,
                                            const char *where) {
   Operand in = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
+  auto a = attrs::decode<attrs::transpose>(desc);
   Perm p{};
   p.rank = in.rank;
   int64_t stride = 1;
@@ -124,7 +125,7 @@ extern "C" int32_t infir2rt_cuda_transpose(infir2rt_context *ctx,
   }
   for (int64_t i = 0; i < in.rank; ++i) {
     p.outShape[i] = out.shape[i];
-    p.perm[i] = int64_t(descAttr(desc, i));
+    p.perm[i] = a.permutation[i];
   }
   transposeKernel<<<blocksFor(out.numel), kThreads, 0,
                     infir2::rt::cuda::streamOf(ctx)>>>(
@@ -160,19 +161,19 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
 extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
                                       const int64_t *desc, const char *where) {
   // One or more tensors (q and k), three operands each: one launch each.
+  auto a = attrs::decode<attrs::rope>(desc);
   for (int64_t g = 0; g + 3 <= infir2::rt::descOperandCount(desc); g += 3) {
     Operand x = descOperand(ctx, desc, g), pos = descOperand(ctx, desc, g + 1),
             out = descOperand(ctx, desc, g + 2);
     if (pos.dtype != INFIR2RT_I32)
       return setCallError(ctx, where, "%s",
                           "the CUDA rope takes i32 positions");
-    int64_t hd = int64_t(descAttr(desc, 0)), width = x.last();
+    int64_t hd = a.head_dim, width = x.last();
     int64_t tokens = x.rows(), heads = width / hd;
     ropeKernel<<<blocksFor(tokens * heads * (hd / 2)), kThreads, 0,
                  infir2::rt::cuda::streamOf(ctx)>>>(
         viewOf(x), reinterpret_cast<const int32_t *>(pos.ptr), viewOf(out),
-        tokens, width, x.dim(-2), hd, pos.rank == 1, descAttr(desc, 1),
-        descAttr(desc, 2));
+        tokens, width, x.dim(-2), hd, pos.rank == 1, a.theta, a.direction);
   }
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
@@ -184,6 +185,12 @@ extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
 // operands.
 
 namespace {
+
+/// reduce_scatter's or all_gather's world size (the same attribute).
+int64_t worldSizeOf(const int64_t *desc, bool scatter) {
+  return scatter ? attrs::decode<attrs::reduce_scatter>(desc).world_size
+                 : attrs::decode<attrs::all_gather>(desc).world_size;
+}
 
 /// Device-to-device copies queued on the step's stream; the first failure
 /// is kept in `status`.
@@ -262,7 +269,7 @@ int32_t onDevice(infir2rt_context *ctx, const int64_t *desc, const char *where,
       at += out.numel;
     }
   } else {
-    int64_t world = int64_t(descAttr(desc, 0));
+    int64_t world = worldSizeOf(desc, kind == Collective::ReduceScatter);
     if (infir2::rt::checkWorldSize(ctx, world, error, sizeof error))
       return setCallError(ctx, where, "%s", error);
     bool scatter = kind == Collective::ReduceScatter;
@@ -404,7 +411,8 @@ int32_t stagedRowShards(infir2rt_context *ctx, const int64_t *desc,
                                               const std::vector<RowShard> &,
                                               char *, int64_t),
                         const char *what) {
-  int64_t n = desc[0] / 2, world = int64_t(descAttr(desc, 0));
+  // wholeFirst: a reduce-scatter (whole tensors in, shards out).
+  int64_t n = desc[0] / 2, world = worldSizeOf(desc, wholeFirst);
   std::vector<RowShard> device = deviceRowShards(ctx, desc, wholeFirst);
   std::vector<std::vector<uint8_t>> wholes(n), shards(n);
   std::vector<RowShard> bucket;

@@ -33,7 +33,7 @@
 namespace {
 
 using Operand = infir2::rt::DescOperand;
-using infir2::rt::descAttr;
+namespace attrs = infir2::rt::attrs;
 using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 using infir2::rt::cuda::View;
@@ -159,9 +159,9 @@ struct Weights {
 };
 
 int32_t tokenWeights(infir2rt_context *ctx, const int64_t *desc,
-                     const char *where, int64_t vocab, Weights &out) {
+                     const char *where, int64_t ignore, bool hasMask,
+                     int64_t vocab, Weights &out) {
   Operand targets = descOperand(ctx, desc, 1);
-  bool hasMask = descAttr(desc, 1) != 0.0;
   View mask{nullptr, INFIR2RT_F32, 0};
   if (hasMask) {
     Operand m = descOperand(ctx, desc, 2);
@@ -192,7 +192,7 @@ int32_t tokenWeights(infir2rt_context *ctx, const int64_t *desc,
       std::min<int64_t>((targets.numel + kThreads - 1) / kThreads, 1024));
   tokenWeightsKernel<<<std::max(blocks, 1u), kThreads, 0, stream>>>(
       reinterpret_cast<const int32_t *>(targets.ptr), mask, targets.numel,
-      int64_t(descAttr(desc, 0)), vocab, out.w, out.total, slot);
+      ignore, vocab, out.w, out.total, slot);
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   return infir2::rt::cuda::closeRefusal(ctx, where, kind, out.words, slot);
 }
@@ -298,11 +298,13 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
                                                const char *where) {
   Operand logits = descOperand(ctx, desc, 0),
           targets = descOperand(ctx, desc, 1);
-  bool hasMask = descAttr(desc, 1) != 0.0;
+  auto a = attrs::decode<attrs::cross_entropy>(desc);
+  bool hasMask = a.has_mask;
   Operand out = descOperand(ctx, desc, hasMask ? 3 : 2);
   int64_t vocab = logits.last();
   Weights w;
-  if (int32_t rc = tokenWeights(ctx, desc, where, vocab, w))
+  if (int32_t rc =
+          tokenWeights(ctx, desc, where, a.ignore_index, hasMask, vocab, w))
     return rc;
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
   if (targets.numel > 0)
@@ -318,12 +320,14 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
                                                     const char *where) {
   Operand logits = descOperand(ctx, desc, 0),
           targets = descOperand(ctx, desc, 1);
-  bool hasMask = descAttr(desc, 1) != 0.0;
+  auto a = attrs::decode<attrs::cross_entropy_grad>(desc);
+  bool hasMask = a.has_mask;
   Operand dloss = descOperand(ctx, desc, hasMask ? 3 : 2),
           out = descOperand(ctx, desc, hasMask ? 4 : 3);
   int64_t vocab = logits.last();
   Weights w;
-  if (int32_t rc = tokenWeights(ctx, desc, where, vocab, w))
+  if (int32_t rc =
+          tokenWeights(ctx, desc, where, a.ignore_index, hasMask, vocab, w))
     return rc;
   if (targets.numel > 0)
     crossEntropyGradKernel<<<unsigned(targets.numel), kThreads, 0,
@@ -340,12 +344,13 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
           dy = descOperand(ctx, desc, 2), dx = descOperand(ctx, desc, 3),
           dwOut = descOperand(ctx, desc, 4);
   int64_t d = x.last(), rows = x.rows();
+  auto a = attrs::decode<attrs::rms_norm_grad>(desc);
   const uint8_t *acc = nullptr; // checked before anything is written
-  if (int32_t rc =
-          infir2::rt::gradientAccumulator(ctx, desc, 1, 5, dwOut, where, &acc))
+  if (int32_t rc = infir2::rt::gradientAccumulator(ctx, desc, a.has_acc, 5,
+                                                   dwOut, where, &acc))
     return rc;
   View residual{};
-  if (descAttr(desc, 2) != 0.0) {
+  if (a.has_residual) {
     Operand r = descOperand(ctx, desc, acc ? 6 : 5);
     if (r.dtype != dx.dtype || r.numel != dx.numel)
       return infir2::rt::setCallError(ctx, where, "%s",
@@ -365,7 +370,7 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
   rmsNormGradKernel<<<unsigned(rows), kThreads, 0,
                       infir2::rt::cuda::streamOf(ctx)>>>(
       viewOf(x), viewOf(w), viewOf(dy), residual, viewOf(dx), inverse, d,
-      float(descAttr(desc, 0)));
+      float(a.epsilon));
   infir2::rt::cuda::sumColumns(
       ctx, NormWeightTerm{viewOf(x), viewOf(dy), inverse, d}, rows, d, partial,
       viewOf(dwOut), reinterpret_cast<const float *>(acc));
@@ -387,8 +392,9 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
   // the result's type: copied unless it is the result itself), else zero.
   // An id out of range is refused (Deferred.h) and adds nothing.
   const uint8_t *acc = nullptr;
-  if (int32_t rc =
-          infir2::rt::gradientAccumulator(ctx, desc, 0, 3, out, where, &acc))
+  if (int32_t rc = infir2::rt::gradientAccumulator(
+          ctx, desc, attrs::decode<attrs::embedding_grad>(desc).has_acc, 3, out,
+          where, &acc))
     return rc;
   float *sum = reinterpret_cast<float *>(out.ptr), *scratch = nullptr;
   unsigned long long *own = nullptr;

@@ -38,7 +38,7 @@ using namespace infir2::rt;
 namespace {
 
 using Operand = infir2::rt::DescOperand;
-using infir2::rt::descAttr;
+namespace attrs = infir2::rt::attrs;
 using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 using infir2::rt::cuda::AmaxPass;
@@ -149,12 +149,21 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
       (dual && descOperand(ctx, desc, 4).dtype != INFIR2RT_F32))
     return setCallError(ctx, where, "%s",
                     "the CUDA quantizer writes f32 scales only");
-  FP8Format format =
-      descAttr(desc, 0) != 0.0 ? FP8Format::E5M2 : FP8Format::E4M3;
-  bool pow2 = descAttr(desc, 1) != 0.0;
+  // quantize's attributes are quantize_dual's first ones.
+  attrs::quantize_dual a;
+  if (dual) {
+    a = attrs::decode<attrs::quantize_dual>(desc);
+  } else {
+    auto q = attrs::decode<attrs::quantize>(desc);
+    a.format = q.format;
+    a.pow2 = q.pow2;
+    a.block = q.block;
+  }
+  FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
+  bool pow2 = a.pow2;
   int64_t block[INFIR2RT_MAX_RANK];
   for (int64_t i = 0; i < x.rank; ++i)
-    block[i] = int64_t(descAttr(desc, 2 + i));
+    block[i] = a.block[i];
   Geometry g, gt{};
   if (!geometryOf(x.shape, x.rank, block, g))
     return setCallError(ctx, where, "%s",
@@ -165,8 +174,7 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
     dataT = descOperand(ctx, desc, 3);
     scaleT = descOperand(ctx, desc, 4);
     int64_t shapeT[2] = {g.C, T};
-    int64_t blockT[2] = {int64_t(descAttr(desc, 2 + x.rank)),
-                         int64_t(descAttr(desc, 3 + x.rank))};
+    int64_t blockT[2] = {a.block_t[0], a.block_t[1]};
     geometryOf(shapeT, 2, blockT, gt);
   }
 
@@ -274,12 +282,13 @@ __global__ void dequantizeKernel(const uint8_t *data, FP8Format format,
     out.set(i, fp8ToFloat(data[i], format) * scale[g.index(i / g.C, i % g.C)]);
 }
 
-/// The block shape attributes starting at `first`, and their geometry.
-bool blocksOf(const int64_t *desc, int64_t first, const Operand &x,
+/// The geometry of block shape `blocks` (an amax's or a dequantize's) for
+/// `x`.
+bool blocksOf(const attrs::Array<int64_t> &blocks, const Operand &x,
               Geometry &g) {
   int64_t block[INFIR2RT_MAX_RANK];
   for (int64_t i = 0; i < x.rank; ++i)
-    block[i] = int64_t(descAttr(desc, first + i));
+    block[i] = blocks[i];
   return geometryOf(x.shape, x.rank, block, g);
 }
 
@@ -290,7 +299,8 @@ extern "C" int32_t infir2rt_cuda_amax(infir2rt_context *ctx,
   Operand x = descOperand(ctx, desc, 0), out = descOperand(ctx, desc, 1);
   Geometry g;
   if ((x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16) ||
-      out.dtype != INFIR2RT_F32 || !blocksOf(desc, 0, x, g))
+      out.dtype != INFIR2RT_F32 ||
+      !blocksOf(attrs::decode<attrs::amax>(desc).block, x, g))
     return setCallError(ctx, where, "%s",
                     "the CUDA amax takes f32/bf16 inputs, writes f32, and "
                     "does not handle this granularity");
@@ -321,7 +331,7 @@ extern "C" int32_t infir2rt_cuda_dequantize(infir2rt_context *ctx,
   Geometry g;
   if (scale.dtype != INFIR2RT_F32 ||
       (out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16) ||
-      !blocksOf(desc, 0, data, g))
+      !blocksOf(attrs::decode<attrs::dequantize>(desc).block, data, g))
     return setCallError(ctx, where, "%s",
                     "the CUDA dequantize takes f32 scales, writes f32/bf16, "
                     "and does not handle this granularity");

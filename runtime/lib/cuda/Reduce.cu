@@ -26,7 +26,7 @@
 namespace {
 
 using Operand = infir2::rt::DescOperand;
-using infir2::rt::descAttr;
+namespace attrs = infir2::rt::attrs;
 using infir2::rt::descOperand;
 using infir2::rt::setCallError;
 using infir2::rt::cuda::View;
@@ -97,12 +97,13 @@ extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
   // accumulator (FP32, out's type; possibly out itself, its values start
   // each column's sum) is checked before anything is launched, and the
   // groups share one workspace, in stream order.
-  int64_t size = descAttr(desc, 0) != 0.0 ? 3 : 2, n = desc[0], bytes = 0;
+  bool hasAcc = attrs::decode<attrs::reduce_sum>(desc).has_acc;
+  int64_t size = hasAcc ? 3 : 2, n = desc[0], bytes = 0;
   for (int64_t g = 0; g < n; g += size) {
     Operand x = descOperand(ctx, desc, g), out = descOperand(ctx, desc, g + 1);
     const uint8_t *acc = nullptr;
-    if (int32_t rc = infir2::rt::gradientAccumulator(ctx, desc, 0, g + 2, out,
-                                                     where, &acc))
+    if (int32_t rc = infir2::rt::gradientAccumulator(ctx, desc, hasAcc, g + 2,
+                                                     out, where, &acc))
       return rc;
     bytes = std::max(bytes, infir2::rt::cuda::columnPartialBytes(
                                 x.numel / out.numel, out.numel));
@@ -113,7 +114,7 @@ extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
   for (int64_t g = 0; g < n; g += size) {
     Operand x = descOperand(ctx, desc, g), out = descOperand(ctx, desc, g + 1);
     const uint8_t *acc = nullptr;
-    (void)infir2::rt::gradientAccumulator(ctx, desc, 0, g + 2, out, where,
+    (void)infir2::rt::gradientAccumulator(ctx, desc, hasAcc, g + 2, out, where,
                                           &acc);
     infir2::rt::cuda::sumColumns(
         ctx, Element{viewOf(x), out.numel}, x.numel / out.numel, out.numel,
@@ -152,7 +153,8 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
   normKernel<<<1, kThreads, 0, stream>>>(partial, count, total, norm);
   if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
     return rc;
-  if (descAttr(desc, 0) != 0.0 && ctx->comm) { // ZeRO-1: every rank's shards
+  if (attrs::decode<attrs::global_norm>(desc).across_ranks &&
+      ctx->comm) { // ZeRO-1: every rank's shards
     double ss = 0.0;
     INFIR2_CUDA_CHECK(ctx,
                       cudaMemcpyAsync(&ss, total, sizeof ss,

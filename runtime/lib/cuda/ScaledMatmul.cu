@@ -41,7 +41,7 @@
 namespace {
 
 using Operand = infir2::rt::DescOperand;
-using infir2::rt::descAttr;
+namespace attrs = infir2::rt::attrs;
 using infir2::rt::setCallError;
 using infir2::rt::descOperand;
 
@@ -176,13 +176,13 @@ __global__ void addProductKernel(infir2::rt::cuda::View acc,
     out.set(i, acc.get(i) + product[i]);
 }
 
-/// A GEMM's accumulator (operand `at`, when attribute `flag` is set): an
-/// operand of the result's type (f32 or bf16) and size; null without one.
+/// A GEMM's accumulator (operand `at`, when the call has one): an operand
+/// of the result's type (f32 or bf16) and size; null without one.
 int32_t accumulatorOf(infir2rt_context *ctx, const int64_t *desc,
-                      const char *where, int64_t flag, int64_t at,
+                      const char *where, bool hasAcc, int64_t at,
                       const Operand &out, const uint8_t **acc) {
   *acc = nullptr;
-  if (infir2::rt::descAttrCount(desc) <= flag || descAttr(desc, flag) == 0.0)
+  if (!hasAcc)
     return 0;
   Operand a = descOperand(ctx, desc, at);
   if ((out.dtype != INFIR2RT_F32 && out.dtype != INFIR2RT_BF16) ||
@@ -209,11 +209,12 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     return setCallError(ctx, where, "%s", "cuBLASLt has no E5M2 x E5M2 FP8 GEMM");
   if (d.dtype != INFIR2RT_BF16 && d.dtype != INFIR2RT_F32)
     return setCallError(ctx, where, "%s", "the CUDA FP8 GEMM writes bf16 or f32");
+  auto attributes = attrs::decode<attrs::scaled_matmul>(desc);
   int64_t blockA[INFIR2RT_MAX_RANK], blockB[2];
   for (int64_t i = 0; i < a.rank; ++i)
-    blockA[i] = int64_t(descAttr(desc, i));
+    blockA[i] = attributes.lhs_block[i];
   for (int64_t i = 0; i < 2; ++i)
-    blockB[i] = int64_t(descAttr(desc, a.rank + i));
+    blockB[i] = attributes.rhs_block[i];
   Mode ma, mb;
   if (!modeOf(a, blockA, ma) || !modeOf(b, blockB, mb))
     return setCallError(
@@ -236,7 +237,8 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
   // BF16 residual M is the tokens: 512 MiB at 16k tokens x 8192); beta = 1
   // in the block-scaled modes would avoid it, once measured on a GPU.
   const uint8_t *acc = nullptr;
-  if (int32_t rc = accumulatorOf(ctx, desc, where, a.rank + b.rank, 5, d, &acc))
+  if (int32_t rc =
+          accumulatorOf(ctx, desc, where, attributes.has_acc, 5, d, &acc))
     return rc;
   // The product's type: FP32 in the workspace with an accumulator.
   int64_t productType = acc ? INFIR2RT_F32 : d.dtype;
@@ -367,10 +369,12 @@ extern "C" int32_t infir2rt_cuda_matmul(infir2rt_context *ctx,
                                         const char *where) {
   Operand a = descOperand(ctx, desc, 0), b = descOperand(ctx, desc, 1),
           c = descOperand(ctx, desc, 2);
-  bool ta = descAttr(desc, 0) != 0.0, tb = descAttr(desc, 1) != 0.0;
+  auto attributes = attrs::decode<attrs::matmul>(desc);
+  bool ta = attributes.transpose_lhs, tb = attributes.transpose_rhs;
   // With an accumulator: the result starts as it, and beta = 1.
   const uint8_t *acc = nullptr;
-  if (int32_t rc = accumulatorOf(ctx, desc, where, 2, 3, c, &acc))
+  if (int32_t rc =
+          accumulatorOf(ctx, desc, where, attributes.has_acc, 3, c, &acc))
     return rc;
   if (acc && acc != c.ptr)
     INFIR2_CUDA_CHECK(ctx,

@@ -241,3 +241,31 @@ func.func @group_count() {
   infir2rt.call "adamw_group" [#infir2rt.buffer<scratch, 0, tensor<4xf32>>] attributes [0.9, 0.95, 1.0e-08, 1.0, 1.0, 0.1, 0.0] at "x"
   return
 }
+
+// -----
+
+// Tests that each attribute word has the type ABI.def declares: a flag is
+// 0 or 1.
+func.func @flag_not_boolean() {
+  // expected-error @+1 {{does not match its entry point: matmul's attribute 'has_acc' (word 2) is 0 or 1 (ABI.def), got 0.5}}
+  infir2rt.call "matmul" [#infir2rt.buffer<scratch, 0, tensor<4x4xf32>>, #infir2rt.buffer<scratch, 64, tensor<4x4xf32>>, #infir2rt.buffer<scratch, 128, tensor<4x4xf32>>, #infir2rt.buffer<scratch, 192, tensor<4x4xf32>>] attributes [0.0, 0.0, 0.5] at "x"
+  return
+}
+
+// -----
+
+// Tests that an integer attribute holds an integer: attention's head count.
+func.func @heads_not_integer() {
+  // expected-error @+1 {{does not match its entry point: attention's attribute 'heads' (word 0) is an integer (ABI.def), got 2.5}}
+  infir2rt.call "attention" [#infir2rt.buffer<scratch, 0, tensor<1x4x8xf32>>, #infir2rt.buffer<scratch, 128, tensor<1x4x8xf32>>, #infir2rt.buffer<scratch, 256, tensor<1x4x8xf32>>, #infir2rt.buffer<scratch, 384, tensor<1x4x8xf32>>] attributes [2.5, 1.0, 4.0, 0.5, 1.0, 0.0] at "x"
+  return
+}
+
+// -----
+
+// Tests that an array of integers holds integers: a quantization's block.
+func.func @block_not_integer() {
+  // expected-error @+1 {{does not match its entry point: quantize's attribute 'block' (word 3) is an integer (ABI.def), got 127.5}}
+  infir2rt.call "quantize" [#infir2rt.buffer<scratch, 0, tensor<4x128xf32>>, #infir2rt.buffer<scratch, 2048, tensor<4x128xf8E4M3FN>>, #infir2rt.buffer<scratch, 2560, tensor<4x1xf32>>] attributes [0.0, 1.0, 1.0, 127.5] at "x"
+  return
+}

@@ -15,6 +15,7 @@
 #define INFIR2_RUNTIME_DESCRIPTOR_H
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Attributes.h"
 #include "infir2/runtime/Error.h"
 
 #include <cstdarg>
@@ -55,15 +56,15 @@ inline double descAttr(const int64_t *desc, int64_t i) {
 /// composes others (a fused producer and its quantization) calls them with
 /// these.
 /// A gradient's accumulator for `out` (reduce_sum, rms_norm_grad,
-/// embedding_grad on a device): operand `at` when attribute `flag` is set,
-/// both FP32 of one size. `*acc` is null without one; non-zero with the
-/// call's error set when it does not fit.
+/// embedding_grad on a device): operand `at` when the call has one
+/// (`hasAcc`, its has_acc attribute), both FP32 of one size. `*acc` is null
+/// without one; non-zero with the call's error set when it does not fit.
 inline int32_t gradientAccumulator(infir2rt_context *ctx, const int64_t *desc,
-                                   int64_t flag, int64_t at,
+                                   bool hasAcc, int64_t at,
                                    const DescOperand &out, const char *where,
                                    const uint8_t **acc) {
   *acc = nullptr;
-  if (descAttr(desc, flag) == 0.0)
+  if (!hasAcc)
     return 0;
   DescOperand a = descOperand(ctx, desc, at);
   if (a.dtype != INFIR2RT_F32 || out.dtype != INFIR2RT_F32 ||
@@ -85,6 +86,21 @@ subDescriptor(const int64_t *desc, std::initializer_list<int64_t> operands,
   }
   const int64_t *attrs = desc + 2 + desc[0] * INFIR2RT_OPERAND_WORDS;
   out.insert(out.end(), attrs + first, attrs + first + count);
+  return out;
+}
+
+/// The descriptor of a call on some of `desc`'s operands (in the order
+/// given) with the attribute words `attrs` (Attributes.h's encoded()).
+inline std::vector<int64_t>
+subDescriptor(const int64_t *desc, std::initializer_list<int64_t> operands,
+              const std::vector<double> &attrs) {
+  std::vector<int64_t> out = subDescriptor(desc, operands, 0, 0);
+  out[1] = int64_t(attrs.size());
+  for (double a : attrs) {
+    int64_t w;
+    std::memcpy(&w, &a, sizeof w);
+    out.push_back(w);
+  }
   return out;
 }
 

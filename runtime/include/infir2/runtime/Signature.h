@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace infir2::rt {
@@ -90,8 +91,26 @@ template <typename View>
 bool checkSignature(int entry, const View &view, std::string &why) {
   SignatureView<View> s{view};
   OperandRule operands{OperandRule::Exactly, 0};
-  int64_t attributes = 0;
   const char *name = "?";
+  // One walk over the entry's attributes counts their words (`at`) and
+  // notes the first word not of its field's type (INT and INTS integers,
+  // BOOL 0 or 1; REAL and REALS any double), reported only once the counts
+  // are right.
+  int64_t at = 0, badAt = 0;
+  const char *field = nullptr, *want = nullptr;
+  auto check = [&](const char *fieldName, int64_t i, bool integer) {
+    if (field || i >= view.attrCount())
+      return;
+    double a = view.attr(i);
+    bool ok =
+        integer ? std::fabs(a) < double(int64_t(1) << 53) && a == std::floor(a)
+                : a == 0.0 || a == 1.0;
+    if (!ok) {
+      field = fieldName;
+      want = integer ? "an integer" : "0 or 1";
+      badAt = i;
+    }
+  };
 #define OPERANDS(n) OperandRule{OperandRule::Exactly, (n)}
 #define GROUPS_OF(k) OperandRule{OperandRule::GroupsOf, (k)}
 #define SAME_RANK_GROUPS_OF(k) OperandRule{OperandRule::SameRankGroupsOf, (k)}
@@ -99,12 +118,23 @@ bool checkSignature(int entry, const View &view, std::string &why) {
 #define RANK(i) s.rank(i)
 #define ATTR(i) s.attr(i)
 #define FLAG(i) s.flag(i)
+#define ATTRS(...) __VA_ARGS__
+#define REAL(fieldName) ++at;
+#define INT(fieldName) check(#fieldName, at++, true);
+#define BOOL(fieldName) check(#fieldName, at++, false);
+#define INTS(fieldName, count)                                                 \
+  {                                                                            \
+    int64_t words = (count);                                                   \
+    for (int64_t e = 0; e < words; ++e)                                        \
+      check(#fieldName, at + e, true);                                         \
+    at += words;                                                               \
+  }
+#define REALS(fieldName, count) at += (count);
   switch (entry) {
-#define INFIR2RT_ENTRY(entryName, operandRule, attributeCount, doc)            \
+#define INFIR2RT_ENTRY(entryName, operandRule, fields, doc)                    \
   case INFIR2RT_ENTRY_##entryName:                                             \
     name = #entryName;                                                         \
-    attributes = (attributeCount);                                             \
-    operands = operandRule;                                                    \
+    fields operands = operandRule;                                             \
     break;
 #include "infir2/runtime/ABI.def"
   default:
@@ -118,13 +148,18 @@ bool checkSignature(int entry, const View &view, std::string &why) {
 #undef RANK
 #undef ATTR
 #undef FLAG
+#undef ATTRS
+#undef REAL
+#undef INT
+#undef BOOL
+#undef INTS
+#undef REALS
   // The attributes first: the operand rules read them.
-  if (view.attrCount() != attributes) {
+  if (view.attrCount() != at) {
     why = std::string(name) + " takes " +
-          (attributes < 0 ? std::string("a number its operands do not give")
-                          : std::to_string(attributes)) +
-          " attribute words (ABI.def), got " +
-          std::to_string(view.attrCount());
+          (at < 0 ? std::string("a number its operands do not give")
+                  : std::to_string(at)) +
+          " attribute words (ABI.def), got " + std::to_string(view.attrCount());
     return false;
   }
   if (!operands.accepts(view.operandCount())) {
@@ -143,6 +178,13 @@ bool checkSignature(int entry, const View &view, std::string &why) {
               std::to_string(s.rank(0));
         return false;
       }
+  if (field) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", view.attr(badAt));
+    why = std::string(name) + "'s attribute '" + field + "' (word " +
+          std::to_string(badAt) + ") is " + want + " (ABI.def), got " + got;
+    return false;
+  }
   return true;
 }
 
