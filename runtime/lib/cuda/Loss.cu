@@ -351,7 +351,7 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
     return rc;
   View residual{};
   if (a.has_residual) {
-    Operand r = descOperand(ctx, desc, acc ? 6 : 5);
+    Operand r = descOperand(ctx, desc, a.has_acc ? 6 : 5);
     if (r.dtype != dx.dtype || r.numel != dx.numel)
       return infir2::rt::setCallError(ctx, where, "%s",
                                       "a residual adds into an input gradient "

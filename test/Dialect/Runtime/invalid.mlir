@@ -269,3 +269,23 @@ func.func @block_not_integer() {
   infir2rt.call "quantize" [#infir2rt.buffer<scratch, 0, tensor<4x128xf32>>, #infir2rt.buffer<scratch, 2048, tensor<4x128xf8E4M3FN>>, #infir2rt.buffer<scratch, 2560, tensor<4x1xf32>>] attributes [0.0, 1.0, 1.0, 127.5] at "x"
   return
 }
+
+// -----
+
+// Tests a call too short for its signature's expressions: scaled_matmul's
+// blocks follow operand 2's rank, which a 2-operand call lacks; the
+// signature refuses it (no word is read at a negative position).
+func.func @too_few_for_ranks() {
+  // expected-error @+1 {{does not match its entry point: scaled_matmul takes a number its operands do not give attribute words (ABI.def), got 1}}
+  infir2rt.call "scaled_matmul" [#infir2rt.buffer<scratch, 0, tensor<4x128xf8E4M3FN>>, #infir2rt.buffer<scratch, 512, tensor<4x1xf32>>] attributes [1.0] at "x"
+  return
+}
+
+// -----
+
+// Tests a count that is not an integer: adamw_group's tensor count.
+func.func @count_not_integer() {
+  // expected-error @+1 {{does not match its entry point: adamw_group takes a number its operands do not give attribute words (ABI.def), got 7}}
+  infir2rt.call "adamw_group" [#infir2rt.buffer<scratch, 0, tensor<4xf32>>] attributes [0.9, 0.95, 1.0e-08, 1.0, 2.5, 0.1, 0.0] at "x"
+  return
+}

@@ -227,10 +227,11 @@ TEST_F(AccumulatorsVsInterpreter, RMSNormWeightGradient) {
 }
 
 // The residual stream's gradient added into the norm's input gradient
-// (ABI 9), in a BF16 result of its own and in place. The residuals are
-// N(0, 4), so a dropped one is off by about 4; the bound is the BF16
-// result's one rounding (2^-8 of its magnitude) plus the FP32 arithmetic's
-// 1e-5 of the magnitudes of the terms (sums of 64 products).
+// (ABI 9), in a result of its own and in place, BF16 and FP32. The
+// residuals are N(0, 4), so a dropped one is off by about 4; the bound is
+// the result's one rounding (2^-8 of its magnitude in BF16, 2^-24 in FP32)
+// plus the FP32 arithmetic's 1e-5 of the magnitudes of the terms (sums of
+// 64 products).
 TEST_F(AccumulatorsVsInterpreter, RMSNormInputGradientWithResidual) {
   Tensor x = drawBF16({4, 32, 64}), w = drawBF16({64}),
          dy = drawBF16({4, 32, 64}), res = drawBF16({4, 32, 64}, 4.0);
@@ -257,32 +258,43 @@ TEST_F(AccumulatorsVsInterpreter, RMSNormInputGradientWithResidual) {
           std::abs(inv * w.data[i] * dy.data[r * 64 + i]) +
           inv * inv * inv / 64 * std::abs(x.data[r * 64 + i]) * dot;
   }
-  Call c;
-  int in = c.add({4, 32, 64}, INFIR2RT_BF16),
-      weight = c.add({64}, INFIR2RT_BF16),
-      grad = c.add({4, 32, 64}, INFIR2RT_BF16),
-      dx = c.add({4, 32, 64}, INFIR2RT_BF16);
-  c.add({64}, INFIR2RT_BF16); // the weight's gradient
-  int g = c.add({4, 32, 64}, INFIR2RT_BF16);
-  c.attrs({1e-6, 0.0, 1.0});
-  fillBF16(c, in, x);
-  fillBF16(c, weight, w);
-  fillBF16(c, grad, dy);
-  fillBF16(c, g, res);
-  for (bool inPlace : {false, true}) {
-    SCOPED_TRACE(inPlace ? "in place" : "a result of its own");
-    Call run = c;
-    if (inPlace) // the residual's descriptor addresses dx's buffer
-      run.desc[2 + g * INFIR2RT_OPERAND_WORDS + 3] =
-          run.desc[2 + dx * INFIR2RT_OPERAND_WORDS + 3];
-    fillBF16(run, dx, inPlace ? res : Tensor({4, 32, 64}, 1e30));
-    ASSERT_EQ(run.run(infir2rt_rms_norm_grad), 0);
-    const auto *out = reinterpret_cast<const uint16_t *>(run.u8(dx));
-    for (int64_t i = 0; i < x.getNumElements(); ++i)
-      ASSERT_LE(
-          std::abs(double(infir2::rt::bf16ToFloat(out[i])) - want[0].data[i]),
-          std::ldexp(std::abs(want[0].data[i]), -8) + 1e-5 * terms[i])
-          << "element " << i;
+  // BF16 (the models' gradients; the CPU reads the residual into a copy)
+  // and FP32 (read and written in the same memory when in place).
+  for (int64_t type : {INFIR2RT_BF16, INFIR2RT_F32}) {
+    bool f32 = type == INFIR2RT_F32;
+    Call c;
+    int in = c.add({4, 32, 64}, INFIR2RT_BF16),
+        weight = c.add({64}, INFIR2RT_BF16),
+        grad = c.add({4, 32, 64}, INFIR2RT_BF16), dx = c.add({4, 32, 64}, type);
+    c.add({64}, INFIR2RT_BF16); // the weight's gradient
+    int g = c.add({4, 32, 64}, type);
+    c.attrs({1e-6, 0.0, 1.0});
+    fillBF16(c, in, x);
+    fillBF16(c, weight, w);
+    fillBF16(c, grad, dy);
+    auto put = [&](Call &call, int operand, const Tensor &t) {
+      f32 ? fill(call, operand, t) : fillBF16(call, operand, t);
+    };
+    put(c, g, res);
+    for (bool inPlace : {false, true}) {
+      SCOPED_TRACE(std::string(f32 ? "f32, " : "bf16, ") +
+                   (inPlace ? "in place" : "a result of its own"));
+      Call run = c;
+      if (inPlace) // the residual's descriptor addresses dx's buffer
+        run.desc[2 + g * INFIR2RT_OPERAND_WORDS + 3] =
+            run.desc[2 + dx * INFIR2RT_OPERAND_WORDS + 3];
+      put(run, dx, inPlace ? res : Tensor({4, 32, 64}, 1e30));
+      ASSERT_EQ(run.run(infir2rt_rms_norm_grad), 0);
+      const auto *out = reinterpret_cast<const uint16_t *>(run.u8(dx));
+      for (int64_t i = 0; i < x.getNumElements(); ++i) {
+        double got =
+            f32 ? double(run.f32(dx)[i]) : infir2::rt::bf16ToFloat(out[i]);
+        ASSERT_LE(std::abs(got - want[0].data[i]),
+                  std::ldexp(std::abs(want[0].data[i]), f32 ? -24 : -8) +
+                      1e-5 * terms[i])
+            << "element " << i;
+      }
+    }
   }
 }
 

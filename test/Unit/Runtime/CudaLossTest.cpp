@@ -67,10 +67,11 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     compareClose(c, out, INFIR2RT_F32, T * V, 64, infir2rt_cross_entropy_grad,
                  infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
   }
-  // The norm weight's gradient without and with an FP32 accumulator, and
-  // then with a residual added into the input's gradient too.
-  for (int variant : {0, 1, 2}) {
-    bool hasAcc = variant > 0, hasResidual = variant == 2;
+  // The norm weight's gradient without and with an FP32 accumulator, then
+  // with a residual added into the input's gradient, with and without the
+  // accumulator (the residual is operand 6 or 5).
+  for (int variant : {0, 1, 2, 3}) {
+    bool hasAcc = variant == 1 || variant == 2, hasResidual = variant >= 2;
     SCOPED_TRACE(hasResidual ? "rms_norm_grad with a residual"
                  : hasAcc    ? "rms_norm_grad into an accumulator"
                              : "rms_norm_grad");

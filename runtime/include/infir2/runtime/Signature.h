@@ -19,6 +19,7 @@
 
 #include "infir2/runtime/ABI.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -98,8 +99,10 @@ bool checkSignature(int entry, const View &view, std::string &why) {
   // are right.
   int64_t at = 0, badAt = 0;
   const char *field = nullptr, *want = nullptr;
+  // (A count that reads what the call lacks comes out negative: the words
+  // from there on are not checked; the counts refuse the call.)
   auto check = [&](const char *fieldName, int64_t i, bool integer) {
-    if (field || i >= view.attrCount())
+    if (field || i < 0 || i >= view.attrCount())
       return;
     double a = view.attr(i);
     bool ok =
@@ -125,7 +128,8 @@ bool checkSignature(int entry, const View &view, std::string &why) {
 #define INTS(fieldName, count)                                                 \
   {                                                                            \
     int64_t words = (count);                                                   \
-    for (int64_t e = 0; e < words; ++e)                                        \
+    for (int64_t e = std::max<int64_t>(0, -at);                                \
+         e < words && at + e < view.attrCount(); ++e)                          \
       check(#fieldName, at + e, true);                                         \
     at += words;                                                               \
   }
