@@ -6,6 +6,7 @@
 //
 //   infir2-compile model.mlir --recipe=fp8|bf16 [--recipe-options="..."]
 //                  [--optimizer-options="..."] [--report-memory]
+//                  [--report-step-time=h100|h200|cpu [--calibration=FILE]]
 //                  [--emit=recipe|plan|runtime|llvm|llvm-ir|obj|exe]
 //                  -o trainer
 //
@@ -22,6 +23,7 @@
 #include "infir2/InitAll.h"
 #include "infir2/Pipelines/Pipelines.h"
 #include "infir2/Support/ToolOptions.h"
+#include "infir2/Transforms/StepTime.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -93,6 +95,17 @@ static cl::opt<bool>
     reportMemory("report-memory",
                  cl::desc("Print the planned memory by category and stop"),
                  cl::cat(category));
+
+static cl::opt<std::string> reportStepTime(
+    "report-step-time",
+    cl::desc("Print the step's predicted time on a target (h100, h200, "
+             "cpu) by kind of op, and stop"),
+    cl::value_desc("target"), cl::cat(category));
+static cl::opt<std::string> calibration(
+    "calibration",
+    cl::desc("For --report-step-time=cpu: this machine's rates, the JSON "
+             "file `infir2-gemm-peak --json` writes"),
+    cl::value_desc("file"), cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "infir2-compile") << message << "\n";
@@ -207,9 +220,11 @@ static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
     return fail(*bad), failure();
   options.recipe = recipe;
   options.reportMemory = reportMemory;
-  options.stopAfter = reportMemory       ? infir2::TrainerStage::plan
-                      : emit == Emit::recipe ? infir2::TrainerStage::recipe
-                      : emit == Emit::plan   ? infir2::TrainerStage::plan
+  bool report = reportStepTime.getNumOccurrences() > 0;
+  options.stopAfter = reportMemory ? infir2::TrainerStage::plan
+                      : report || emit == Emit::recipe
+                          ? infir2::TrainerStage::recipe
+                      : emit == Emit::plan    ? infir2::TrainerStage::plan
                       : emit == Emit::runtime ? infir2::TrainerStage::runtime
                                               : infir2::TrainerStage::llvm;
   return success();
@@ -232,8 +247,8 @@ int main(int argc, char **argv) {
                 "give -o a path");
   // An output that cannot be written is an error before any work.
   StringRef dir = sys::path::parent_path(outputPath);
-  if (!reportMemory && outputPath != "-" && !dir.empty() &&
-      !sys::fs::is_directory(dir))
+  if (!reportMemory && !reportStepTime.getNumOccurrences() &&
+      outputPath != "-" && !dir.empty() && !sys::fs::is_directory(dir))
     return fail("cannot write '" + outputPath + "': no directory '" + dir +
                 "'");
 
@@ -252,11 +267,23 @@ int main(int argc, char **argv) {
   if (!module)
     return 1; // The parser or verifier has printed the diagnostic.
 
+  // The target first: a bad one fails before any work.
+  std::optional<infir2::StepTimeTarget> target;
+  if (reportStepTime.getNumOccurrences()) {
+    std::string why;
+    FailureOr<infir2::StepTimeTarget> t =
+        infir2::lookUpStepTimeTarget(reportStepTime, calibration, why);
+    if (failed(t))
+      return fail("--report-step-time: " + why);
+    target = *t;
+  }
   PassManager pm(&ctx);
   infir2::buildTrainerPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;
-  if (reportMemory)
+  if (target)
+    infir2::printStepTimeReport(*module, *target, llvm::outs());
+  if (reportMemory || target)
     return 0;
 
   if (emit != Emit::obj && emit != Emit::exe && emit != Emit::llvmIR) {

@@ -225,6 +225,35 @@ def FP8ReportPass : Pass<"infir2-fp8-report", "mlir::ModuleOp"> {
   ];
 }
 
+def ReportStepTimePass : Pass<"infir2-report-step-time", "mlir::ModuleOp"> {
+  let summary = "Prints the predicted time of the training step on a target, by kind of op.";
+  let description = [{
+    A roofline model of `@train_step` (one micro-batch) and `@optimizer_step`
+    after a recipe: each op takes its FLOPs over the target's rate for its
+    kind, or its bytes over the target's memory bandwidth, whichever is
+    longer, plus a fixed cost per call. GEMM rates come from a small table of
+    shapes measured on the lent H200 (`h100` and `h200` share it; their peaks
+    and bandwidths differ); attention runs at a share of the BF16 peak that a
+    fused kernel reaches. The `cpu` target reads this machine's BF16 and FP32
+    GEMM rates and its bandwidth from the JSON file `infir2-gemm-peak --json`
+    writes (`calibration`). Prints one row per kind (calls, GFLOP, GB moved,
+    ms, share), the totals and the tokens/s of one micro-batch plus the
+    optimizer step. The IR is not changed.
+
+    ```
+    $ infir2-compile model.mlir --recipe=fp8 --report-step-time=h100
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"h100\"",
+           "h100, h200 or cpu">,
+    Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
+           "For cpu: the JSON file infir2-gemm-peak --json writes">,
+    Option<"toStdout", "to-stdout", "bool", /*default=*/"false",
+           "Print to standard output instead of standard error">
+  ];
+}
+
 def VerifyPrecisionPass : Pass<"infir2-verify-precision", "mlir::ModuleOp"> {
   let summary = "Checks statically that the precision decisions keep the numerics contract.";
   let description = [{
