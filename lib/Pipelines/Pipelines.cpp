@@ -88,6 +88,7 @@ static void addFP8Recipe(OpPassManager &pm,
   assign.scales = options.scales;
   assign.keepFirstLast = options.keepFirstLast;
   assign.minGemmFlops = options.minGemmFlops;
+  assign.costModel = options.costModel;
   pm.addPass(createAssignPrecisionPass(assign));
   pm.addPass(createInsertQuantizationPass());
   // One quantization per value and granularity, however many GEMMs read it.

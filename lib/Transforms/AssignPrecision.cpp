@@ -13,6 +13,7 @@
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/Transforms/StepTime.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -86,6 +87,10 @@ struct AssignPrecisionPass
   void runOnOperation() override;
   DecisionAttr decide(const GemmInfo &g, const llvm::StringSet<> &lmHead,
                       int64_t numLayers);
+  /// The cost model's reason to keep `g` in high precision, if it has one.
+  std::optional<std::string> costReason(const GemmInfo &g, const GemmDims &d);
+
+  std::optional<StepTimeTarget> costTarget;
   DecisionAttr high(GemmRole role, const Twine &reason) {
     return DecisionAttr::get(&getContext(), Precision::high, role, {}, {},
                              std::nullopt, std::nullopt, std::nullopt,
@@ -94,6 +99,18 @@ struct AssignPrecisionPass
 };
 
 void AssignPrecisionPass::runOnOperation() {
+  if (!costModel.empty()) {
+    // (A calibrated cpu target is not an option here: the CPU's FP8 GEMMs
+    // are emulated and never pay.)
+    std::string error;
+    FailureOr<StepTimeTarget> t = lookUpStepTimeTarget(costModel, "", error);
+    if (failed(t)) {
+      getOperation().emitError()
+          << "cost-model must be h100 or h200, got '" << costModel << "'";
+      return signalPassFailure();
+    }
+    costTarget = *t;
+  }
   getOperation().walk([&](FunctionOpInterface fn) {
     SmallVector<GemmInfo> gemms;
     // GEMMs already in FP8 keep their decision: the pass can run again on
@@ -157,6 +174,8 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
     return high(g.role, llvm::formatv("{0:e2} flops is below min-gemm-flops "
                                       "({1:e2}): too small to gain",
                                       flops, minGemmFlops.getValue()));
+  if (std::optional<std::string> reason = costReason(g, d))
+    return high(g.role, *reason);
 
   // FP8: each operand's granularity as it is stored in this GEMM.
   MLIRContext *ctx = &getContext();
@@ -187,6 +206,50 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
       ctx, Precision::fp8, g.role, gran[0], gran[1], fmt[0], fmt[1],
       scales == ScalePolicy::pow2 ? fp8::ScaleRule::pow2 : fp8::ScaleRule::fp32,
       reason);
+}
+
+std::optional<std::string> AssignPrecisionPass::costReason(const GemmInfo &g,
+                                                           const GemmDims &d) {
+  if (!costTarget)
+    return std::nullopt;
+  int64_t rows = d.batch * d.m;
+  double bf16 = gemmSeconds(*costTarget, rows, d.n, d.k, /*fp8=*/false);
+  // An activation or gradient is quantized once (both layouts) for every
+  // GEMM that reads it, directly or transposed: this one's share is its
+  // quantization over their number. Weights are quantized once per
+  // optimizer step, not per micro-batch.
+  auto gemmReaders = [](Value v) {
+    int64_t n = 0;
+    for (Operation *user : v.getUsers())
+      if (isa<GemmOpInterface>(user))
+        ++n;
+      else if (auto t = dyn_cast<TransposeOp>(user))
+        n += llvm::count_if(t->getUsers(), [](Operation *u) {
+          return isa<GemmOpInterface>(u);
+        });
+    return std::max<int64_t>(n, 1);
+  };
+  double fp8 = gemmSeconds(*costTarget, rows, d.n, d.k, /*fp8=*/true);
+  Value operands[] = {g.op.getGemmLhs(), g.op.getGemmRhs()};
+  for (int i : {0, 1}) {
+    if (g.role != GemmRole::wgrad && i == g.weightOperand)
+      continue;
+    // A transposed operand's quantization is its source's.
+    Value v = operands[i];
+    if (auto t = v.getDefiningOp<TransposeOp>())
+      v = t.getInput();
+    fp8 += quantizeSeconds(
+               *costTarget,
+               double(cast<RankedTensorType>(v.getType()).getNumElements())) /
+           double(gemmReaders(v));
+  }
+  if (fp8 < bf16)
+    return std::nullopt;
+  return llvm::formatv("the cost model on {0} predicts FP8 would not pay: "
+                       "{1:f1} us (the GEMM and its share of its operands' "
+                       "quantization) against {2:f1} us in BF16",
+                       costTarget->name, fp8 * 1e6, bf16 * 1e6)
+      .str();
 }
 
 } // namespace

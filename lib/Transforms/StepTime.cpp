@@ -264,6 +264,19 @@ FailureOr<StepTimeTarget> infir2::lookUpStepTimeTarget(StringRef name,
   return t;
 }
 
+double infir2::gemmSeconds(const StepTimeTarget &target, int64_t m, int64_t n,
+                           int64_t k, bool fp8) {
+  return 2.0 * m * n * k / gemmRate(target, m, n, k, fp8, /*f32=*/false) +
+         target.callSeconds;
+}
+
+double infir2::quantizeSeconds(const StepTimeTarget &target, double elements) {
+  double seconds = 4.0 * elements / target.bytesPerSecond;
+  if (target.quantizedPerSecond > 0)
+    seconds = std::max(seconds, elements / target.quantizedPerSecond);
+  return seconds + target.callSeconds;
+}
+
 std::vector<OpTime> infir2::predictOps(func::FuncOp fn,
                                        const StepTimeTarget &target) {
   std::vector<OpTime> out;

@@ -136,6 +136,11 @@ struct FP8OptionsBase : public TrainingStepOptions<Derived> {
       *this, "min-gemm-flops",
       llvm::cl::desc("GEMMs of fewer flops stay in BF16 (too small to gain)"),
       llvm::cl::init(1.6e7)};
+  Option<std::string> costModel{
+      *this, "cost-model",
+      llvm::cl::desc("Keep a GEMM in BF16 where the step-time model on this "
+                     "target (h100, h200) predicts FP8 would not pay"),
+      llvm::cl::init("")};
   Option<bool> fuseCasts{
       *this, "fuse-casts",
       llvm::cl::desc("Fuse quantizations into norms, SwiGLU and GEMMs "

@@ -181,7 +181,16 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     precision; a GEMM whose token, output or contraction size is not a
     multiple of the recipe's block (128 for `blockwise`, 16 otherwise, as FP8
     tensor cores need) stays in high precision; so does a GEMM of fewer than
-    `min-gemm-flops` floating-point operations (too small to gain).
+    `min-gemm-flops` floating-point operations (too small to gain). With
+    `cost-model=h100` (or `h200`), a GEMM stays in high precision when the
+    step-time model (`--infir2-report-step-time`, GEMM rates by shape as
+    measured on the lent GPUs) predicts that its FP8 form, the GEMM plus its
+    share of the quantization of each operand that is not a weight (that
+    quantization over the number of GEMMs reading the operand, directly or
+    transposed; weights are quantized once per optimizer step), takes at
+    least as long as the BF16 GEMM; the reason gives both times. The rule is
+    per GEMM: it does not ask whether a quantization would go away with all
+    its readers.
 
     An FP8 GEMM's decision names each operand's granularity as the operand is
     stored: `blockwise` (the InfiR2 recipe) puts the weight in 128×128 blocks
@@ -204,7 +213,11 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
            "precision">,
     Option<"minGemmFlops", "min-gemm-flops", "double", "1.6e7",
            "GEMMs of fewer floating-point operations stay in high precision "
-           "(too small to gain from FP8)">
+           "(too small to gain from FP8)">,
+    Option<"costModel", "cost-model", "std::string", /*default=*/"\"\"",
+           "Keep a GEMM in high precision where the step-time model on this "
+           "target (h100, h200) predicts FP8 would not pay (default: no "
+           "model)">
   ];
   let dependentDialects = ["infir2::fp8::FP8Dialect"];
 }

@@ -59,6 +59,15 @@ mlir::FailureOr<StepTimeTarget>
 lookUpStepTimeTarget(llvm::StringRef name, llvm::StringRef calibration,
                      std::string &error);
 
+/// The predicted seconds of a GEMM of M x N x K on `target`, with BF16 or
+/// FP8 operands (the table's rate for the nearest shape, one call).
+double gemmSeconds(const StepTimeTarget &target, int64_t m, int64_t n,
+                   int64_t k, bool fp8);
+
+/// The predicted seconds to quantize `elements` BF16 values into both FP8
+/// layouts (reading 2 bytes and writing 2 codes each, one call).
+double quantizeSeconds(const StepTimeTarget &target, double elements);
+
 /// One op's predicted cost.
 struct OpTime {
   std::string kind; ///< the row it is counted in ("GEMM fp8", "attention")
