@@ -47,7 +47,19 @@ for m in qwen-110m:8:1024 qwen2.5-0.5b:8:2048 qwen2.5-7b-4layers:2:4096; do
     --micro-batch "$b" -o "$out/$name.mlir"
   for r in bf16 fp8; do
     "$bin/infir2-compile" "$out/$name.mlir" --recipe=$r -o "$out/bench-$name-$r"
+    # What the step-time model predicts for them (bench.sh puts it beside
+    # the measurements).
+    for target in h100 h200; do
+      "$bin/infir2-compile" "$out/$name.mlir" --recipe=$r --report-step-time=$target \
+        > "$out/predicted-$name-$r-$target.txt"
+    done
   done
+  # The FP8 recipe with the cost model's decisions (cost-model=h100: the
+  # H100 and H200 share the model's GEMM table).
+  "$bin/infir2-compile" "$out/$name.mlir" --recipe=fp8 --recipe-options="cost-model=h100" \
+    -o "$out/bench-$name-fp8cost"
+  "$bin/infir2-compile" "$out/$name.mlir" --recipe=fp8 --recipe-options="cost-model=h100" \
+    --report-step-time=h200 > "$out/predicted-$name-fp8cost-h200.txt"
 done
 rm -f "$out"/*.mlir
 cp "$tests" "$bin/infir2-cuda-probe" "$bin/infir2-kernel-bench" "$out/"

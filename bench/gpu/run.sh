@@ -3,7 +3,9 @@
 # (scripts/gpu-bundle.sh packs it, as bench.sh, with the trainers it runs):
 #   bash bench.sh OUT [SHAPES]
 # SHAPES: a space-separated subset of "qwen-110m qwen2.5-0.5b qwen2.5-7b-4layers"
-# (all by default). For each shape: our bf16 and fp8 trainers (8 steps),
+# (all by default). For each shape: our bf16 and fp8 trainers (8 steps; and
+# fp8cost, the FP8 recipe with cost-model=h100, with the step-time model's
+# predictions beside them),
 # PyTorch eager and torch.compile (bench/gpu/torch_step.py, 6 steps;
 # INFIR2_BENCH_TORCH chooses the modes), then
 # the attention kernels against PyTorch's SDPA; raw results in OUT, the table
@@ -20,7 +22,9 @@ for s in $shapes; do
   B=${batch[$s]} S=${seq[$s]}
   echo "{\"name\": \"$s\", \"batch\": $B, \"seq\": $S, \"config\": \"configs/$s.json\"}" \
     > "$out/shape-$s.json"
-  for r in bf16 fp8; do
+  cp predicted-$s-*.txt "$out/" 2>/dev/null
+  for r in bf16 fp8 fp8cost; do
+    [ -x ./bench-$s-$r ] || continue
     timeout 240 ./bench-$s-$r --device cuda --data brown-train.txt --steps 8 \
       --log-every 1 --log-jsonl "$out/ours-$s-$r.jsonl" > "$out/ours-$s-$r.log" 2>&1
     echo "ours $s $r rc=$?: $(grep -o 'the GPU holds [0-9.]* GiB' "$out/ours-$s-$r.log")"
