@@ -24,7 +24,7 @@ for s in $shapes; do
     > "$out/shape-$s.json"
   cp predicted-$s-*.txt "$out/" 2>/dev/null
   for r in bf16 fp8 fp8cost; do
-    [ -x ./bench-$s-$r ] || continue
+    [ -x ./bench-$s-$r ] || { echo "ours $s $r: no trainer in the bundle"; continue; }
     timeout 240 ./bench-$s-$r --device cuda --data brown-train.txt --steps 8 \
       --log-every 1 --log-jsonl "$out/ours-$s-$r.jsonl" > "$out/ours-$s-$r.log" 2>&1
     echo "ours $s $r rc=$?: $(grep -o 'the GPU holds [0-9.]* GiB' "$out/ours-$s-$r.log")"

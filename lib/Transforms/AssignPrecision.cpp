@@ -21,6 +21,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <functional>
+
 namespace infir2 {
 #define GEN_PASS_DEF_ASSIGNPRECISIONPASS
 #include "infir2/Transforms/Passes.h.inc"
@@ -218,30 +220,30 @@ std::optional<std::string> AssignPrecisionPass::costReason(const GemmInfo &g,
   // GEMM that reads it, directly or transposed: this one's share is its
   // quantization over their number. Weights are quantized once per
   // optimizer step, not per micro-batch.
-  auto gemmReaders = [](Value v) {
+  // (A quantization reads through views: the wgrad GEMMs take their
+  // operands reshaped to [tokens, width] or transposed.)
+  std::function<int64_t(Value)> gemmReaders = [&](Value v) -> int64_t {
     int64_t n = 0;
     for (Operation *user : v.getUsers())
       if (isa<GemmOpInterface>(user))
         ++n;
-      else if (auto t = dyn_cast<TransposeOp>(user))
-        n += llvm::count_if(t->getUsers(), [](Operation *u) {
-          return isa<GemmOpInterface>(u);
-        });
-    return std::max<int64_t>(n, 1);
+      else if (isa<TransposeOp, ReshapeOp>(user))
+        n += gemmReaders(user->getResult(0));
+    return n;
   };
   double fp8 = gemmSeconds(*costTarget, rows, d.n, d.k, /*fp8=*/true);
   Value operands[] = {g.op.getGemmLhs(), g.op.getGemmRhs()};
   for (int i : {0, 1}) {
     if (g.role != GemmRole::wgrad && i == g.weightOperand)
       continue;
-    // A transposed operand's quantization is its source's.
+    // A viewed operand's quantization is its source's.
     Value v = operands[i];
-    if (auto t = v.getDefiningOp<TransposeOp>())
-      v = t.getInput();
+    while (isa_and_nonnull<TransposeOp, ReshapeOp>(v.getDefiningOp()))
+      v = v.getDefiningOp()->getOperand(0);
     fp8 += quantizeSeconds(
                *costTarget,
                double(cast<RankedTensorType>(v.getType()).getNumElements())) /
-           double(gemmReaders(v));
+           double(std::max<int64_t>(gemmReaders(v), 1));
   }
   if (fp8 < bf16)
     return std::nullopt;

@@ -37,6 +37,7 @@ struct ReportStepTimePass
     }
     printStepTimeReport(getOperation(), *t,
                         toStdout ? llvm::outs() : llvm::errs());
+    markAllAnalysesPreserved();
   }
 };
 

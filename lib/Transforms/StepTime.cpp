@@ -163,9 +163,16 @@ OpTime costOf(Operation *op, const StepTimeTarget &t) {
   // up, not whole: only the looked-up rows' bytes count.
   if (auto e = dyn_cast<EmbeddingOp>(op))
     c.bytes = bytesOf(e.getIds().getType()) + 2 * bytesOf(e.getType());
-  if (auto e = dyn_cast<EmbeddingGradOp>(op))
+  if (auto e = dyn_cast<EmbeddingGradOp>(op)) {
+    // The gradient read, each looked-up row of the result (its accumulator)
+    // read and written in the result's type.
+    auto table = cast<RankedTensorType>(e.getTableGrad().getType());
     c.bytes = bytesOf(e.getIds().getType()) +
-              3 * bytesOf(e.getResultGrad().getType());
+              bytesOf(e.getResultGrad().getType()) +
+              2.0 * elementsOf(e.getResultGrad()) *
+                  double(storedBytes(
+                      RankedTensorType::get({1}, table.getElementType())));
+  }
   double seconds = c.bytes / t.bytesPerSecond;
   if (rate > 0)
     seconds = std::max(seconds, c.flops / rate);
@@ -225,6 +232,14 @@ FailureOr<StepTimeTarget> infir2::lookUpStepTimeTarget(StringRef name,
   StepTimeTarget t;
   t.name = "cpu";
   const llvm::json::Object *o = json->getAsObject();
+  if (!o) {
+    error = "'" + calibration.str() +
+            "' is not a JSON object (infir2-gemm-peak --json writes one)";
+    return failure();
+  }
+  auto positive = [](std::optional<double> v) {
+    return v && std::isfinite(*v) && *v > 0;
+  };
   for (auto [key, field] :
        {std::pair<const char *, double *>{"bf16_gflops", &t.bf16Flops},
         {"fp32_gflops", &t.f32Flops},
@@ -232,8 +247,8 @@ FailureOr<StepTimeTarget> infir2::lookUpStepTimeTarget(StringRef name,
         {"exp_gops", &t.expsPerSecond},
         {"quantize_gops", &t.quantizedPerSecond},
         {"loss_gops", &t.logitsPerSecond}}) {
-    std::optional<double> v = o ? o->getNumber(key) : std::nullopt;
-    if (!v || !(*v > 0)) {
+    std::optional<double> v = o->getNumber(key);
+    if (!positive(v)) {
       error = "'" + calibration.str() + "' has no positive \"" + key +
               "\" (infir2-gemm-peak --json writes it)";
       return failure();
@@ -242,15 +257,25 @@ FailureOr<StepTimeTarget> infir2::lookUpStepTimeTarget(StringRef name,
   }
   // BF16 GEMM rates by shape, GFLOP/s; the CPU backend's FP8 GEMMs widen
   // the codes and run the BF16 GEMM, at its rate.
-  if (const llvm::json::Array *gemms = o->getArray("gemms"))
-    for (const llvm::json::Value &g : *gemms) {
+  const llvm::json::Value *table = o->get("gemms");
+  if (table && !table->getAsArray()) {
+    error = "'" + calibration.str() + "': \"gemms\" is not an array";
+    return failure();
+  }
+  if (table)
+    for (const llvm::json::Value &g : *table->getAsArray()) {
       const llvm::json::Array *row = g.getAsArray();
       std::optional<double> v[4];
       for (size_t i = 0; row && row->size() == 4 && i < 4; ++i)
         v[i] = (*row)[i].getAsNumber();
-      if (!v[0] || !v[1] || !v[2] || !v[3] || !(*v[3] > 0)) {
+      bool sizes = true;
+      for (int i = 0; i < 3; ++i)
+        sizes = sizes && positive(v[i]) && *v[i] == std::floor(*v[i]) &&
+                *v[i] <= double(int64_t(1) << 40);
+      if (!sizes || !positive(v[3])) {
         error = "'" + calibration.str() +
-                "': each of \"gemms\" is [M, N, K, GFLOP/s]";
+                "': each of \"gemms\" is [M, N, K, GFLOP/s], positive "
+                "integer sizes and a positive rate";
         return failure();
       }
       double rate = *v[3] / 1e3; // TFLOP/s, as the table holds

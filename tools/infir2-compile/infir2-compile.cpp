@@ -269,6 +269,12 @@ int main(int argc, char **argv) {
 
   // The target first: a bad one fails before any work.
   std::optional<infir2::StepTimeTarget> target;
+  if (calibration.getNumOccurrences() && reportStepTime != "cpu")
+    return fail("--calibration is for --report-step-time=cpu");
+  if (reportStepTime.getNumOccurrences() &&
+      (emit.getNumOccurrences() || outputPath.getNumOccurrences()))
+    return fail("--report-step-time prints a report and compiles nothing: "
+                "drop --emit and -o");
   if (reportStepTime.getNumOccurrences()) {
     std::string why;
     FailureOr<infir2::StepTimeTarget> t =
