@@ -138,3 +138,30 @@ if before:
         new = ours(name, "fp8")[0]
         print(f"| {name} | {new and f'{new:,.0f}' or '—'} | {old and f'{old:,.0f}' or '—'} "
               f"| {ratio(new, old)} |")
+
+# The step-time model's predictions (predicted-NAME-RECIPE-TARGET.txt, made
+# where the bundle was packed) beside the measurements, and the FP8 recipe
+# with the cost model's decisions (fp8cost).
+def predicted(name, recipe, target):
+    path = os.path.join(out, f"predicted-{name}-{recipe}-{target}.txt")
+    try:
+        m = re.search(r"([0-9]+) tokens/s", open(path).read())
+        return float(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+names = [json.load(open(p))["name"] for p in sorted(glob.glob(os.path.join(out, "shape-*.json")))]
+if any(predicted(n, r, "h200") for n in names for r in ("bf16", "fp8", "fp8cost")):
+    print()
+    print("| model | recipe | predicted tok/s (h100, h200) | measured tok/s | measured / predicted (h200) |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        for recipe in ("bf16", "fp8", "fp8cost"):
+            p100, p200 = predicted(name, recipe, "h100"), predicted(name, recipe, "h200")
+            got = ours(name, recipe)[0]
+            if not (p200 or got):
+                continue
+            print(f"| {name} | {recipe} | {p100 and f'{p100:,.0f}' or '—'}, "
+                  f"{p200 and f'{p200:,.0f}' or '—'} | {got and f'{got:,.0f}' or '—'} "
+                  f"| {ratio(got, p200)} |")
