@@ -6,6 +6,7 @@
 
 #include "infir2/Transforms/Passes.h"
 
+#include "PrecisionCost.h"
 #include "RecipeUtils.h"
 
 #include "infir2/Dialect/FP8/IR/FP8Attrs.h"
@@ -20,8 +21,6 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
-
-#include <functional>
 
 namespace infir2 {
 #define GEN_PASS_DEF_ASSIGNPRECISIONPASS
@@ -89,8 +88,6 @@ struct AssignPrecisionPass
   void runOnOperation() override;
   DecisionAttr decide(const GemmInfo &g, const llvm::StringSet<> &lmHead,
                       int64_t numLayers);
-  /// The cost model's reason to keep `g` in high precision, if it has one.
-  std::optional<std::string> costReason(const GemmInfo &g, const GemmDims &d);
 
   std::optional<StepTimeTarget> costTarget;
   DecisionAttr high(GemmRole role, const Twine &reason) {
@@ -128,12 +125,33 @@ void AssignPrecisionPass::runOnOperation() {
         numLayers = std::max(numLayers, *l + 1);
     // Generation runs in the model's own precision (--infir2-derive-decode).
     bool isDecodeStep = SymbolTable::getSymbolName(fn) == "decode_step";
+    SmallVector<DecisionAttr> decisions;
     for (const GemmInfo &g : gemms)
-      g.op->setAttr(fp8::FP8Dialect::getDecisionAttrName(),
-                    isDecodeStep
-                        ? high(g.role, "the decode step generates in the "
-                                       "model's own precision")
-                        : decide(g, lmHead, numLayers));
+      decisions.push_back(isDecodeStep
+                              ? high(g.role, "the decode step generates in "
+                                             "the model's own precision")
+                              : decide(g, lmHead, numLayers));
+    // The cost model may keep groups of FP8 GEMMs in high precision.
+    if (costTarget) {
+      SmallVector<CostCandidate> candidates;
+      for (auto [g, decision] : llvm::zip_equal(gemms, decisions)) {
+        if (decision.getPrecision() != Precision::fp8)
+          continue;
+        CostCandidate c{g.op.getOperation(), {}};
+        Value operands[] = {g.op.getGemmLhs(), g.op.getGemmRhs()};
+        for (int i : {0, 1})
+          if (g.role == GemmRole::wgrad || i != g.weightOperand)
+            c.quantized.push_back(operands[i]);
+        candidates.push_back(c);
+      }
+      llvm::DenseMap<Operation *, std::string> kept =
+          keptHighByCost(candidates, *costTarget);
+      for (auto [g, decision] : llvm::zip_equal(gemms, decisions))
+        if (auto it = kept.find(g.op.getOperation()); it != kept.end())
+          decision = high(g.role, it->second);
+    }
+    for (auto [g, decision] : llvm::zip_equal(gemms, decisions))
+      g.op->setAttr(fp8::FP8Dialect::getDecisionAttrName(), decision);
   });
 }
 
@@ -176,8 +194,6 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
     return high(g.role, llvm::formatv("{0:e2} flops is below min-gemm-flops "
                                       "({1:e2}): too small to gain",
                                       flops, minGemmFlops.getValue()));
-  if (std::optional<std::string> reason = costReason(g, d))
-    return high(g.role, *reason);
 
   // FP8: each operand's granularity as it is stored in this GEMM.
   MLIRContext *ctx = &getContext();
@@ -208,50 +224,6 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
       ctx, Precision::fp8, g.role, gran[0], gran[1], fmt[0], fmt[1],
       scales == ScalePolicy::pow2 ? fp8::ScaleRule::pow2 : fp8::ScaleRule::fp32,
       reason);
-}
-
-std::optional<std::string> AssignPrecisionPass::costReason(const GemmInfo &g,
-                                                           const GemmDims &d) {
-  if (!costTarget)
-    return std::nullopt;
-  int64_t rows = d.batch * d.m;
-  double bf16 = gemmSeconds(*costTarget, rows, d.n, d.k, /*fp8=*/false);
-  // An activation or gradient is quantized once (both layouts) for every
-  // GEMM that reads it, directly or transposed: this one's share is its
-  // quantization over their number. Weights are quantized once per
-  // optimizer step, not per micro-batch.
-  // (A quantization reads through views: the wgrad GEMMs take their
-  // operands reshaped to [tokens, width] or transposed.)
-  std::function<int64_t(Value)> gemmReaders = [&](Value v) -> int64_t {
-    int64_t n = 0;
-    for (Operation *user : v.getUsers())
-      if (isa<GemmOpInterface>(user))
-        ++n;
-      else if (isa<TransposeOp, ReshapeOp>(user))
-        n += gemmReaders(user->getResult(0));
-    return n;
-  };
-  double fp8 = gemmSeconds(*costTarget, rows, d.n, d.k, /*fp8=*/true);
-  Value operands[] = {g.op.getGemmLhs(), g.op.getGemmRhs()};
-  for (int i : {0, 1}) {
-    if (g.role != GemmRole::wgrad && i == g.weightOperand)
-      continue;
-    // A viewed operand's quantization is its source's.
-    Value v = operands[i];
-    while (isa_and_nonnull<TransposeOp, ReshapeOp>(v.getDefiningOp()))
-      v = v.getDefiningOp()->getOperand(0);
-    fp8 += quantizeSeconds(
-               *costTarget,
-               double(cast<RankedTensorType>(v.getType()).getNumElements())) /
-           double(std::max<int64_t>(gemmReaders(v), 1));
-  }
-  if (fp8 < bf16)
-    return std::nullopt;
-  return llvm::formatv("the cost model on {0} predicts FP8 would not pay: "
-                       "{1:f1} us (the GEMM and its share of its operands' "
-                       "quantization) against {2:f1} us in BF16",
-                       costTarget->name, fp8 * 1e6, bf16 * 1e6)
-      .str();
 }
 
 } // namespace

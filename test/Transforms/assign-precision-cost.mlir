@@ -4,14 +4,15 @@
 // Tests the cost model's decisions at Qwen2.5-0.5B's shapes, 16,384 tokens,
 // on an H100 (GEMM rates measured on the lent H200: 16384x128x896 at 213.3
 // TFLOP/s in BF16 and 166.9 in FP8, 16384x4864x896 at 702.1 and 919.7;
-// 4 us per call; 0.9 x 3.35 TB/s for a quantization, 4 bytes per element).
-// The key projection: BF16 2·16384·128·896 / 213.3e12 s + 4 us = 21.6 us;
-// FP8 the same FLOPs at 166.9 (26.5 us) plus its share of quantizing x
-// (16384·896·4 bytes / 3.015e12 B/s + 4 us = 23.5 us, read by two GEMMs):
-// 38.3 us. It stays in BF16, with both times. The gate projection: 203.4 +
-// 4 us in BF16 against 155.3 + 4 + 11.7 us in FP8: FP8.
+// 4 us per call; a quantization at 0.9 x 3.35 TB/s, 4 bytes per element).
+// The key and gate projections read x: one group, one quantization of x
+// (16384·896·4 bytes / 3.015e12 B/s + 4 us = 23.5 us). Key: 17.6 + 4 = 21.6
+// us in BF16, 22.5 + 4 = 26.5 in FP8; gate: 203.4 + 4 = 207.4 in BF16, 155.3
+// + 4 = 159.3 in FP8. All BF16: 229.0 us; all FP8: 26.5 + 159.3 + 23.5 =
+// 209.3; the gate alone in FP8: 21.6 + 159.3 + 23.5 = 204.4, the best: the
+// key projection stays BF16 with the three times, the gate goes FP8.
 // CHECK-LABEL: func.func @forward
-// CHECK: reason = "the cost model on h100 predicts FP8 would not pay: 38.3 us (the GEMM and its share of its operands' quantization) against 21.6 us in BF16"
+// CHECK: reason = "the cost model on h100 keeps it in BF16: its group of 2 GEMMs sharing quantized operands takes 204.4 us with 1 of them in FP8, against 209.3 us all in FP8 and 229.0 us all in BF16"
 // CHECK: precision = fp8, role = fprop
 // CHECK-SAME: reason = "linear layer model.layers.0.mlp.gate_proj.weight"
 // BAD: error: cost-model must be h100 or h200, got 'tpu'
@@ -25,12 +26,17 @@ func.func @forward(%k: tensor<128x896xbf16> {infir2.param = #infir2.param<"model
 
 // -----
 
-// Tests that a quantization's readers are counted through views: x feeds the
-// key projection, the gate projection and, reshaped to [tokens, width], a
-// weight-gradient GEMM; the key projection's share of quantizing x is a
-// third: 26.5 + 23.5 / 3 = 34.3 us.
+// Tests that GEMMs are grouped through views: x feeds the key and gate
+// projections and, reshaped to [tokens, width], a weight-gradient GEMM (128
+// x 896 x 16384, nearest the measured 4864 x 896 x 16384: 730.8 and 736.2
+// TFLOP/s, 9.1 us either way) that also quantizes dy (16384·128·4 bytes /
+// 3.015e12 B/s + 4 us = 6.8 us): one group of three. All BF16: 21.6 + 207.4
+// + 9.1 = 238.2 us; all FP8: 26.5 + 159.3 + 9.1 + 23.5 + 6.8 = 225.2; the
+// gate alone: 21.6 + 159.3 + 9.1 + 23.5 = 213.5, the best.
 // CHECK-LABEL: func.func @through_views
-// CHECK: reason = "the cost model on h100 predicts FP8 would not pay: 34.3 us (the GEMM and its share of its operands' quantization) against 21.6 us in BF16"
+// CHECK: reason = "the cost model on h100 keeps it in BF16: its group of 3 GEMMs sharing quantized operands takes 213.5 us with 1 of them in FP8, against 225.2 us all in FP8 and 238.2 us all in BF16"
+// CHECK: precision = fp8, role = fprop
+// CHECK: reason = "the cost model on h100 keeps it in BF16: its group of 3 GEMMs
 func.func @through_views(%k: tensor<128x896xbf16> {infir2.param = #infir2.param<"model.layers.0.self_attn.k_proj.weight", normal(std = 0.02)>},
                          %g: tensor<4864x896xbf16> {infir2.param = #infir2.param<"model.layers.0.mlp.gate_proj.weight", normal(std = 0.02)>},
                          %x: tensor<8x2048x896xbf16>, %dy: tensor<8x2048x128xbf16>) -> (tensor<8x2048x128xbf16>, tensor<8x2048x4864xbf16>, tensor<128x896xbf16>) {

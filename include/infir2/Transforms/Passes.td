@@ -182,15 +182,15 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     multiple of the recipe's block (128 for `blockwise`, 16 otherwise, as FP8
     tensor cores need) stays in high precision; so does a GEMM of fewer than
     `min-gemm-flops` floating-point operations (too small to gain). With
-    `cost-model=h100` (or `h200`), a GEMM stays in high precision when the
-    step-time model (`--infir2-report-step-time`, GEMM rates by shape as
-    measured on the lent GPUs) predicts that its FP8 form, the GEMM plus its
-    share of the quantization of each operand that is not a weight (that
-    quantization over the number of GEMMs reading the operand, directly or
-    transposed; weights are quantized once per optimizer step), takes at
-    least as long as the BF16 GEMM; the reason gives both times. The rule is
-    per GEMM: it does not ask whether a quantization would go away with all
-    its readers.
+    `cost-model=h100` (or `h200`), the step-time model
+    (`--infir2-report-step-time`, GEMM rates by shape as measured on the lent
+    GPUs) chooses among the GEMMs left in FP8: those that quantize a common
+    activation or gradient (through reshapes and transposes; weights are
+    quantized once per optimizer step) form a group, and the group takes the
+    choice of FP8 GEMMs with the least predicted time, its BF16 GEMMs plus
+    its FP8 GEMMs plus one quantization per operand an FP8 GEMM reads (every
+    choice for groups of up to 12 GEMMs, a layer's q, k and v make 9; all or
+    none beyond). A GEMM kept in high precision gives its group's times.
 
     An FP8 GEMM's decision names each operand's granularity as the operand is
     stored: `blockwise` (the InfiR2 recipe) puts the weight in 128×128 blocks

@@ -1,0 +1,42 @@
+//===- PrecisionCost.h - FP8 where the step-time model says it pays -*- C++
+//-*-===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Internal to --infir2-assign-precision's cost-model option.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INFIR2_LIB_TRANSFORMS_PRECISIONCOST_H
+#define INFIR2_LIB_TRANSFORMS_PRECISIONCOST_H
+
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/Transforms/StepTime.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <string>
+
+namespace infir2 {
+
+/// A GEMM the recipe would put in FP8, and the operands it would quantize
+/// for it each micro-batch (activations and gradients; not a weight).
+struct CostCandidate {
+  mlir::Operation *gemm;
+  llvm::SmallVector<mlir::Value, 2> quantized;
+};
+
+/// Which candidates `target`'s step-time model keeps in high precision, with
+/// the reason. GEMMs that quantize a common operand (its source through
+/// reshapes and transposes) form a group, which goes FP8 or stays BF16 as
+/// one: in FP8 it costs its GEMMs at the FP8 rates plus one quantization per
+/// distinct operand; in BF16, its GEMMs at the BF16 rates.
+llvm::DenseMap<mlir::Operation *, std::string>
+keptHighByCost(llvm::ArrayRef<CostCandidate> candidates,
+               const StepTimeTarget &target);
+
+} // namespace infir2
+
+#endif // INFIR2_LIB_TRANSFORMS_PRECISIONCOST_H
