@@ -49,7 +49,8 @@ foreach(dialect Infir2 FP8 Runtime)
 endforeach()
 
 set(_infir2_tools infir2-opt infir2-import infir2-run)
-foreach(tool infir2-compile infir2-cuda-probe)
+# infir2-gemm-peak measures the machine for --report-step-time=cpu.
+foreach(tool infir2-compile infir2-cuda-probe infir2-gemm-peak)
   if(TARGET ${tool})
     list(APPEND _infir2_tools ${tool})
   endif()
