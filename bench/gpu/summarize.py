@@ -165,3 +165,50 @@ if any(predicted(n, r, "h200") for n in names for r in ("bf16", "fp8", "fp8cost"
             print(f"| {name} | {recipe} | {p100 and f'{p100:,.0f}' or '—'}, "
                   f"{p200 and f'{p200:,.0f}' or '—'} | {got and f'{got:,.0f}' or '—'} "
                   f"| {ratio(got, p200)} |")
+
+# Where the gap between the model and the runtime is, by kind of op: the
+# measured GPU time per step (INFIR2_PROFILE=gpu over 6 steps, the first one's
+# start-up included) against the model's prediction for a step (h200).
+KINDS = {"scaled_matmul": "GEMM fp8", "matmul": "GEMM bf16",
+         "attention": "attention", "attention_grad": "attention",
+         "quantize": "FP8 quantization", "quantize_dual": "FP8 quantization",
+         "rms_norm_quantize_dual": "FP8 quantization and fused producers",
+         "swiglu_quantize_dual": "FP8 quantization and fused producers",
+         "cross_entropy": "loss", "cross_entropy_grad": "loss",
+         "rms_norm": "norms", "rms_norm_grad": "norms",
+         "embedding": "embedding", "embedding_grad": "embedding",
+         "adamw": "optimizer", "adamw_group": "optimizer", "sgd": "optimizer",
+         "global_norm": "optimizer"}
+
+
+def predicted_kinds(name, recipe):
+    """ms per kind of one micro-batch and the optimizer step, predicted."""
+    kinds = {}
+    try:
+        for line in open(os.path.join(out, f"predicted-{name}-{recipe}-h200.txt")):
+            m = re.match(r"\s+(\S.*?)\s+\d+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)\s+[0-9.]+%", line)
+            if m:
+                kinds[m.group(1)] = kinds.get(m.group(1), 0) + float(m.group(2))
+    except OSError:
+        pass
+    return kinds
+
+
+for path in sorted(glob.glob(os.path.join(out, "profile-*.txt"))):
+    name, recipe = os.path.basename(path)[len("profile-"):-len(".txt")].rsplit("-", 1)
+    model = predicted_kinds(name, recipe)
+    if not model:
+        continue
+    measured = {}
+    for line in open(path):
+        m = re.match(r"profile: (\w+)\s+\d+ calls\s+([0-9.]+) s", line)
+        if m:
+            kind = KINDS.get(m.group(1), "elementwise and copies")
+            measured[kind] = measured.get(kind, 0) + float(m.group(2)) * 1e3 / 6
+    print()
+    print(f"| {name} {recipe}: kind | measured ms per step | predicted (h200) | measured / predicted |")
+    print("|---|---|---|---|")
+    for kind in sorted(set(measured) | set(model), key=lambda k: -measured.get(k, 0)):
+        got, want = measured.get(kind), model.get(kind)
+        print(f"| {kind} | {got and f'{got:.1f}' or '—'} | {want and f'{want:.1f}' or '—'} "
+              f"| {ratio(got, want)} |")
