@@ -8,7 +8,6 @@
 
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SmallBitVector.h"
-#include "llvm/ADT/bit.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
@@ -71,15 +70,14 @@ infir2::keptHighByCost(ArrayRef<CostCandidate> candidates,
       quantize.push_back(quantizeSeconds(
           target,
           double(cast<RankedTensorType>(v.getType()).getNumElements())));
-    // The time of the group with the GEMMs of `mask` in FP8: a source is
-    // quantized when one of them reads it.
-    auto timeOf = [&](uint64_t mask) {
+    // The time of the group with the GEMMs `choice` marks in FP8: a source
+    // is quantized when one of them reads it.
+    auto timeOf = [&](const llvm::SmallBitVector &choice) {
       double t = 0;
       llvm::SmallBitVector quantized(sources.size());
       for (size_t i = 0; i < n; ++i) {
-        bool inFp8 = (mask >> i) & 1;
-        t += inFp8 ? fp8[i] : bf16[i];
-        if (inFp8)
+        t += choice[i] ? fp8[i] : bf16[i];
+        if (choice[i])
           for (unsigned s : reads[i])
             quantized.set(s);
       }
@@ -88,24 +86,37 @@ infir2::keptHighByCost(ArrayRef<CostCandidate> candidates,
       return t;
     };
     // Every choice for a group of at most 12 GEMMs (a layer's q, k and v
-    // projections make 9); all or none beyond.
-    uint64_t all = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
-    uint64_t best = all;
+    // projections make 9), all or none beyond; a tie keeps high precision
+    // (the search starts from no FP8 and takes only what is faster).
+    llvm::SmallBitVector none(n), all(n, true), best = none;
     if (n <= 12) {
-      for (uint64_t mask = 0; mask <= all; ++mask)
-        if (timeOf(mask) < timeOf(best))
-          best = mask;
-    } else if (timeOf(0) <= timeOf(all)) {
-      best = 0;
+      for (uint64_t mask = 1; mask < (uint64_t(1) << n); ++mask) {
+        llvm::SmallBitVector choice(n);
+        for (size_t i = 0; i < n; ++i)
+          choice[i] = (mask >> i) & 1;
+        if (timeOf(choice) < timeOf(best))
+          best = choice;
+      }
+    } else if (timeOf(all) < timeOf(none)) {
+      best = all;
     }
-    for (size_t i = 0; i < n; ++i)
-      if (!((best >> i) & 1))
+    for (size_t i = 0; i < n; ++i) {
+      if (best[i])
+        continue;
+      if (n == 1) {
         kept[group[i]->gemm] = llvm::formatv(
-            "the cost model on {0} keeps it in BF16: its group of {1} GEMMs "
-            "sharing quantized operands takes {2:f1} us with {3} of them in "
-            "FP8, against {4:f1} us all in FP8 and {5:f1} us all in BF16",
-            target.name, n, timeOf(best) * 1e6, llvm::popcount(best),
-            timeOf(all) * 1e6, timeOf(0) * 1e6);
+            "the cost model on {0} keeps it in high precision: {1:f1} us in "
+            "FP8 with the quantization of its operands, against {2:f1} us",
+            target.name, timeOf(all) * 1e6, timeOf(none) * 1e6);
+        continue;
+      }
+      kept[group[i]->gemm] = llvm::formatv(
+          "the cost model on {0} keeps it in high precision: its group of {1} "
+          "GEMMs sharing quantized operands takes {2:f1} us with {3} of them "
+          "in FP8, against {4:f1} us all in FP8 and {5:f1} us none",
+          target.name, n, timeOf(best) * 1e6, best.count(), timeOf(all) * 1e6,
+          timeOf(none) * 1e6);
+    }
   }
   return kept;
 }

@@ -30,9 +30,11 @@ struct CostCandidate {
 
 /// Which candidates `target`'s step-time model keeps in high precision, with
 /// the reason. GEMMs that quantize a common operand (its source through
-/// reshapes and transposes) form a group, which goes FP8 or stays BF16 as
-/// one: in FP8 it costs its GEMMs at the FP8 rates plus one quantization per
-/// distinct operand; in BF16, its GEMMs at the BF16 rates.
+/// reshapes and transposes) form a group, and the group takes the choice of
+/// FP8 GEMMs with the least predicted time: its high-precision GEMMs at the
+/// BF16 rates, its FP8 GEMMs at the FP8 rates, and one quantization per
+/// operand an FP8 GEMM reads (every choice up to 12 GEMMs, all or none
+/// beyond; a tie keeps high precision).
 llvm::DenseMap<mlir::Operation *, std::string>
 keptHighByCost(llvm::ArrayRef<CostCandidate> candidates,
                const StepTimeTarget &target);
