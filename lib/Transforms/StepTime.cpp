@@ -316,7 +316,7 @@ void infir2::printStepTimeReport(ModuleOp module, const StepTimeTarget &target,
      << llvm::format("%.4g", target.bf16Flops / 1e12) << " TFLOP/s bf16, "
      << llvm::format("%.4g", target.fp8Flops / 1e12) << " fp8, "
      << llvm::format("%.4g", target.bytesPerSecond / 1e9) << " GB/s\n";
-  double step = 0;
+  double step = 0, microBatch = 0, optimizer = 0;
   int64_t tokens = 0;
   for (StringRef name : {"train_step", "optimizer_step"}) {
     auto fn = module.lookupSymbol<func::FuncOp>(name);
@@ -348,6 +348,7 @@ void infir2::printStepTimeReport(ModuleOp module, const StepTimeTarget &target,
     os << llvm::format("  %-24s %7s %10s %10s %11.3f\n", "total", "", "", "",
                        total * 1e3);
     step += total;
+    (name == "train_step" ? microBatch : optimizer) = total;
     if (name == "train_step")
       for (BlockArgument arg : fn.getArguments())
         if (getBatchInputRole(arg) == StringRef("input_ids"))
@@ -357,5 +358,11 @@ void infir2::printStepTimeReport(ModuleOp module, const StepTimeTarget &target,
                      step * 1e3);
   if (tokens > 0 && step > 0)
     os << llvm::format(", %.0f tokens/s", tokens / step);
+  os << "\n";
+  // With --grad-accum N the optimizer step runs once per N micro-batches.
+  os << llvm::format("with --grad-accum N: N x %.3f + %.3f ms",
+                     microBatch * 1e3, optimizer * 1e3);
+  if (tokens > 0 && microBatch > 0)
+    os << llvm::format(", up to %.0f tokens/s", tokens / microBatch);
   os << "\n";
 }
