@@ -14,12 +14,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "infir2/Conversion/Passes.h"
+#include "infir2/Conversion/RuntimeCallModels.h"
 
 #include "CallBatching.h"
 #include "Manifest.h"
-#include "RuntimeCalls.h"
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/Dialect/Runtime/IR/RuntimeInterfaces.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeOps.h"
 #include "infir2/Transforms/MemoryPlan.h"
 
@@ -27,7 +28,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace infir2 {
 #define GEN_PASS_DEF_LOWERTORUNTIMEPASS
@@ -122,24 +122,28 @@ LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
   std::vector<LoweredCall> calls;
   for (size_t i = 0; i < schedule.size(); ++i) {
     Operation *op = schedule[i];
-    FailureOr<std::optional<CallSpec>> call = callFor(op);
+    auto callee = dyn_cast<rtir::RuntimeCallOpInterface>(op);
+    if (!callee)
+      return op->emitOpError() << "has no runtime entry point to lower to";
+    FailureOr<rtir::RuntimeCall> call = callee.getRuntimeCall();
     if (failed(call))
       return failure();
-    if (!*call)
+    if (call->isView())
       continue;
     // A producer and its quantization: one call, one kernel on a GPU.
     Operation *next = i + 1 < schedule.size() ? schedule[i + 1] : nullptr;
-    if (std::optional<CallSpec> fused = fusedCallFor(op, next)) {
-      *call = std::move(fused);
+    if (std::optional<rtir::RuntimeCall> fused =
+            next ? callee.getFusedRuntimeCall(next) : std::nullopt) {
+      *call = std::move(*fused);
       ++i;
     }
     LoweredCall lowered{
-        (*call)->entry,
+        call->entry,
         {},
-        SmallVector<double>((*call)->attrs.begin(), (*call)->attrs.end()),
+        SmallVector<double>(call->attrs.begin(), call->attrs.end()),
         op->getLoc(),
         describe(op)};
-    for (Value v : (*call)->operands) {
+    for (Value v : call->operands) {
       FailureOr<rtir::BufferAttr> buffer = bufferOf(v);
       if (failed(buffer) || failed(checkBounds(op, *buffer)))
         return failure();
@@ -180,6 +184,11 @@ LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
 
 struct LowerToRuntimePass
     : public infir2::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    LowerToRuntimePassBase::getDependentDialects(registry);
+    // The runtime call of each op, in any context this pass runs in.
+    registerRuntimeCallModels(registry);
+  }
   void runOnOperation() override;
 };
 

@@ -7,9 +7,10 @@
 #include "infir2/InitAll.h"
 
 #include "infir2/Conversion/Passes.h"
+#include "infir2/Conversion/RuntimeCallModels.h"
 #include "infir2/Dialect/FP8/IR/FP8Dialect.h"
-#include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
+#include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
 #include "infir2/Interfaces/LinalgGemmModels.h"
 #include "infir2/Pipelines/Pipelines.h"
 #include "infir2/Transforms/Passes.h"
@@ -32,6 +33,7 @@ void infir2::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::linalg::LinalgDialect,
                   mlir::tensor::TensorDialect>();
   infir2::registerLinalgGemmModels(registry);
+  infir2::registerRuntimeCallModels(registry);
 }
 
 void infir2::registerInfiR2PassesAndPipelines() {

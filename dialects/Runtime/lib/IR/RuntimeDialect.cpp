@@ -6,6 +6,7 @@
 
 #include "infir2/Dialect/Runtime/IR/RuntimeDialect.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeAttrs.h"
+#include "infir2/Dialect/Runtime/IR/RuntimeInterfaces.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeOps.h"
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Signature.h"
@@ -24,6 +25,7 @@ using namespace infir2::rtir;
 
 #include "infir2/Dialect/Runtime/IR/RuntimeDialect.cpp.inc"
 #include "infir2/Dialect/Runtime/IR/RuntimeEnums.cpp.inc"
+#include "infir2/Dialect/Runtime/IR/RuntimeInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "infir2/Dialect/Runtime/IR/RuntimeAttrs.cpp.inc"
