@@ -109,7 +109,7 @@ infir2::buildManifest(rtir::PlanAttr plan, ArrayRef<func::FuncOp> planned,
   m.zero1WorldSize = plan.getZero1WorldSize();
   for (auto s : plan.getSlots().getAsRange<rtir::SlotAttr>()) {
     rt::ManifestSlot slot;
-    slot.kind = rtir::stringifySlotKind(s.getKind()).str();
+    slot.kind = *rt::parseSlotKind(rtir::stringifySlotKind(s.getKind()));
     slot.name = s.getName().str();
     llvm::raw_string_ostream ds(slot.dtype);
     ds << s.getType().getElementType();

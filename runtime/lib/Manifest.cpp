@@ -13,6 +13,10 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
+constexpr const char *kSlotKinds[] = {"param",   "master", "moment1",
+                                      "moment2", "grad",   "input",
+                                      "output",  "cache",  "fp8_cache"};
+
 constexpr const char *kFormat = "infir2-manifest";
 constexpr const char *kWhat = "the compiled model's manifest";
 
@@ -94,6 +98,17 @@ private:
 
 } // namespace
 
+const char *infir2::rt::slotKindName(SlotKind kind) {
+  return kSlotKinds[size_t(kind)];
+}
+
+std::optional<SlotKind> infir2::rt::parseSlotKind(std::string_view name) {
+  for (size_t i = 0; i < std::size(kSlotKinds); ++i)
+    if (name == kSlotKinds[i])
+      return SlotKind(i);
+  return std::nullopt;
+}
+
 int64_t ManifestSlot::numel() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -139,7 +154,7 @@ std::string infir2::rt::toJson(const Manifest &m) {
   }
   json slots = json::array();
   for (const ManifestSlot &s : m.slots)
-    slots.push_back({{"kind", s.kind},
+    slots.push_back({{"kind", slotKindName(s.kind)},
                      {"name", s.name},
                      {"dtype", s.dtype},
                      {"offset", s.offset},
@@ -235,7 +250,14 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
         break;
       }
       ManifestSlot slot;
-      r.string(s, path, "kind", slot.kind);
+      std::string kind;
+      r.string(s, path, "kind", kind);
+      if (std::optional<SlotKind> k = parseSlotKind(kind))
+        slot.kind = *k;
+      else
+        r.mistyped(path, "kind",
+                   "param, master, moment1, moment2, grad, input, output, "
+                   "cache or fp8_cache");
       r.string(s, path, "name", slot.name);
       r.string(s, path, "dtype", slot.dtype);
       if (r.ok() && !manifestDtypeSize(slot.dtype))

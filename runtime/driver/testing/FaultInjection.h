@@ -15,7 +15,7 @@
 #ifndef INFIR2_RUNTIME_DRIVER_TESTING_FAULTINJECTION_H
 #define INFIR2_RUNTIME_DRIVER_TESTING_FAULTINJECTION_H
 
-#include "../Trainer.h"
+#include "loop/Trainer.h"
 
 #include <memory>
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CheckpointIO.h"
+#include "io/CheckpointIO.h"
 
 #include "TempDir.h"
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Cli.h"
+#include "config/Cli.h"
 #include "TempDir.h"
 
 #include <gtest/gtest.h>
@@ -121,10 +121,10 @@ TEST(Cli, ParsesEveryFlagIntoTheRunConfig) {
   EXPECT_FALSE(cl->help);
   const RunConfig &o = cl->config;
   EXPECT_EQ(o.data, "train.txt");
-  EXPECT_EQ(o.dataFormat, "u16");
+  EXPECT_EQ(o.dataFormat, DataFormat::U16);
   EXPECT_EQ(o.steps, 7);
   EXPECT_EQ(o.lr, 0.5);
-  EXPECT_EQ(o.schedule, "wsd");
+  EXPECT_EQ(o.schedule, LrSchedule::Wsd);
   EXPECT_EQ(o.warmup, 2);
   EXPECT_EQ(o.decay, 3);
   EXPECT_EQ(o.minLrRatio, 0.25);
@@ -139,7 +139,7 @@ TEST(Cli, ParsesEveryFlagIntoTheRunConfig) {
   EXPECT_EQ(o.evalBatches, 3);
   EXPECT_EQ(o.logEvery, 6);
   EXPECT_EQ(o.logJsonl, "log.jsonl");
-  EXPECT_EQ(o.device, "cpu");
+  EXPECT_EQ(o.device, DeviceChoice::Cpu);
   EXPECT_EQ(o.dumpStep, "d.st");
 }
 
@@ -150,8 +150,8 @@ TEST(Cli, DefaultsAndTheLastValueOfARepeatedFlag) {
   EXPECT_EQ(cl->config.steps, 4);
   EXPECT_EQ(cl->config.logEvery, 1); // 0 means every step
   EXPECT_EQ(cl->config.lr, 1e-3);
-  EXPECT_EQ(cl->config.schedule, "cosine");
-  EXPECT_EQ(cl->config.device, "auto");
+  EXPECT_EQ(cl->config.schedule, LrSchedule::Cosine);
+  EXPECT_EQ(cl->config.device, DeviceChoice::Auto);
   EXPECT_EQ(cl->config.gradAccum, 1);
 }
 
@@ -356,7 +356,7 @@ collective_timeout = 0.1
   EXPECT_TRUE(o.evalOnly);
   EXPECT_EQ(o.maxShardSize, 2LL << 30);
   EXPECT_EQ(o.saveEvery, 3);
-  EXPECT_EQ(o.schedule, "wsd");
+  EXPECT_EQ(o.schedule, LrSchedule::Wsd);
   EXPECT_EQ(o.collectiveTimeout, 0.1);
   EXPECT_EQ(o.gradAccum, 1); // not in the file: the default
 }
@@ -373,7 +373,7 @@ TEST(CliConfigFile, TheCommandLineWins) {
   EXPECT_EQ(cl->config.steps, 3);
   EXPECT_EQ(cl->config.lr, 0.25);
   EXPECT_FALSE(cl->config.evalOnly);
-  EXPECT_EQ(cl->config.device, "cpu"); // from the file
+  EXPECT_EQ(cl->config.device, DeviceChoice::Cpu); // from the file
   EXPECT_EQ(cl->config.evalData, "h");
 }
 
@@ -445,12 +445,12 @@ TEST(CliConfigFile, ToJsonReadsBackAsTheSameRunConfig) {
   TempDir dir;
   RunConfig c; // every field away from its default
   c.data = "train data";
-  c.dataFormat = "u32";
+  c.dataFormat = DataFormat::U32;
   c.lossMask = "mask";
-  c.packing = "documents";
+  c.packing = Packing::Documents;
   c.steps = 7;
   c.lr = 0.1 + 0.2; // 0.30000000000000004: every digit must survive
-  c.schedule = "wsd";
+  c.schedule = LrSchedule::Wsd;
   c.warmup = 2;
   c.decay = 3;
   c.minLrRatio = 1.0 / 3;
@@ -469,7 +469,7 @@ TEST(CliConfigFile, ToJsonReadsBackAsTheSameRunConfig) {
   c.evalOnly = true;
   c.logEvery = 11;
   c.logJsonl = "log.jsonl";
-  c.device = "cpu";
+  c.device = DeviceChoice::Cpu;
   c.maxSkipped = 12;
   c.collectiveTimeout = 61.5;
   c.traceOptimizer = "trace";

@@ -14,32 +14,33 @@ using namespace infir2::rt;
 using infir2::rt::test::TempDir;
 
 TEST(DataSource, FormatFromTheExtension) {
-  EXPECT_EQ(resolveDataFormat("a.u16", "auto"), "u16");
-  EXPECT_EQ(resolveDataFormat("a.u32", "auto"), "u32");
-  EXPECT_EQ(resolveDataFormat("a.txt", "auto"), "text");
-  EXPECT_EQ(resolveDataFormat("a.u16", "text"), "text");
+  EXPECT_EQ(resolveDataFormat("a.u16", DataFormat::Auto), DataFormat::U16);
+  EXPECT_EQ(resolveDataFormat("a.u32", DataFormat::Auto), DataFormat::U32);
+  EXPECT_EQ(resolveDataFormat("a.txt", DataFormat::Auto), DataFormat::Text);
+  EXPECT_EQ(resolveDataFormat("a.u16", DataFormat::Text), DataFormat::Text);
 }
 
 TEST(DataSource, TextIsBytes) {
   Expected<std::vector<uint32_t>> t =
-      decodeTokens("x", std::string("A\xff\0", 3), "text");
+      decodeTokens("x", std::string("A\xff\0", 3), DataFormat::Text);
   ASSERT_TRUE(t) << t.message();
   EXPECT_EQ(*t, (std::vector<uint32_t>{65, 255, 0}));
 }
 
 TEST(DataSource, TokenFilesAreLittleEndian) {
   Expected<std::vector<uint32_t>> u16 =
-      decodeTokens("x", std::string("\x01\x02\xff\xff", 4), "u16");
+      decodeTokens("x", std::string("\x01\x02\xff\xff", 4), DataFormat::U16);
   ASSERT_TRUE(u16) << u16.message();
   EXPECT_EQ(*u16, (std::vector<uint32_t>{0x0201, 0xffff}));
   Expected<std::vector<uint32_t>> u32 =
-      decodeTokens("x", std::string("\x01\x02\x03\x04", 4), "u32");
+      decodeTokens("x", std::string("\x01\x02\x03\x04", 4), DataFormat::U32);
   ASSERT_TRUE(u32) << u32.message();
   EXPECT_EQ(*u32, (std::vector<uint32_t>{0x04030201}));
 }
 
 TEST(DataSource, TruncatedTokenFile) {
-  Expected<std::vector<uint32_t>> t = decodeTokens("odd.u16", "abc", "u16");
+  Expected<std::vector<uint32_t>> t =
+      decodeTokens("odd.u16", "abc", DataFormat::U16);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.message(),
             "odd.u16: truncated: 3 bytes is not a whole number of u16 tokens");
@@ -49,33 +50,33 @@ TEST(DataSource, ReadChecksVocabularyAndLength) {
   TempDir dir;
   std::string big =
       dir.write("big.u32", std::string("\x05\0\0\0\x2c\x01\0\0", 8));
-  Expected<std::vector<uint32_t>> t = readTokens(big, "auto", 256, 1);
+  Expected<std::vector<uint32_t>> t = readTokens(big, DataFormat::Auto, 256, 1);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.message(), big + ": token 300 at position 1 is not below the "
                                "vocabulary size 256");
 
   std::string text = dir.write("short.txt", "too short");
-  t = readTokens(text, "auto", 256, 129);
+  t = readTokens(text, DataFormat::Auto, 256, 129);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.message(),
             text + ": 9 tokens, fewer than one sequence needs (129)");
-  t = readTokens(text, "auto", 256, 9);
+  t = readTokens(text, DataFormat::Auto, 256, 9);
   ASSERT_TRUE(t) << t.message();
   EXPECT_EQ(t->size(), 9u);
 
   // Not regular files: refused before reading (a directory aborted the
   // trainer, /dev/zero was read forever).
-  t = readTokens(dir.str(), "auto", 256, 1);
+  t = readTokens(dir.str(), DataFormat::Auto, 256, 1);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.message(), dir.str() + ": not a regular file (training data is "
                                       "read from a file, not a directory, "
                                       "device or pipe)");
-  t = readTokens("/dev/zero", "u16", 256, 1);
+  t = readTokens("/dev/zero", DataFormat::U16, 256, 1);
   ASSERT_FALSE(t);
   EXPECT_NE(t.message().find("/dev/zero: not a regular file"),
             std::string::npos);
 
-  t = readTokens(dir / "missing.txt", "auto", 256, 1);
+  t = readTokens(dir / "missing.txt", DataFormat::Auto, 256, 1);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.message(),
             dir / "missing.txt" + ": cannot open: No such file or directory");
@@ -179,10 +180,10 @@ TEST(DataSource, WhatIsNoneOfTheFormatsIsRefusedByName) {
                                 ".u16/.u32; --data-format text|u16|u32 says "
                                 "which it is");
   // Unless it is said to be text.
-  o.format = "text";
+  o.format = DataFormat::Text;
   EXPECT_TRUE(openTokenSource(blob, o));
   // UTF-8 that is not well formed: an overlong '/', a surrogate.
-  o.format = "auto";
+  o.format = DataFormat::Auto;
   for (const char *bad : {"abc\xc0\xaf", "abc\xed\xa0\x80"}) {
     std::string path = dir.write("bad.txt", bad);
     s = openTokenSource(path, o);

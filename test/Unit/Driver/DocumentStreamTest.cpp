@@ -27,7 +27,7 @@ SourceOptions options(int64_t seq, bool shuffle, uint64_t seed = 0) {
   o.vocab = 100;
   o.shuffle = shuffle;
   o.seed = seed;
-  o.packing = "stream";
+  o.packing = Packing::Stream;
   return o;
 }
 

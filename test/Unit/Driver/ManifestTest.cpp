@@ -23,7 +23,7 @@ Manifest sample() {
   m.vocab = 256;
   m.zero1WorldSize = 2;
   m.optimizer = ManifestOptimizer{"adamw", 0.9, 0.95, 1e-8, 0.1, 1.0};
-  m.slots.push_back({"param",
+  m.slots.push_back({SlotKind::Param,
                      "model.embed_tokens.weight",
                      "bf16",
                      0,
@@ -31,7 +31,7 @@ Manifest sample() {
                      {256, 256},
                      "normal",
                      0.02});
-  m.slots.push_back({"master",
+  m.slots.push_back({SlotKind::Master,
                      "model.embed_tokens.weight",
                      "f32",
                      131072,
@@ -39,7 +39,8 @@ Manifest sample() {
                      {128, 256},
                      "zeros",
                      0.0});
-  m.slots.push_back({"output", "loss", "f32", 262144, 4, {}, "zeros", 0.0});
+  m.slots.push_back(
+      {SlotKind::Output, "loss", "f32", 262144, 4, {}, "zeros", 0.0});
   m.functions.push_back({"infir2_train_step", 4096});
   m.functions.push_back({"infir2_optimizer_step", 64});
   return m;
@@ -86,6 +87,9 @@ TEST(Manifest, RoundTrip) {
   EXPECT_EQ(m->slots[0].std, 0.02);
   EXPECT_EQ(m->slots[0].numel(), 65536);
   EXPECT_EQ(m->slots[1].offset, 131072);
+  EXPECT_EQ(m->slots[0].kind, SlotKind::Param);
+  EXPECT_EQ(m->slots[1].kind, SlotKind::Master);
+  EXPECT_EQ(m->slots[2].kind, SlotKind::Output);
   EXPECT_TRUE(m->slots[2].shape.empty());
   EXPECT_EQ(m->slots[2].numel(), 1);
   ASSERT_EQ(m->functions.size(), 2u);
@@ -219,4 +223,23 @@ TEST(Manifest, ModelConfigAndFp8WeightsRoundTrip) {
             })),
             "the compiled model's manifest: fp8_weights[0] must be an object "
             "with a name and a block [rows, cols]");
+}
+
+TEST(Manifest, SlotKindsAreSpelledAsTheCompilerWritesThem) {
+  const std::pair<SlotKind, const char *> spelled[] = {
+      {SlotKind::Param, "param"},       {SlotKind::Master, "master"},
+      {SlotKind::Moment1, "moment1"},   {SlotKind::Moment2, "moment2"},
+      {SlotKind::Grad, "grad"},         {SlotKind::Input, "input"},
+      {SlotKind::Output, "output"},     {SlotKind::Cache, "cache"},
+      {SlotKind::Fp8Cache, "fp8_cache"}};
+  for (auto [kind, name] : spelled) {
+    EXPECT_STREQ(slotKindName(kind), name);
+    EXPECT_EQ(parseSlotKind(name), kind) << name;
+  }
+  EXPECT_EQ(parseSlotKind("params"), std::nullopt);
+  EXPECT_EQ(json::parse(toJson(sample()))["slots"][1]["kind"], "master");
+  EXPECT_EQ(parseError(edited([](json &j) { j["slots"][1]["kind"] = "bias"; })),
+            "the compiled model's manifest: slots[1].kind must be param, "
+            "master, moment1, moment2, grad, input, output, cache or "
+            "fp8_cache");
 }

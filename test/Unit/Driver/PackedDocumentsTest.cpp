@@ -33,7 +33,7 @@ SourceOptions packed(int64_t seq, bool shuffle = false, uint64_t seed = 0) {
   o.vocab = 100;
   o.shuffle = shuffle;
   o.seed = seed;
-  o.packing = "documents";
+  o.packing = Packing::Documents;
   return o;
 }
 
@@ -66,7 +66,7 @@ TEST(PackedDocuments, WholeDocumentsShareSamplesApart) {
                {{0, 0, 1}, {1, 1}, {0, 1, 1, 0}});
   // The mask makes documents the default packing.
   SourceOptions o = packed(5);
-  o.packing = "auto";
+  o.packing = Packing::Auto;
   auto s = openTokenSource(dir / "d", o);
   ASSERT_TRUE(s) << s.message();
   EXPECT_TRUE((*s)->packed());

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Sampling.h"
+#include "loop/Sampling.h"
 
 #include <gtest/gtest.h>
 

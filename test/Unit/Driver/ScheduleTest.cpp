@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Schedule.h"
+#include "config/Schedule.h"
 
-#include "Cli.h"
+#include "config/Cli.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@
 using namespace infir2::rt;
 
 namespace {
-Schedule make(const char *kind, int64_t steps, int64_t warmup, int64_t decay) {
+Schedule make(LrSchedule kind, int64_t steps, int64_t warmup, int64_t decay) {
   Schedule s;
   s.kind = kind;
   s.peak = 1e-3;
@@ -32,14 +32,14 @@ Schedule make(const char *kind, int64_t steps, int64_t warmup, int64_t decay) {
 } // namespace
 
 TEST(Schedule, LinearWarmup) {
-  Schedule s = make("cosine", 110, 10, 0);
+  Schedule s = make(LrSchedule::Cosine, 110, 10, 0);
   EXPECT_DOUBLE_EQ(s.at(1), 1e-4);
   EXPECT_DOUBLE_EQ(s.at(5), 5e-4);
   EXPECT_DOUBLE_EQ(s.at(10), 1e-3);
 }
 
 TEST(Schedule, CosineFromPeakToFloor) {
-  Schedule s = make("cosine", 110, 10, 0);
+  Schedule s = make(LrSchedule::Cosine, 110, 10, 0);
   // t = (step - 10) / 100; lr = 1e-4 + 0.5 * 9e-4 * (1 + cos(pi t)).
   EXPECT_DOUBLE_EQ(s.at(60), 1e-4 + 0.5 * 9e-4); // t = 1/2
   EXPECT_NEAR(s.at(35), 1e-4 + 0.5 * 9e-4 * (1 + std::sqrt(0.5)), 1e-15);
@@ -47,7 +47,7 @@ TEST(Schedule, CosineFromPeakToFloor) {
 }
 
 TEST(Schedule, WarmupStableDecay) {
-  Schedule s = make("wsd", 100, 0, 20);
+  Schedule s = make(LrSchedule::Wsd, 100, 0, 20);
   EXPECT_DOUBLE_EQ(s.at(1), 1e-3);
   EXPECT_DOUBLE_EQ(s.at(80), 1e-3); // the decay starts after step 80
   EXPECT_DOUBLE_EQ(s.at(90), 1e-3 + (1e-4 - 1e-3) * 0.5);
@@ -55,7 +55,7 @@ TEST(Schedule, WarmupStableDecay) {
 }
 
 TEST(Schedule, Constant) {
-  Schedule s = make("constant", 100, 4, 0);
+  Schedule s = make(LrSchedule::Constant, 100, 4, 0);
   EXPECT_DOUBLE_EQ(s.at(2), 5e-4);
   EXPECT_DOUBLE_EQ(s.at(50), 1e-3);
   EXPECT_DOUBLE_EQ(s.at(100), 1e-3);
@@ -63,7 +63,7 @@ TEST(Schedule, Constant) {
 
 TEST(Schedule, FromTheRunConfig) {
   RunConfig o;
-  o.schedule = "wsd";
+  o.schedule = LrSchedule::Wsd;
   o.lr = 2e-3;
   o.minLrRatio = 0.5;
   o.steps = 10;

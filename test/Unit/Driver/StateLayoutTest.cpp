@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "StateLayout.h"
+#include "io/StateLayout.h"
 
 #include "infir2/runtime/Float.h"
 
@@ -26,8 +26,8 @@ Manifest oneParam(const std::string &dtype, int64_t rows, int64_t shardRows,
   Manifest m;
   int64_t n = rows * 2, size = manifestDtypeSize(dtype);
   m.slots.push_back(
-      {"param", "w", dtype, 0, n * size, {rows, 2}, "normal", 0.5});
-  m.slots.push_back({"master",
+      {SlotKind::Param, "w", dtype, 0, n * size, {rows, 2}, "normal", 0.5});
+  m.slots.push_back({SlotKind::Master,
                      "w",
                      "f32",
                      256,
@@ -97,9 +97,10 @@ TEST(StateLayout, InitialWeightsAreNormalWhateverTheThreads) {
   // 2 x 40000 elements of normal(0, 0.5), more than one chunk per thread.
   const int64_t rows = 40000, n = rows * 2;
   Manifest m;
-  m.slots.push_back({"param", "w", "f32", 0, n * 4, {rows, 2}, "normal", 0.5});
   m.slots.push_back(
-      {"master", "w", "f32", n * 4, n * 4, {rows, 2}, "zeros", 0.0});
+      {SlotKind::Param, "w", "f32", 0, n * 4, {rows, 2}, "normal", 0.5});
+  m.slots.push_back(
+      {SlotKind::Master, "w", "f32", n * 4, n * 4, {rows, 2}, "zeros", 0.0});
   m.stateBytes = 2 * n * 4;
   StateLayout layout(m);
   const uint64_t seed = 11;
@@ -139,7 +140,7 @@ TEST(StateLayout, InitialWeightsAreNormalWhateverTheThreads) {
 TEST(StateLayout, Zero1ShardsAreRowsWithPadding) {
   // 3 rows over 2 ranks: shards of 2 rows; rank 1 holds 1 row and padding.
   StateLayout layout(oneParam("bf16", 3, 2, 2));
-  const ManifestSlot *m = layout.find("master", "w");
+  const ManifestSlot *m = layout.find(SlotKind::Master, "w");
   ASSERT_NE(m, nullptr);
   Extent e0 = layout.extentOf(*m, 0), e1 = layout.extentOf(*m, 1);
   EXPECT_EQ(e0.shape, (std::vector<int64_t>{3, 2}));
@@ -150,7 +151,7 @@ TEST(StateLayout, Zero1ShardsAreRowsWithPadding) {
   EXPECT_TRUE(e1.contains(5));
   EXPECT_FALSE(e1.contains(3));
   // The working copy is whole on every rank.
-  Extent w = layout.extentOf(*layout.find("param", "w"), 1);
+  Extent w = layout.extentOf(*layout.find(SlotKind::Param, "w"), 1);
   EXPECT_EQ(w.begin, 0);
   EXPECT_EQ(w.count, 6);
 
@@ -201,7 +202,7 @@ TEST(StateLayout, LoadsParametersAndNamesWhatIsWrong) {
 
 TEST(StateLayout, MissingSlotIsNamed) {
   StateLayout layout(oneParam("f32", 2, 2, 0));
-  Expected<const ManifestSlot *> s = layout.get("input", "input_ids");
+  Expected<const ManifestSlot *> s = layout.get(SlotKind::Input, "input_ids");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.message(), "the compiled model has no input 'input_ids'");
 }
@@ -211,17 +212,19 @@ TEST(StateLayout, MissingSlotIsNamed) {
 // manifest's order of slots does not matter (only their offsets).
 TEST(StateLayout, RunsOfAKindMergeNeighboursOnly) {
   Manifest m;
-  m.slots.push_back({"grad", "c", "f32", 256, 4, {1}, "zeros", 0.0});
-  m.slots.push_back({"grad", "a", "f32", 0, 100, {25}, "zeros", 0.0});
-  m.slots.push_back({"param", "w", "bf16", 192, 64, {32}, "zeros", 0.0});
-  m.slots.push_back({"grad", "b", "f32", 128, 64, {16}, "zeros", 0.0});
-  m.slots.push_back({"grad", "d", "f32", 320, 8, {2}, "zeros", 0.0});
+  m.slots.push_back({SlotKind::Grad, "c", "f32", 256, 4, {1}, "zeros", 0.0});
+  m.slots.push_back({SlotKind::Grad, "a", "f32", 0, 100, {25}, "zeros", 0.0});
+  m.slots.push_back(
+      {SlotKind::Param, "w", "bf16", 192, 64, {32}, "zeros", 0.0});
+  m.slots.push_back({SlotKind::Grad, "b", "f32", 128, 64, {16}, "zeros", 0.0});
+  m.slots.push_back({SlotKind::Grad, "d", "f32", 320, 8, {2}, "zeros", 0.0});
   // 64 bytes or more that no slot holds are not padding: a new run.
-  m.slots.push_back({"grad", "e", "f32", 448, 4, {1}, "zeros", 0.0});
+  m.slots.push_back({SlotKind::Grad, "e", "f32", 448, 4, {1}, "zeros", 0.0});
   m.stateBytes = 512;
   StateLayout layout(m);
   using Runs = std::vector<std::pair<int64_t, int64_t>>;
-  EXPECT_EQ(layout.runsOf("grad"), (Runs{{0, 192}, {256, 72}, {448, 4}}));
-  EXPECT_EQ(layout.runsOf("param"), (Runs{{192, 64}}));
-  EXPECT_EQ(layout.runsOf("moment1"), Runs{});
+  EXPECT_EQ(layout.runsOf(SlotKind::Grad),
+            (Runs{{0, 192}, {256, 72}, {448, 4}}));
+  EXPECT_EQ(layout.runsOf(SlotKind::Param), (Runs{{192, 64}}));
+  EXPECT_EQ(layout.runsOf(SlotKind::Moment1), Runs{});
 }

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Trainer.h"
+#include "loop/Trainer.h"
 
 #include "TempDir.h"
 
@@ -102,23 +102,23 @@ Manifest fakeManifest() {
   m.batch = kBatch;
   m.seq = kSeq;
   m.vocab = 256;
-  auto slot = [&](const char *kind, const char *name, const char *dtype,
+  auto slot = [&](SlotKind kind, const char *name, const char *dtype,
                   int64_t offset, std::vector<int64_t> shape,
                   const char *init = "zeros") {
     ManifestSlot s{kind, name, dtype, offset, 0, shape, init, 0.0};
     s.bytes = s.numel() * manifestDtypeSize(dtype);
     m.slots.push_back(s);
   };
-  slot("param", "w", "f32", kW, {4}, "ones");
-  slot("master", "w", "f32", kMaster, {4});
-  slot("grad", "w", "f32", kGrad, {4});
-  slot("input", "input_ids", "i32", kIds, {kBatch, kSeq});
-  slot("input", "targets", "i32", kTargets, {kBatch, kSeq});
-  slot("input", "learning_rate", "f32", kLr, {});
-  slot("input", "grad_scale", "f32", kScale, {});
-  slot("output", "loss", "f32", kLoss, {});
-  slot("output", "grad_norm", "f32", kNorm, {});
-  slot("output", "eval_loss", "f32", kEval, {});
+  slot(SlotKind::Param, "w", "f32", kW, {4}, "ones");
+  slot(SlotKind::Master, "w", "f32", kMaster, {4});
+  slot(SlotKind::Grad, "w", "f32", kGrad, {4});
+  slot(SlotKind::Input, "input_ids", "i32", kIds, {kBatch, kSeq});
+  slot(SlotKind::Input, "targets", "i32", kTargets, {kBatch, kSeq});
+  slot(SlotKind::Input, "learning_rate", "f32", kLr, {});
+  slot(SlotKind::Input, "grad_scale", "f32", kScale, {});
+  slot(SlotKind::Output, "loss", "f32", kLoss, {});
+  slot(SlotKind::Output, "grad_norm", "f32", kNorm, {});
+  slot(SlotKind::Output, "eval_loss", "f32", kEval, {});
   return m;
 }
 
@@ -137,11 +137,11 @@ protected:
     model = FakeModel();
     data = dir.write("data.txt", "The quick brown fox jumps over the lazy dog");
     config.data = data;
-    config.device = "cpu";
+    config.device = DeviceChoice::Cpu;
     config.steps = 6;
     config.logEvery = 1;
     config.lr = 0.1;
-    config.schedule = "constant";
+    config.schedule = LrSchedule::Constant;
   }
 
   Status train(RunConfig o, StepHook *hook = nullptr) {
@@ -177,7 +177,7 @@ TEST_F(TrainerTest, AccumulatesThenUpdatesOncePerStep) {
 }
 
 TEST_F(TrainerTest, FollowsTheSchedule) {
-  config.schedule = "cosine";
+  config.schedule = LrSchedule::Cosine;
   config.warmup = 2;
   ASSERT_TRUE(train(config));
   ASSERT_EQ(model.lrs.size(), 6u);

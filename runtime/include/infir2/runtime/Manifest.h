@@ -44,10 +44,28 @@
 
 namespace infir2::rt {
 
+/// What a state slot holds (the compiler's #infir2rt.slot kinds, in their
+/// order).
+enum class SlotKind {
+  Param,    ///< a parameter's working copy
+  Master,   ///< its FP32 master
+  Moment1,  ///< AdamW's first moment
+  Moment2,  ///< and second
+  Grad,     ///< a gradient accumulator
+  Input,    ///< a step's input (token ids, learning rate, ...)
+  Output,   ///< a step's output (loss, gradient norm, ...)
+  Cache,    ///< the decode step's key/value cache
+  Fp8Cache, ///< a weight's FP8 codes and scales, refreshed per update
+};
+
+/// The manifest's spelling of a slot kind: "param", ..., "fp8_cache".
+const char *slotKindName(SlotKind kind);
+/// The slot kind `name` spells, if any.
+std::optional<SlotKind> parseSlotKind(std::string_view name);
+
 /// One tensor of the state region.
 struct ManifestSlot {
-  /// param, master, moment1, moment2, grad, input or output.
-  std::string kind;
+  SlotKind kind = SlotKind::Param;
   /// The Hugging Face tensor name, or the input's or output's role.
   std::string name;
   /// The element type as MLIR spells it: f32, bf16, f16, f64, i32, i64, i1.

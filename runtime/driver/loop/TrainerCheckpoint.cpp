@@ -1,0 +1,320 @@
+//===- TrainerCheckpoint.cpp - The loop's checkpoints ---------------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Saving and resuming (exact: FP32 masters and moments, step, data position
+// and RNG state) and loading Hugging Face weights. A checkpoint is a
+// Hugging Face model folder (ModelFolder.h) with the training state beside
+// the weights: optimizer.safetensors, trainer_state.json (CheckpointIO.h)
+// and run_config.json, the run's effective configuration. This file moves
+// the state between them and the device, tensor by tensor, gathering
+// ZeRO-1 shards one at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "io/CheckpointIO.h"
+#include "io/ModelFolder.h"
+#include "loop/Trainer.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <sstream>
+
+using namespace infir2::rt;
+namespace fs = std::filesystem;
+
+namespace {
+const auto optimizerPrefix = StateLayout::optimizerStatePrefix;
+constexpr const char *kOptimizerFile = "optimizer.safetensors";
+constexpr const char *kRunConfigFile = "run_config.json";
+} // namespace
+
+Expected<std::vector<float>> Trainer::wholeState(const ManifestSlot &s) {
+  Extent e = layout_.extentOf(s, comm_.rank());
+  int64_t numel = e.numel();
+  if (!layout_.sharded())
+    return std::vector<float>(at<float>(s), at<float>(s) + numel);
+  // Rank r's shard is rows [r·rows, (r+1)·rows) of the whole: the shards
+  // in rank order are the whole tensor, then padding.
+  std::vector<float> all(size_t(s.numel()) * comm_.size());
+  if (Status got = comm_.allGather(at<float>(s), all.data(), s.numel() * 4);
+      !got)
+    return fail("gathering %s '%s' for the checkpoint: %s",
+                slotKindName(s.kind), s.name.c_str(), got.message().c_str());
+  all.resize(numel);
+  return all;
+}
+
+Status Trainer::loadWeights(const std::string &path) {
+  Expected<std::unique_ptr<ModelWeights>> opened = ModelWeights::open(path);
+  if (!opened)
+    return opened.failure();
+  const ModelWeights &weights = **opened;
+  // Every tensor is a parameter of this model, except what transformers
+  // itself ignores: the LM head of a model that ties it to the embedding,
+  // and RoPE's frequencies, which older checkpoints stored.
+  bool tied = !layout_.find(SlotKind::Param, "lm_head.weight");
+  for (const auto &[name, entry] : weights.tensors()) {
+    bool ignored = (tied && name == "lm_head.weight") ||
+                   name.find("rotary_emb.inv_freq") != std::string::npos;
+    if (!ignored && !layout_.find(SlotKind::Param, name))
+      return fail("%s: tensor '%s' is not a parameter of the compiled model",
+                  weights.fileOf(name).c_str(), name.c_str());
+  }
+  StoredTensor t; // one tensor at a time: the buffer is reused
+  for (const ManifestSlot &s : m_.slots) {
+    if (s.kind != SlotKind::Param)
+      continue;
+    if (!weights.tensors().count(s.name))
+      return fail("%s: tensor '%s' is missing", path.c_str(), s.name.c_str());
+    INFIR2_RETURN_IF_ERROR(weights.read(s.name, t));
+    INFIR2_RETURN_IF_ERROR(layout_.loadParameter(
+        s, t, weights.fileOf(s.name), device_.state(), comm_.rank()));
+  }
+  return Status::ok();
+}
+
+Status Trainer::loadOptimizerState(const std::string &optPath) {
+  SafetensorsFile opt;
+  std::string error;
+  if (!opt.open(optPath, error))
+    return Failure{error};
+  // Exactly the model's optimizer tensors: an extra one means a checkpoint
+  // of another model (or optimizer).
+  std::set<std::string> expected;
+  for (const ManifestSlot &s : m_.slots)
+    if (const char *prefix = optimizerPrefix(s))
+      expected.insert(prefix + s.name);
+  for (const auto &[name, t] : opt.tensors())
+    if (!expected.count(name))
+      return fail("%s: tensor '%s' is not optimizer state of the compiled "
+                  "model",
+                  optPath.c_str(), name.c_str());
+  std::vector<uint8_t> bytes;
+  for (const ManifestSlot &s : m_.slots) {
+    const char *prefix = optimizerPrefix(s);
+    if (!prefix)
+      continue;
+    std::string name = prefix + s.name;
+    auto it = opt.tensors().find(name);
+    if (it == opt.tensors().end())
+      return fail("%s: tensor '%s' is missing", optPath.c_str(), name.c_str());
+    Extent e = layout_.extentOf(s, comm_.rank());
+    if (it->second.dtype != "F32" || it->second.shape != e.shape)
+      return fail("%s: tensor '%s' is not F32 of the model's shape",
+                  optPath.c_str(), name.c_str());
+    if (!opt.read(name, bytes, error))
+      return Failure{error};
+    // Optimizer state is finite: a NaN or inf would poison every update.
+    const float *values = reinterpret_cast<const float *>(bytes.data());
+    for (size_t i = 0, n = bytes.size() / 4; i < n; ++i)
+      if (!std::isfinite(values[i]))
+        return fail("%s: tensor '%s' holds a non-finite value (%g) at "
+                    "element %zu",
+                    optPath.c_str(), name.c_str(), double(values[i]), i);
+    // This rank's rows under ZeRO-1 (the padding stays zero), else all.
+    std::memset(bytesAt(s), 0, s.numel() * 4);
+    std::memcpy(bytesAt(s), bytes.data() + e.begin * 4, e.count * 4);
+  }
+  return Status::ok();
+}
+
+Status Trainer::loadCheckpoint(const std::string &path) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status))
+    return fail(
+        "%s: cannot open: %s", path.c_str(),
+        (ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory))
+            .message()
+            .c_str());
+  if (!fs::is_directory(status))
+    return loadWeights(path); // a Hugging Face safetensors file
+  // A checkpoint or a model folder itself, else the newest step under it.
+  std::string dir = path;
+  auto has = [&](const std::string &d, const char *file) {
+    return fs::exists(fs::path(d) / file, ec);
+  };
+  if (!has(dir, kTrainerStateFile) && !has(dir, kModelWeightsFile) &&
+      !has(dir, kModelIndexFile)) {
+    Expected<std::string> newest = findCheckpointDir(path);
+    if (!newest)
+      return fail("%s: no model (no %s or %s) and no checkpoint (no %s, no "
+                  "step-* directory)",
+                  path.c_str(), kModelWeightsFile, kModelIndexFile,
+                  kTrainerStateFile);
+    dir = *newest;
+  }
+  bool resume = has(dir, kTrainerStateFile) && !o_.loadWeightsOnly &&
+                !isForeignTrainerState(dir);
+  loadedDir_ = dir;
+  std::string config = (fs::path(dir) / kModelConfigFile).string();
+  if (has(dir, kModelConfigFile))
+    INFIR2_RETURN_IF_ERROR(checkModelConfig(config, m_.modelConfig));
+  // A model written by hand without a config saves none, and has nothing
+  // to check one against.
+  else if (!resume && !m_.modelConfig.empty())
+    return fail("%s: no %s (a Hugging Face model folder has one)", dir.c_str(),
+                kModelConfigFile);
+  if (!resume) {
+    INFIR2_RETURN_IF_ERROR(loadWeights(dir));
+    if (comm_.rank() == 0)
+      std::printf("loaded the weights of %s\n", dir.c_str());
+    return Status::ok();
+  }
+  // The state file first: it says what the other files must hold.
+  Expected<TrainerState> state = readTrainerState(dir);
+  if (!state)
+    return state.failure();
+  if (!state->files.count(kModelWeightsFile) &&
+      !state->files.count(kModelIndexFile))
+    return fail("%s/%s records no digest of the weights (%s or %s)",
+                dir.c_str(), kTrainerStateFile, kModelWeightsFile,
+                kModelIndexFile);
+  if (!state->files.count(kOptimizerFile))
+    return fail("%s/%s records no digest of %s", dir.c_str(), kTrainerStateFile,
+                kOptimizerFile);
+  INFIR2_RETURN_IF_ERROR(verifyCheckpointFiles(dir, *state));
+  INFIR2_RETURN_IF_ERROR(loadWeights(dir));
+  // Exact resume: FP32 masters and moments replace the ones derived from
+  // the rounded weights.
+  INFIR2_RETURN_IF_ERROR(
+      loadOptimizerState((fs::path(dir) / kOptimizerFile).string()));
+  step_ = state->step;
+  updates_ = state->updates;
+  dataPosition_ = state->dataPosition;
+  std::istringstream(state->rng) >> rng_;
+  // --generate's standard output is the generated text alone.
+  if (comm_.rank() == 0)
+    std::fprintf(o_.generate ? stderr : stdout,
+                 "resumed from %s at step %lld\n", dir.c_str(),
+                 (long long)step_);
+  return Status::ok();
+}
+
+std::string Trainer::tokenizerSource() const {
+  // --tokenizer, else the tokenizer of the folder the weights came from.
+  if (!o_.tokenizer.empty() || loadedDir_.empty())
+    return o_.tokenizer;
+  std::error_code ec;
+  for (const char *file : {"tokenizer.json", "tokenizer.model"})
+    if (fs::exists(fs::path(loadedDir_) / file, ec))
+      return loadedDir_;
+  return "";
+}
+
+std::vector<TensorSource> Trainer::weightSources() {
+  std::vector<TensorSource> sources;
+  for (const ManifestSlot &s : m_.slots)
+    if (s.kind == SlotKind::Param)
+      // The working copy as it is stored: F32, BF16 or F16.
+      sources.push_back(
+          {s.name, storedDtype(s.dtype), s.shape, uint64_t(s.bytes),
+           [this, &s](std::string &) -> const void * { return bytesAt(s); }});
+  return sources;
+}
+
+std::string Trainer::torchDtype() const {
+  for (const ManifestSlot &s : m_.slots)
+    if (s.kind == SlotKind::Param)
+      return s.dtype == "bf16"  ? "bfloat16"
+             : s.dtype == "f16" ? "float16"
+             : s.dtype == "f64" ? "float64"
+                                : "float32";
+  return "float32";
+}
+
+Status Trainer::writeModelFiles(const std::string &dir, FileDigests &digests,
+                                const std::string &tokenizerFrom) {
+  if (!m_.modelConfig.empty()) {
+    INFIR2_RETURN_IF_ERROR(
+        writeTextFile(dir, kModelConfigFile,
+                      modelConfigJson(m_.modelConfig, torchDtype()), digests));
+    INFIR2_RETURN_IF_ERROR(writeTextFile(dir, "generation_config.json",
+                                         generationConfigJson(m_.modelConfig),
+                                         digests));
+  }
+  if (!tokenizerFrom.empty())
+    INFIR2_RETURN_IF_ERROR(copyTokenizer(tokenizerFrom, dir, digests));
+  return Status::ok();
+}
+
+Status Trainer::saveCheckpoint(int64_t atStep) {
+  // Whole tensors, so that any world size can load them: under ZeRO-1 every
+  // rank takes part in gathering the optimizer state, one tensor at a time,
+  // as rank 0 writes it.
+  INFIR2_RETURN_IF_ERROR(check(device_.download(0, m_.stateBytes)));
+  std::vector<const ManifestSlot *> optimizerSlots;
+  for (const ManifestSlot &s : m_.slots)
+    if (StateLayout::isOptimizerState(s))
+      optimizerSlots.push_back(&s);
+  size_t gathered = 0;
+  std::vector<float> whole;
+  auto gatherNext = [&](std::string &error) -> const void * {
+    const ManifestSlot &s = *optimizerSlots[gathered++];
+    if (!layout_.sharded())
+      return bytesAt(s);
+    whole = std::vector<float>(); // one gathered tensor at a time
+    Expected<std::vector<float>> all = wholeState(s);
+    if (!all) {
+      error = all.message();
+      return nullptr;
+    }
+    whole = std::move(*all);
+    return whole.data();
+  };
+  auto gatherRest = [&]() -> Status {
+    std::string error;
+    while (gathered < optimizerSlots.size())
+      if (!gatherNext(error) && layout_.sharded())
+        return Failure{error};
+    return Status::ok();
+  };
+  if (comm_.rank() != 0)
+    return gatherRest();
+  auto writeFiles = [&](const std::string &tmp) -> Expected<FileDigests> {
+    // The optimizer state first: the other ranks wait in each gather only
+    // for rank 0 to write the tensor before, never for the whole model.
+    std::vector<TensorSource> opt;
+    for (const ManifestSlot *s : optimizerSlots) {
+      Extent e = layout_.extentOf(*s, comm_.rank());
+      opt.push_back({optimizerPrefix(*s) + s->name, "F32", e.shape,
+                     uint64_t(e.numel()) * 4, gatherNext});
+    }
+    std::string error;
+    FileDigest optDigest;
+    if (!writeSafetensors(tmp + "/" + kOptimizerFile, opt, {}, error,
+                          &optDigest))
+      return Failure{error};
+    Expected<FileDigests> digests =
+        writeModelWeights(tmp, weightSources(), o_.maxShardSize,
+                          /*alwaysIndexed=*/true);
+    if (!digests)
+      return digests.failure();
+    (*digests)[kOptimizerFile] = optDigest;
+    INFIR2_RETURN_IF_ERROR(writeModelFiles(tmp, *digests, tokenizerSource()));
+    INFIR2_RETURN_IF_ERROR(
+        writeTextFile(tmp, kRunConfigFile, toJson(o_) + "\n", *digests));
+    return digests;
+  };
+  std::ostringstream rng;
+  rng << rng_;
+  std::string warning;
+  Status published = publishCheckpoint(
+      o_.save, TrainerState{atStep, updates_, dataPosition_, rng.str(), {}},
+      writeFiles, warning);
+  // A save that stopped early still owes the other ranks their gathers.
+  Status rest = gatherRest();
+  if (!published)
+    return fail("checkpoint at step %lld: %s", (long long)atStep,
+                published.message().c_str());
+  INFIR2_RETURN_IF_ERROR(rest);
+  if (!warning.empty())
+    std::fprintf(stderr, "trainer: warning: %s\n", warning.c_str());
+  return Status::ok();
+}
