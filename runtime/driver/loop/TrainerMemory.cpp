@@ -39,14 +39,14 @@ void Trainer::reportMemory() const {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   double gib = 1024.0 * 1024.0 * 1024.0;
-  double planned = double(m_.stateBytes + m_.scratchBytes) / gib;
+  double planned = double(s_.m.stateBytes + s_.m.scratchBytes) / gib;
   double peak = double(usage.ru_maxrss) * 1024.0 / gib;
-  if (device_.onGpu()) {
+  if (s_.device.onGpu()) {
     // The regions stay for the run and the backend's workspace is only
     // ever replaced by a larger one, so what the GPU holds at the end is
     // its peak (other processes on the same GPU counted too).
-    double held = double(device_.bytesInUse()) / gib,
-           before = double(device_.bytesInUseBeforeRegions()) / gib;
+    double held = double(s_.device.bytesInUse()) / gib,
+           before = double(s_.device.bytesInUseBeforeRegions()) / gib;
     std::fprintf(stderr,
                  "trainer: memory: planned %.2f GiB on the device; the GPU "
                  "holds %.2f GiB (%+.1f%% of the plan beside the %.2f GiB "
@@ -61,8 +61,8 @@ void Trainer::reportMemory() const {
                "kernel temporaries %.2f GiB, peak resident %.2f GiB "
                "(%+.1f%% of the plan; %.2f GiB of it the process before its "
                "regions)\n",
-               planned, double(m_.stateBytes) / gib,
-               double(m_.scratchBytes) / gib,
+               planned, double(s_.m.stateBytes) / gib,
+               double(s_.m.scratchBytes) / gib,
                double(infir2rt_cpu_pool_bytes()) / gib, peak,
                100.0 * (peak / planned - 1.0), residentAtOpen_ / gib);
 }

@@ -17,6 +17,8 @@
 
 #include "TempDir.h"
 
+#include "infir2/runtime/Error.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-//===- TrainerExport.cpp - The FP8 inference export -----------------------===//
+//===- Fp8Export.cpp - The FP8 inference export ---------------------------===//
 //
 // Part of the InfiR2 project.
 //
@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loop/Fp8Export.h"
 #include "io/ModelFolder.h"
-#include "loop/Trainer.h"
 
 #include "infir2/runtime/FP8.h"
 #include "infir2/runtime/Float.h"
@@ -85,15 +85,15 @@ std::string fusedGroup(const std::string &name) {
 
 } // namespace
 
-Status Trainer::exportFp8(const std::string &outArg) {
+Status Fp8Export::write(const std::string &outArg) {
   // "OUT/" is OUT: the temporary folder is its sibling, OUT.tmp.
   std::string out = fs::path(outArg).lexically_normal().string();
   while (out.size() > 1 && out.back() == '/')
     out.pop_back();
-  if (m_.fp8Weights.empty())
+  if (s_.m.fp8Weights.empty())
     return fail("--export-fp8: the compiled model runs no GEMM in FP8 with "
                 "block-scaled weights (compile it with --recipe=fp8)");
-  if (m_.modelConfig.empty())
+  if (s_.m.modelConfig.empty())
     return fail("--export-fp8: the compiled model carries no Hugging Face "
                 "config (import it with infir2-import, which records one)");
   std::error_code ec;
@@ -101,9 +101,9 @@ Status Trainer::exportFp8(const std::string &outArg) {
     return fail("--export-fp8 %s: it already exists (remove it, or name a "
                 "new folder)",
                 out.c_str());
-  const ManifestFp8Weight &first = m_.fp8Weights[0];
+  const ManifestFp8Weight &first = s_.m.fp8Weights[0];
   std::map<std::string, const ManifestFp8Weight *> fp8;
-  for (const ManifestFp8Weight &w : m_.fp8Weights) {
+  for (const ManifestFp8Weight &w : s_.m.fp8Weights) {
     // One block size and format for the whole model, as the config says.
     if (w.blockRows != first.blockRows || w.blockCols != first.blockCols ||
         w.format != "e4m3")
@@ -111,14 +111,14 @@ Status Trainer::exportFp8(const std::string &outArg) {
                   "the export takes one block size for every weight, in e4m3",
                   w.name.c_str(), (long long)w.blockRows,
                   (long long)w.blockCols, w.format.c_str());
-    if (const ManifestSlot *s = layout_.find(SlotKind::Param, w.name);
+    if (const ManifestSlot *s = s_.layout.find(SlotKind::Param, w.name);
         s && s->shape.size() == 2)
       fp8[w.name] = &w;
   }
   // A fused group with a member the plan keeps in high precision stays in
   // BF16 whole (listed in ignored_layers), or vLLM would refuse it.
   std::set<std::string> mixed;
-  for (const ManifestSlot &s : m_.slots)
+  for (const ManifestSlot &s : s_.m.slots)
     if (s.kind == SlotKind::Param && !fusedGroup(s.name).empty() &&
         !fp8.count(s.name))
       mixed.insert(fusedGroup(s.name));
@@ -129,7 +129,7 @@ Status Trainer::exportFp8(const std::string &outArg) {
   QuantizedWeight q;
   int64_t fp8Bytes = 0, bf16Bytes = 0, fp8Count = 0;
   std::vector<TensorSource> sources;
-  for (const ManifestSlot &slot : m_.slots) {
+  for (const ManifestSlot &slot : s_.m.slots) {
     if (slot.kind != SlotKind::Param)
       continue;
     const ManifestSlot *s = &slot;
@@ -139,11 +139,11 @@ Status Trainer::exportFp8(const std::string &outArg) {
       sources.push_back({s->name, "BF16", s->shape, uint64_t(s->numel()) * 2,
                          [this, s, &bf16](std::string &) -> const void * {
                            if (s->dtype == "bf16")
-                             return bytesAt(*s);
+                             return s_.bytesAt(*s);
                            bf16.resize(size_t(s->numel()));
                            for (int64_t i = 0; i < s->numel(); ++i)
                              bf16[i] = floatToBF16(
-                                 readElement(s->dtype, bytesAt(*s), i));
+                                 readElement(s->dtype, s_.bytesAt(*s), i));
                            return bf16.data();
                          }});
       bf16Bytes += s->numel() * 2;
@@ -152,7 +152,7 @@ Status Trainer::exportFp8(const std::string &outArg) {
     const ManifestFp8Weight *w = it->second;
     sources.push_back({s->name, "F8_E4M3", s->shape, uint64_t(s->numel()),
                        [this, s, w, &q](std::string &) -> const void * {
-                         quantize(*s, bytesAt(*s), *w, q);
+                         quantize(*s, s_.bytesAt(*s), *w, q);
                          return q.data.data();
                        }});
     std::vector<int64_t> blocks = {
@@ -173,7 +173,7 @@ Status Trainer::exportFp8(const std::string &outArg) {
                 ec.message().c_str());
   auto write = [&]() -> Status {
     Expected<FileDigests> digests =
-        writeModelWeights(tmp, sources, o_.maxShardSize,
+        writeModelWeights(tmp, sources, s_.o.maxShardSize,
                           /*alwaysIndexed=*/false);
     if (!digests)
       return digests.failure();
@@ -184,7 +184,7 @@ Status Trainer::exportFp8(const std::string &outArg) {
         {"weight_block_size", {first.blockRows, first.blockCols}}};
     // Linear layers left in BF16 are named, or vLLM would take them for FP8.
     std::vector<std::string> ignored;
-    for (const ManifestSlot &s : m_.slots) {
+    for (const ManifestSlot &s : s_.m.slots) {
       std::string_view name = s.name;
       if (s.kind == SlotKind::Param && s.shape.size() == 2 &&
           !fp8.count(s.name) && name.size() > 12 &&
@@ -199,13 +199,13 @@ Status Trainer::exportFp8(const std::string &outArg) {
     nlohmann::ordered_json extra = {{"quantization_config", quantization}};
     INFIR2_RETURN_IF_ERROR(writeTextFile(
         tmp, kModelConfigFile,
-        modelConfigJson(m_.modelConfig, "bfloat16", extra.dump()), *digests));
+        modelConfigJson(s_.m.modelConfig, "bfloat16", extra.dump()), *digests));
     INFIR2_RETURN_IF_ERROR(writeTextFile(tmp, "generation_config.json",
-                                         generationConfigJson(m_.modelConfig),
+                                         generationConfigJson(s_.m.modelConfig),
                                          *digests));
     // The tokenizer the model was trained with: --tokenizer, else the one
     // saved in the loaded folder.
-    std::string tokenizer = tokenizerSource();
+    std::string tokenizer = s_.tokenizerSource();
     if (!tokenizer.empty())
       INFIR2_RETURN_IF_ERROR(copyTokenizer(tokenizer, tmp, *digests));
     fs::rename(tmp, out, ec);
@@ -220,9 +220,9 @@ Status Trainer::exportFp8(const std::string &outArg) {
   }
   std::printf("exported %lld FP8 weights (E4M3, %lldx%lld blocks, %s scales) "
               "and %zu BF16 tensors to %s: %.1f MiB (%.1f MiB in FP8)\n",
-              (long long)fp8Count, (long long)m_.fp8Weights[0].blockRows,
-              (long long)m_.fp8Weights[0].blockCols,
-              m_.fp8Weights[0].scales.c_str(),
+              (long long)fp8Count, (long long)s_.m.fp8Weights[0].blockRows,
+              (long long)s_.m.fp8Weights[0].blockCols,
+              s_.m.fp8Weights[0].scales.c_str(),
               sources.size() - 2 * size_t(fp8Count), out.c_str(),
               (fp8Bytes + bf16Bytes) / 1048576.0, fp8Bytes / 1048576.0);
   return Status::ok();

@@ -1,4 +1,4 @@
-//===- TrainerGenerate.cpp - --generate: text from the decode step --------===//
+//===- Generator.cpp - --generate: text from the decode step --------------===//
 //
 // Part of the InfiR2 project.
 //
@@ -19,7 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "loop/Trainer.h"
+#include "loop/Generator.h"
 
 #include "ChatTemplate.h"
 #include "Tokenizer.h"
@@ -87,17 +87,18 @@ struct TextCodec {
 
 } // namespace
 
-Status Trainer::generate() {
-  if (comm_.size() > 1)
-    return fail("--generate runs one process, not %d ranks", comm_.size());
-  const ManifestSlot *ids = layout_.find(SlotKind::Input, "decode.input_ids");
-  const ManifestSlot *pos = layout_.find(SlotKind::Input, "decode.positions");
-  const ManifestSlot *logits = layout_.find(SlotKind::Output, "decode.logits");
+Status Generator::run() {
+  if (s_.comm.size() > 1)
+    return fail("--generate runs one process, not %d ranks", s_.comm.size());
+  const ManifestSlot *ids = s_.layout.find(SlotKind::Input, "decode.input_ids");
+  const ManifestSlot *pos = s_.layout.find(SlotKind::Input, "decode.positions");
+  const ManifestSlot *logits =
+      s_.layout.find(SlotKind::Output, "decode.logits");
   const ManifestSlot *cache = nullptr;
-  for (const ManifestSlot &s : m_.slots)
+  for (const ManifestSlot &s : s_.m.slots)
     if (s.kind == SlotKind::Cache)
       cache = &s;
-  if (!model_.decodeStep || !ids || !pos || !logits)
+  if (!s_.model.decodeStep || !ids || !pos || !logits)
     return fail("this trainer has no decode step, so it cannot generate: "
                 "its model is not a causal language model the compiler can "
                 "decode, or it was compiled with decode-length=0");
@@ -106,7 +107,7 @@ Status Trainer::generate() {
   int64_t vocab = logits->shape.back();
 
   TextCodec codec;
-  std::string source = tokenizerSource();
+  std::string source = s_.tokenizerSource();
   if (!source.empty()) {
     Expected<Tokenizer> t = Tokenizer::load(tokenizerJson(source));
     if (!t)
@@ -121,14 +122,14 @@ Status Trainer::generate() {
                 "tokens are too few to be bytes",
                 (long long)vocab);
   }
-  std::string text = o_.prompt;
-  if (o_.chat) {
+  std::string text = s_.o.prompt;
+  if (s_.o.chat) {
     if (!codec.tokenizer || !codec.tokenizer->tokenId(chatml::kImStart) ||
         !codec.tokenizer->tokenId(chatml::kImEnd))
       return fail("--chat needs a ChatML (Qwen) tokenizer with %s and %s "
                   "tokens",
                   chatml::kImStart, chatml::kImEnd);
-    text = chatml::promptForAnswer(o_.prompt);
+    text = chatml::promptForAnswer(s_.o.prompt);
   }
   std::vector<uint32_t> prompt = codec.encode(text);
   if (prompt.empty())
@@ -158,14 +159,15 @@ Status Trainer::generate() {
   // One token through the decode step at `position`: its next-token logits.
   std::vector<float> next(size_t(vocab), 0.0f);
   auto step = [&](uint32_t token, int64_t position) -> Status {
-    writeElement(ids->dtype, bytesAt(*ids), 0, float(token));
-    writeElement(pos->dtype, bytesAt(*pos), 0, float(position));
-    INFIR2_RETURN_IF_ERROR(upload(*ids));
-    INFIR2_RETURN_IF_ERROR(upload(*pos));
-    INFIR2_RETURN_IF_ERROR(call(model_.decodeStep, "decode step", position));
-    INFIR2_RETURN_IF_ERROR(download(*logits));
+    writeElement(ids->dtype, s_.bytesAt(*ids), 0, float(token));
+    writeElement(pos->dtype, s_.bytesAt(*pos), 0, float(position));
+    INFIR2_RETURN_IF_ERROR(s_.upload(*ids));
+    INFIR2_RETURN_IF_ERROR(s_.upload(*pos));
+    INFIR2_RETURN_IF_ERROR(
+        s_.call(s_.model.decodeStep, "decode step", position));
+    INFIR2_RETURN_IF_ERROR(s_.download(*logits));
     for (int64_t i = 0; i < vocab; ++i)
-      next[size_t(i)] = readElement(logits->dtype, bytesAt(*logits), i);
+      next[size_t(i)] = readElement(logits->dtype, s_.bytesAt(*logits), i);
     return Status::ok();
   };
   auto start = std::chrono::steady_clock::now();
@@ -175,7 +177,7 @@ Status Trainer::generate() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
 
-  std::mt19937_64 rng(uint64_t(o_.seed));
+  std::mt19937_64 rng(uint64_t(s_.o.seed));
   std::vector<uint32_t> generated;
   // Per new token, for checks against other implementations: the chosen
   // token's logit and the log of the softmax's normalizer.
@@ -192,7 +194,7 @@ Status Trainer::generate() {
     for (int64_t i : holes)
       next[size_t(i)] = std::numeric_limits<float>::lowest();
     Expected<int64_t> token =
-        sampleToken(next.data(), choosable, o_.temperature, o_.topP, rng);
+        sampleToken(next.data(), choosable, s_.o.temperature, s_.o.topP, rng);
     if (!token)
       return fail("after %zu new tokens: %s", generated.size(),
                   token.message().c_str());
@@ -218,7 +220,7 @@ Status Trainer::generate() {
       pending.erase(0, complete);
     }
     int64_t length = int64_t(prompt.size() + generated.size());
-    if (int64_t(generated.size()) >= o_.maxNewTokens)
+    if (int64_t(generated.size()) >= s_.o.maxNewTokens)
       break;
     if (length >= maxLength) {
       stop = "max-length";
@@ -245,7 +247,7 @@ Status Trainer::generate() {
       double(generated.size()) / std::max(seconds - prefill, 1e-9),
       stop.c_str(),
       stop == "max-length" ? " (the decode step's compiled cache length)" : "");
-  if (o_.logJsonl.empty())
+  if (s_.o.logJsonl.empty())
     return Status::ok();
   nlohmann::json record = {{"prompt_ids", prompt},
                            {"generated_ids", generated},
@@ -253,10 +255,10 @@ Status Trainer::generate() {
                            {"log_normalizers", logNormalizers},
                            {"text", *all},
                            {"stop", stop}};
-  std::ofstream out(o_.logJsonl);
+  std::ofstream out(s_.o.logJsonl);
   out << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
       << "\n";
   if (!out.flush())
-    return fail("cannot write %s", o_.logJsonl.c_str());
+    return fail("cannot write %s", s_.o.logJsonl.c_str());
   return Status::ok();
 }

@@ -1,4 +1,4 @@
-//===- TrainerTrace.cpp - The loop's dumps for external checks ------------===//
+//===- StepTrace.cpp - A run's dumps for external checks ------------------===//
 //
 // Part of the InfiR2 project.
 //
@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loop/StepTrace.h"
 #include "io/CheckpointIO.h"
 #include "io/TensorDump.h"
-#include "loop/Trainer.h"
 
 #include <filesystem>
 
@@ -42,61 +42,54 @@ Status TensorDump::write(const std::string &path) const {
   return Status::ok();
 }
 
-std::vector<float> Trainer::hostValues(const ManifestSlot &s) {
-  std::vector<float> values(size_t(s.numel()));
-  for (int64_t i = 0, n = s.numel(); i < n; ++i)
-    values[size_t(i)] = readElement(s.dtype, bytesAt(s), i);
-  return values;
-}
-
 /// The first step, for checks against the reference interpreter and
 /// PyTorch: every parameter (its working value, as F32) under its name,
 /// zero gradient accumulators as grad.<name> (the step's inputs), the batch
 /// as input.<role>, the loss as output.loss, and each computed gradient as
 /// gradient.<name>.
-Status Trainer::dumpStep() {
-  INFIR2_RETURN_IF_ERROR(check(device_.download(0, m_.stateBytes)));
+Status StepTrace::dumpStep() {
+  INFIR2_RETURN_IF_ERROR(s_.check(s_.device.download(0, s_.m.stateBytes)));
   TensorDump dump;
-  for (const ManifestSlot &s : m_.slots) {
+  for (const ManifestSlot &s : s_.m.slots) {
     if (s.kind == SlotKind::Param)
-      dump.add(s.name, s.shape, hostValues(s));
+      dump.add(s.name, s.shape, s_.hostValues(s));
     else if (s.kind == SlotKind::Grad) {
       dump.add("grad." + s.name, s.shape, std::vector<float>(s.numel()));
-      dump.add("gradient." + s.name, s.shape, hostValues(s));
+      dump.add("gradient." + s.name, s.shape, s_.hostValues(s));
     } else if (s.kind == SlotKind::Input && s.name != "learning_rate" &&
                s.name != "step" && s.name != "grad_scale")
-      dump.add("input." + s.name, s.shape, hostValues(s));
+      dump.add("input." + s.name, s.shape, s_.hostValues(s));
     else if (s.kind == SlotKind::Output && s.name == "loss")
-      dump.add("output.loss", s.shape, hostValues(s));
+      dump.add("output.loss", s.shape, s_.hostValues(s));
   }
-  INFIR2_RETURN_IF_ERROR(dump.write(o_.dumpStep));
-  Expected<float> loss = scalar(SlotKind::Output, "loss");
+  INFIR2_RETURN_IF_ERROR(dump.write(s_.o.dumpStep));
+  Expected<float> loss = s_.scalar(SlotKind::Output, "loss");
   if (!loss)
     return loss.failure();
-  std::printf("dumped the first step to %s (loss %.6f)\n", o_.dumpStep.c_str(),
-              double(*loss));
+  std::printf("dumped the first step to %s (loss %.6f)\n",
+              s_.o.dumpStep.c_str(), double(*loss));
   return Status::ok();
 }
 
-Status Trainer::openOptimizerTrace() {
-  if (comm_.size() > 1)
+Status StepTrace::openOptimizerTrace() {
+  if (s_.comm.size() > 1)
     return fail("--trace-optimizer runs one process, not %d ranks",
-                comm_.size());
+                s_.comm.size());
   std::error_code ec;
-  std::filesystem::create_directories(o_.traceOptimizer, ec);
+  std::filesystem::create_directories(s_.o.traceOptimizer, ec);
   if (ec)
-    return fail("--trace-optimizer %s: %s", o_.traceOptimizer.c_str(),
+    return fail("--trace-optimizer %s: %s", s_.o.traceOptimizer.c_str(),
                 ec.message().c_str());
   // The state the first update starts from (step 0, or the one resumed).
-  return writeOptimizerTrace(step_);
+  return writeOptimizerTrace(s_.step);
 }
 
-Status Trainer::traceGradients(double lr, double gradScale) {
+Status StepTrace::traceGradients(double lr, double gradScale) {
   trace_.clear();
-  for (const ManifestSlot &s : m_.slots)
+  for (const ManifestSlot &s : s_.m.slots)
     if (s.kind == SlotKind::Grad) {
-      INFIR2_RETURN_IF_ERROR(download(s));
-      trace_.add("grad." + s.name, s.shape, hostValues(s));
+      INFIR2_RETURN_IF_ERROR(s_.download(s));
+      trace_.add("grad." + s.name, s.shape, s_.hostValues(s));
     }
   trace_.add("lr", lr);
   trace_.add("grad_scale", gradScale);
@@ -107,25 +100,26 @@ Status Trainer::traceGradients(double lr, double gradScale) {
 /// parameters where they are FP32 without one) and both moments, with the
 /// gradients traceGradients() took (none before the first update), into
 /// DIR/step-NNNNNN.safetensors.
-Status Trainer::writeOptimizerTrace(int64_t atStep) {
+Status StepTrace::writeOptimizerTrace(int64_t atStep) {
   bool updated = !trace_.empty();
-  for (const ManifestSlot &s : m_.slots) {
+  for (const ManifestSlot &s : s_.m.slots) {
     const char *prefix = StateLayout::optimizerStatePrefix(s);
-    if (s.kind == SlotKind::Param && !layout_.find(SlotKind::Master, s.name))
+    if (s.kind == SlotKind::Param && !s_.layout.find(SlotKind::Master, s.name))
       prefix = "master."; // an FP32 parameter AdamW updates itself
     if (!prefix)
       continue;
-    INFIR2_RETURN_IF_ERROR(download(s));
-    trace_.add(prefix + s.name, layout_.extentOf(s, 0).shape, hostValues(s));
+    INFIR2_RETURN_IF_ERROR(s_.download(s));
+    trace_.add(prefix + s.name, s_.layout.extentOf(s, 0).shape,
+               s_.hostValues(s));
   }
   if (updated) {
-    Expected<float> norm = scalar(SlotKind::Output, "grad_norm");
+    Expected<float> norm = s_.scalar(SlotKind::Output, "grad_norm");
     if (!norm)
       return norm.failure();
     trace_.add("grad_norm", *norm);
   }
   INFIR2_RETURN_IF_ERROR(trace_.write(
-      (std::filesystem::path(o_.traceOptimizer) / checkpointName(atStep))
+      (std::filesystem::path(s_.o.traceOptimizer) / checkpointName(atStep))
           .string() +
       ".safetensors"));
   trace_.clear();

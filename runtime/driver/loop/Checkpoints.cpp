@@ -1,4 +1,4 @@
-//===- TrainerCheckpoint.cpp - The loop's checkpoints ---------------------===//
+//===- Checkpoints.cpp - Saving and loading a run -------------------------===//
 //
 // Part of the InfiR2 project.
 //
@@ -14,9 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loop/Checkpoints.h"
 #include "io/CheckpointIO.h"
 #include "io/ModelFolder.h"
-#include "loop/Trainer.h"
 
 #include <cmath>
 #include <cstring>
@@ -34,15 +34,16 @@ constexpr const char *kOptimizerFile = "optimizer.safetensors";
 constexpr const char *kRunConfigFile = "run_config.json";
 } // namespace
 
-Expected<std::vector<float>> Trainer::wholeState(const ManifestSlot &s) {
-  Extent e = layout_.extentOf(s, comm_.rank());
+Expected<std::vector<float>> Checkpoints::wholeState(const ManifestSlot &s) {
+  Extent e = s_.layout.extentOf(s, s_.comm.rank());
   int64_t numel = e.numel();
-  if (!layout_.sharded())
-    return std::vector<float>(at<float>(s), at<float>(s) + numel);
+  if (!s_.layout.sharded())
+    return std::vector<float>(s_.at<float>(s), s_.at<float>(s) + numel);
   // Rank r's shard is rows [r·rows, (r+1)·rows) of the whole: the shards
   // in rank order are the whole tensor, then padding.
-  std::vector<float> all(size_t(s.numel()) * comm_.size());
-  if (Status got = comm_.allGather(at<float>(s), all.data(), s.numel() * 4);
+  std::vector<float> all(size_t(s.numel()) * s_.comm.size());
+  if (Status got =
+          s_.comm.allGather(s_.at<float>(s), all.data(), s.numel() * 4);
       !got)
     return fail("gathering %s '%s' for the checkpoint: %s",
                 slotKindName(s.kind), s.name.c_str(), got.message().c_str());
@@ -50,7 +51,7 @@ Expected<std::vector<float>> Trainer::wholeState(const ManifestSlot &s) {
   return all;
 }
 
-Status Trainer::loadWeights(const std::string &path) {
+Status Checkpoints::loadWeights(const std::string &path) {
   Expected<std::unique_ptr<ModelWeights>> opened = ModelWeights::open(path);
   if (!opened)
     return opened.failure();
@@ -58,28 +59,28 @@ Status Trainer::loadWeights(const std::string &path) {
   // Every tensor is a parameter of this model, except what transformers
   // itself ignores: the LM head of a model that ties it to the embedding,
   // and RoPE's frequencies, which older checkpoints stored.
-  bool tied = !layout_.find(SlotKind::Param, "lm_head.weight");
+  bool tied = !s_.layout.find(SlotKind::Param, "lm_head.weight");
   for (const auto &[name, entry] : weights.tensors()) {
     bool ignored = (tied && name == "lm_head.weight") ||
                    name.find("rotary_emb.inv_freq") != std::string::npos;
-    if (!ignored && !layout_.find(SlotKind::Param, name))
+    if (!ignored && !s_.layout.find(SlotKind::Param, name))
       return fail("%s: tensor '%s' is not a parameter of the compiled model",
                   weights.fileOf(name).c_str(), name.c_str());
   }
   StoredTensor t; // one tensor at a time: the buffer is reused
-  for (const ManifestSlot &s : m_.slots) {
+  for (const ManifestSlot &s : s_.m.slots) {
     if (s.kind != SlotKind::Param)
       continue;
     if (!weights.tensors().count(s.name))
       return fail("%s: tensor '%s' is missing", path.c_str(), s.name.c_str());
     INFIR2_RETURN_IF_ERROR(weights.read(s.name, t));
-    INFIR2_RETURN_IF_ERROR(layout_.loadParameter(
-        s, t, weights.fileOf(s.name), device_.state(), comm_.rank()));
+    INFIR2_RETURN_IF_ERROR(s_.layout.loadParameter(
+        s, t, weights.fileOf(s.name), s_.device.state(), s_.comm.rank()));
   }
   return Status::ok();
 }
 
-Status Trainer::loadOptimizerState(const std::string &optPath) {
+Status Checkpoints::loadOptimizerState(const std::string &optPath) {
   SafetensorsFile opt;
   std::string error;
   if (!opt.open(optPath, error))
@@ -87,7 +88,7 @@ Status Trainer::loadOptimizerState(const std::string &optPath) {
   // Exactly the model's optimizer tensors: an extra one means a checkpoint
   // of another model (or optimizer).
   std::set<std::string> expected;
-  for (const ManifestSlot &s : m_.slots)
+  for (const ManifestSlot &s : s_.m.slots)
     if (const char *prefix = optimizerPrefix(s))
       expected.insert(prefix + s.name);
   for (const auto &[name, t] : opt.tensors())
@@ -96,7 +97,7 @@ Status Trainer::loadOptimizerState(const std::string &optPath) {
                   "model",
                   optPath.c_str(), name.c_str());
   std::vector<uint8_t> bytes;
-  for (const ManifestSlot &s : m_.slots) {
+  for (const ManifestSlot &s : s_.m.slots) {
     const char *prefix = optimizerPrefix(s);
     if (!prefix)
       continue;
@@ -104,7 +105,7 @@ Status Trainer::loadOptimizerState(const std::string &optPath) {
     auto it = opt.tensors().find(name);
     if (it == opt.tensors().end())
       return fail("%s: tensor '%s' is missing", optPath.c_str(), name.c_str());
-    Extent e = layout_.extentOf(s, comm_.rank());
+    Extent e = s_.layout.extentOf(s, s_.comm.rank());
     if (it->second.dtype != "F32" || it->second.shape != e.shape)
       return fail("%s: tensor '%s' is not F32 of the model's shape",
                   optPath.c_str(), name.c_str());
@@ -118,13 +119,13 @@ Status Trainer::loadOptimizerState(const std::string &optPath) {
                     "element %zu",
                     optPath.c_str(), name.c_str(), double(values[i]), i);
     // This rank's rows under ZeRO-1 (the padding stays zero), else all.
-    std::memset(bytesAt(s), 0, s.numel() * 4);
-    std::memcpy(bytesAt(s), bytes.data() + e.begin * 4, e.count * 4);
+    std::memset(s_.bytesAt(s), 0, s.numel() * 4);
+    std::memcpy(s_.bytesAt(s), bytes.data() + e.begin * 4, e.count * 4);
   }
   return Status::ok();
 }
 
-Status Trainer::loadCheckpoint(const std::string &path) {
+Status Checkpoints::load(const std::string &path) {
   std::error_code ec;
   auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))
@@ -150,20 +151,20 @@ Status Trainer::loadCheckpoint(const std::string &path) {
                   kTrainerStateFile);
     dir = *newest;
   }
-  bool resume = has(dir, kTrainerStateFile) && !o_.loadWeightsOnly &&
+  bool resume = has(dir, kTrainerStateFile) && !s_.o.loadWeightsOnly &&
                 !isForeignTrainerState(dir);
-  loadedDir_ = dir;
+  s_.loadedDir = dir;
   std::string config = (fs::path(dir) / kModelConfigFile).string();
   if (has(dir, kModelConfigFile))
-    INFIR2_RETURN_IF_ERROR(checkModelConfig(config, m_.modelConfig));
+    INFIR2_RETURN_IF_ERROR(checkModelConfig(config, s_.m.modelConfig));
   // A model written by hand without a config saves none, and has nothing
   // to check one against.
-  else if (!resume && !m_.modelConfig.empty())
+  else if (!resume && !s_.m.modelConfig.empty())
     return fail("%s: no %s (a Hugging Face model folder has one)", dir.c_str(),
                 kModelConfigFile);
   if (!resume) {
     INFIR2_RETURN_IF_ERROR(loadWeights(dir));
-    if (comm_.rank() == 0)
+    if (s_.comm.rank() == 0)
       std::printf("loaded the weights of %s\n", dir.c_str());
     return Status::ok();
   }
@@ -185,42 +186,33 @@ Status Trainer::loadCheckpoint(const std::string &path) {
   // the rounded weights.
   INFIR2_RETURN_IF_ERROR(
       loadOptimizerState((fs::path(dir) / kOptimizerFile).string()));
-  step_ = state->step;
-  updates_ = state->updates;
-  dataPosition_ = state->dataPosition;
-  std::istringstream(state->rng) >> rng_;
+  s_.step = state->step;
+  s_.updates = state->updates;
+  s_.dataPosition = state->dataPosition;
+  std::istringstream(state->rng) >> s_.rng;
   // --generate's standard output is the generated text alone.
-  if (comm_.rank() == 0)
-    std::fprintf(o_.generate ? stderr : stdout,
+  if (s_.comm.rank() == 0)
+    std::fprintf(s_.o.generate ? stderr : stdout,
                  "resumed from %s at step %lld\n", dir.c_str(),
-                 (long long)step_);
+                 (long long)s_.step);
   return Status::ok();
 }
 
-std::string Trainer::tokenizerSource() const {
-  // --tokenizer, else the tokenizer of the folder the weights came from.
-  if (!o_.tokenizer.empty() || loadedDir_.empty())
-    return o_.tokenizer;
-  std::error_code ec;
-  for (const char *file : {"tokenizer.json", "tokenizer.model"})
-    if (fs::exists(fs::path(loadedDir_) / file, ec))
-      return loadedDir_;
-  return "";
-}
-
-std::vector<TensorSource> Trainer::weightSources() {
+std::vector<TensorSource> Checkpoints::weightSources() {
   std::vector<TensorSource> sources;
-  for (const ManifestSlot &s : m_.slots)
+  for (const ManifestSlot &s : s_.m.slots)
     if (s.kind == SlotKind::Param)
       // The working copy as it is stored: F32, BF16 or F16.
-      sources.push_back(
-          {s.name, storedDtype(s.dtype), s.shape, uint64_t(s.bytes),
-           [this, &s](std::string &) -> const void * { return bytesAt(s); }});
+      sources.push_back({s.name, storedDtype(s.dtype), s.shape,
+                         uint64_t(s.bytes),
+                         [this, &s](std::string &) -> const void * {
+                           return s_.bytesAt(s);
+                         }});
   return sources;
 }
 
-std::string Trainer::torchDtype() const {
-  for (const ManifestSlot &s : m_.slots)
+std::string Checkpoints::torchDtype() const {
+  for (const ManifestSlot &s : s_.m.slots)
     if (s.kind == SlotKind::Param)
       return s.dtype == "bf16"  ? "bfloat16"
              : s.dtype == "f16" ? "float16"
@@ -229,14 +221,15 @@ std::string Trainer::torchDtype() const {
   return "float32";
 }
 
-Status Trainer::writeModelFiles(const std::string &dir, FileDigests &digests,
-                                const std::string &tokenizerFrom) {
-  if (!m_.modelConfig.empty()) {
-    INFIR2_RETURN_IF_ERROR(
-        writeTextFile(dir, kModelConfigFile,
-                      modelConfigJson(m_.modelConfig, torchDtype()), digests));
+Status Checkpoints::writeModelFiles(const std::string &dir,
+                                    FileDigests &digests,
+                                    const std::string &tokenizerFrom) {
+  if (!s_.m.modelConfig.empty()) {
+    INFIR2_RETURN_IF_ERROR(writeTextFile(
+        dir, kModelConfigFile, modelConfigJson(s_.m.modelConfig, torchDtype()),
+        digests));
     INFIR2_RETURN_IF_ERROR(writeTextFile(dir, "generation_config.json",
-                                         generationConfigJson(m_.modelConfig),
+                                         generationConfigJson(s_.m.modelConfig),
                                          digests));
   }
   if (!tokenizerFrom.empty())
@@ -244,21 +237,21 @@ Status Trainer::writeModelFiles(const std::string &dir, FileDigests &digests,
   return Status::ok();
 }
 
-Status Trainer::saveCheckpoint(int64_t atStep) {
+Status Checkpoints::save(int64_t atStep) {
   // Whole tensors, so that any world size can load them: under ZeRO-1 every
   // rank takes part in gathering the optimizer state, one tensor at a time,
   // as rank 0 writes it.
-  INFIR2_RETURN_IF_ERROR(check(device_.download(0, m_.stateBytes)));
+  INFIR2_RETURN_IF_ERROR(s_.check(s_.device.download(0, s_.m.stateBytes)));
   std::vector<const ManifestSlot *> optimizerSlots;
-  for (const ManifestSlot &s : m_.slots)
+  for (const ManifestSlot &s : s_.m.slots)
     if (StateLayout::isOptimizerState(s))
       optimizerSlots.push_back(&s);
   size_t gathered = 0;
   std::vector<float> whole;
   auto gatherNext = [&](std::string &error) -> const void * {
     const ManifestSlot &s = *optimizerSlots[gathered++];
-    if (!layout_.sharded())
-      return bytesAt(s);
+    if (!s_.layout.sharded())
+      return s_.bytesAt(s);
     whole = std::vector<float>(); // one gathered tensor at a time
     Expected<std::vector<float>> all = wholeState(s);
     if (!all) {
@@ -271,18 +264,18 @@ Status Trainer::saveCheckpoint(int64_t atStep) {
   auto gatherRest = [&]() -> Status {
     std::string error;
     while (gathered < optimizerSlots.size())
-      if (!gatherNext(error) && layout_.sharded())
+      if (!gatherNext(error) && s_.layout.sharded())
         return Failure{error};
     return Status::ok();
   };
-  if (comm_.rank() != 0)
+  if (s_.comm.rank() != 0)
     return gatherRest();
   auto writeFiles = [&](const std::string &tmp) -> Expected<FileDigests> {
     // The optimizer state first: the other ranks wait in each gather only
     // for rank 0 to write the tensor before, never for the whole model.
     std::vector<TensorSource> opt;
     for (const ManifestSlot *s : optimizerSlots) {
-      Extent e = layout_.extentOf(*s, comm_.rank());
+      Extent e = s_.layout.extentOf(*s, s_.comm.rank());
       opt.push_back({optimizerPrefix(*s) + s->name, "F32", e.shape,
                      uint64_t(e.numel()) * 4, gatherNext});
     }
@@ -292,21 +285,23 @@ Status Trainer::saveCheckpoint(int64_t atStep) {
                           &optDigest))
       return Failure{error};
     Expected<FileDigests> digests =
-        writeModelWeights(tmp, weightSources(), o_.maxShardSize,
+        writeModelWeights(tmp, weightSources(), s_.o.maxShardSize,
                           /*alwaysIndexed=*/true);
     if (!digests)
       return digests.failure();
     (*digests)[kOptimizerFile] = optDigest;
-    INFIR2_RETURN_IF_ERROR(writeModelFiles(tmp, *digests, tokenizerSource()));
     INFIR2_RETURN_IF_ERROR(
-        writeTextFile(tmp, kRunConfigFile, toJson(o_) + "\n", *digests));
+        writeModelFiles(tmp, *digests, s_.tokenizerSource()));
+    INFIR2_RETURN_IF_ERROR(
+        writeTextFile(tmp, kRunConfigFile, toJson(s_.o) + "\n", *digests));
     return digests;
   };
   std::ostringstream rng;
-  rng << rng_;
+  rng << s_.rng;
   std::string warning;
   Status published = publishCheckpoint(
-      o_.save, TrainerState{atStep, updates_, dataPosition_, rng.str(), {}},
+      s_.o.save,
+      TrainerState{atStep, s_.updates, s_.dataPosition, rng.str(), {}},
       writeFiles, warning);
   // A save that stopped early still owes the other ranks their gathers.
   Status rest = gatherRest();
