@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Cli.h"
+#include "config/Cli.h"
 
 #include "infir2/runtime/Manifest.h"
 
@@ -24,7 +24,7 @@ static Manifest smallModel() {
   m.batch = 2;
   m.seq = 16;
   m.vocab = 256;
-  m.slots = {{"param", "w", "f32", 0, 4 * 6, {2, 3}}};
+  m.slots = {{SlotKind::Param, "w", "f32", 0, 4 * 6, {2, 3}}};
   m.stateBytes = 4 * 6;
   return m;
 }

@@ -58,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.seq = kSeq;
   options.vocab = 1 << 16;
   options.shuffle = kind == 6;
-  options.packing = kind == 5 ? "stream" : "auto"; // 6: packed documents
+  options.packing =
+      kind == 5 ? Packing::Stream : Packing::Auto; // 6: packed documents
   Expected<std::unique_ptr<TokenSource>> source =
       openTokenSource(path, options);
   if (!source)

@@ -6,14 +6,14 @@
 //
 // The input is a safetensors file, as `--load` gives the trainer one. What
 // readSafetensors accepts goes on to StateLayout::loadParameters, as in
-// Trainer::loadWeights, for a model of one 2x3 parameter "w" (F16 working
+// Checkpoints::loadWeights, for a model of one 2x3 parameter "w" (F16 working
 // copy, FP32 master): every stored float dtype is converted, and every shape
 // compared.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzSupport.h"
-#include "StateLayout.h"
+#include "io/StateLayout.h"
 
 #include "infir2/runtime/Checkpoint.h"
 
@@ -26,8 +26,9 @@ using namespace infir2::rt;
 
 static Manifest oneParameter() {
   Manifest m;
-  ManifestSlot param{"param", "w", "f16", 0, 2 * 6, {2, 3}, "normal", 0.02};
-  ManifestSlot master{"master", "w", "f32", 16, 4 * 6, {2, 3}};
+  ManifestSlot param{SlotKind::Param, "w",    "f16",    0,
+                     2 * 6,           {2, 3}, "normal", 0.02};
+  ManifestSlot master{SlotKind::Master, "w", "f32", 16, 4 * 6, {2, 3}};
   m.slots = {param, master};
   m.stateBytes = 16 + 4 * 6;
   return m;

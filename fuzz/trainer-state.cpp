@@ -5,13 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 // The input is a checkpoint's trainer_state.json. A state the reader
-// accepts is used as Trainer::loadCheckpoint uses it (the generator restored
+// accepts is used as Checkpoints::load uses it (the generator restored
 // from its stream form), and must survive writing and reading back
 // unchanged.
 //
 //===----------------------------------------------------------------------===//
 
-#include "CheckpointIO.h"
+#include "io/CheckpointIO.h"
 
 #include <cstdio>
 #include <cstdlib>

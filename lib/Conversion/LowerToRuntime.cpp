@@ -18,7 +18,6 @@
 
 #include "CallBatching.h"
 #include "Manifest.h"
-#include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeInterfaces.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeOps.h"

@@ -109,7 +109,14 @@ infir2::buildManifest(rtir::PlanAttr plan, ArrayRef<func::FuncOp> planned,
   m.zero1WorldSize = plan.getZero1WorldSize();
   for (auto s : plan.getSlots().getAsRange<rtir::SlotAttr>()) {
     rt::ManifestSlot slot;
-    slot.kind = *rt::parseSlotKind(rtir::stringifySlotKind(s.getKind()));
+    std::optional<rt::SlotKind> kind =
+        rt::parseSlotKind(rtir::stringifySlotKind(s.getKind()));
+    if (!kind)
+      return emitError(UnknownLoc::get(plan.getContext()))
+             << "slot kind '" << rtir::stringifySlotKind(s.getKind())
+             << "' has no runtime counterpart (runtime/include/infir2/"
+                "runtime/Manifest.h)";
+    slot.kind = *kind;
     slot.name = s.getName().str();
     llvm::raw_string_ostream ds(slot.dtype);
     ds << s.getType().getElementType();

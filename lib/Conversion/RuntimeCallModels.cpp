@@ -33,20 +33,29 @@ using attrs::encoded;
 
 namespace {
 
+/// The accumulator `op` adds into (its last operand), or null. fp8's
+/// scaled_matmul is read directly: its AccumulatingOpInterface is an
+/// external model that a context may lack.
+Value accumulatorOf(Operation *op) {
+  if (auto gemm = dyn_cast<fp8::ScaledMatmulOp>(op))
+    return gemm.getAcc();
+  if (auto accumulating = dyn_cast<AccumulatingOpInterface>(op))
+    return accumulating.getAccumulator();
+  return Value();
+}
+
 /// The call of `op` to `entry`: its operands, then its results; an
-/// accumulator (AccumulatingOpInterface, the last operand) goes after the
-/// results, so the other operands keep their places and the entry's
-/// `has_acc` says whether it is there.
+/// accumulator goes after the results, so the other operands keep their
+/// places and the entry's `has_acc` says whether it is there.
 RuntimeCall callTo(Operation *op, StringRef entry,
                    std::vector<double> words = {}) {
   RuntimeCall c{entry.str(), {}, std::move(words)};
   c.operands.append(op->operand_begin(), op->operand_end());
   c.operands.append(op->result_begin(), op->result_end());
-  if (auto accumulating = dyn_cast<AccumulatingOpInterface>(op))
-    if (Value acc = accumulating.getAccumulator()) {
-      c.operands.erase(c.operands.begin() + op->getNumOperands() - 1);
-      c.operands.push_back(acc);
-    }
+  if (Value acc = accumulatorOf(op)) {
+    c.operands.erase(c.operands.begin() + op->getNumOperands() - 1);
+    c.operands.push_back(acc);
+  }
   return c;
 }
 
@@ -58,9 +67,7 @@ RuntimeCall &moveLast(RuntimeCall &c, size_t index) {
   return c;
 }
 
-bool hasAccumulator(Operation *op) {
-  return bool(cast<AccumulatingOpInterface>(op).getAccumulator());
-}
+bool hasAccumulator(Operation *op) { return bool(accumulatorOf(op)); }
 
 /// The block shape of `granularity` for a tensor `v`. The array fields of an
 /// attribute struct view these words until the call is encoded.

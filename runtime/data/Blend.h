@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_BLEND_H
-#define INFIR2_RUNTIME_DRIVER_BLEND_H
+#ifndef INFIR2_RUNTIME_DATA_BLEND_H
+#define INFIR2_RUNTIME_DATA_BLEND_H
 
 #include "DataSource.h"
 
@@ -47,4 +47,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_BLEND_H
+#endif // INFIR2_RUNTIME_DATA_BLEND_H

@@ -1,5 +1,4 @@
-//===- DataSource.h - Training data as sequences -----------------*- C++
-//-*-===//
+//===- DataSource.h - Training data as sequences ----------------*- C++ -*-===//
 //
 // Part of the InfiR2 project.
 //
@@ -29,8 +28,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_DATASOURCE_H
-#define INFIR2_RUNTIME_DRIVER_DATASOURCE_H
+#ifndef INFIR2_RUNTIME_DATA_DATASOURCE_H
+#define INFIR2_RUNTIME_DATA_DATASOURCE_H
 
 #include "infir2/runtime/Choices.h"
 #include "infir2/runtime/Expected.h"
@@ -135,4 +134,4 @@ Status fillSequences(TokenSource &source, int64_t &position, int64_t batch,
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_DATASOURCE_H
+#endif // INFIR2_RUNTIME_DATA_DATASOURCE_H

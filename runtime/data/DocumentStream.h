@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_DOCUMENTSTREAM_H
-#define INFIR2_RUNTIME_DRIVER_DOCUMENTSTREAM_H
+#ifndef INFIR2_RUNTIME_DATA_DOCUMENTSTREAM_H
+#define INFIR2_RUNTIME_DATA_DOCUMENTSTREAM_H
 
 #include "DataSource.h"
 
@@ -81,4 +81,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_DOCUMENTSTREAM_H
+#endif // INFIR2_RUNTIME_DATA_DOCUMENTSTREAM_H

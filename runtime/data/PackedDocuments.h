@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_PACKEDDOCUMENTS_H
-#define INFIR2_RUNTIME_DRIVER_PACKEDDOCUMENTS_H
+#ifndef INFIR2_RUNTIME_DATA_PACKEDDOCUMENTS_H
+#define INFIR2_RUNTIME_DATA_PACKEDDOCUMENTS_H
 
 #include "DataSource.h"
 
@@ -72,4 +72,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_PACKEDDOCUMENTS_H
+#endif // INFIR2_RUNTIME_DATA_PACKEDDOCUMENTS_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_CLI_H
-#define INFIR2_RUNTIME_DRIVER_CLI_H
+#ifndef INFIR2_RUNTIME_DRIVER_CONFIG_CLI_H
+#define INFIR2_RUNTIME_DRIVER_CONFIG_CLI_H
 
 #include "DataSource.h"
 #include "config/Schedule.h"
@@ -89,4 +89,4 @@ std::string describeCompiled(const Manifest &compiled);
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_CLI_H
+#endif // INFIR2_RUNTIME_DRIVER_CONFIG_CLI_H

@@ -21,8 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_RUNCONFIGFILE_H
-#define INFIR2_RUNTIME_DRIVER_RUNCONFIGFILE_H
+#ifndef INFIR2_RUNTIME_DRIVER_CONFIG_RUNCONFIGFILE_H
+#define INFIR2_RUNTIME_DRIVER_CONFIG_RUNCONFIGFILE_H
 
 #include "infir2/runtime/Expected.h"
 
@@ -52,4 +52,4 @@ readConfigFile(const std::string &path,
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_RUNCONFIGFILE_H
+#endif // INFIR2_RUNTIME_DRIVER_CONFIG_RUNCONFIGFILE_H

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_SCHEDULE_H
-#define INFIR2_RUNTIME_DRIVER_SCHEDULE_H
+#ifndef INFIR2_RUNTIME_DRIVER_CONFIG_SCHEDULE_H
+#define INFIR2_RUNTIME_DRIVER_CONFIG_SCHEDULE_H
 
 #include "infir2/runtime/Choices.h"
 
@@ -44,4 +44,4 @@ struct Schedule {
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_SCHEDULE_H
+#endif // INFIR2_RUNTIME_DRIVER_CONFIG_SCHEDULE_H

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_DEVICE_H
-#define INFIR2_RUNTIME_DRIVER_DEVICE_H
+#ifndef INFIR2_RUNTIME_DRIVER_DEVICE_DEVICE_H
+#define INFIR2_RUNTIME_DRIVER_DEVICE_DEVICE_H
 
 #include "infir2/runtime/Backend.h"
 #include "infir2/runtime/Choices.h"
@@ -144,4 +144,4 @@ int localRank();
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_DEVICE_H
+#endif // INFIR2_RUNTIME_DRIVER_DEVICE_DEVICE_H

@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_RECORDING_H
-#define INFIR2_RUNTIME_DRIVER_RECORDING_H
+#ifndef INFIR2_RUNTIME_DRIVER_DEVICE_RECORDING_H
+#define INFIR2_RUNTIME_DRIVER_DEVICE_RECORDING_H
 
 #include "infir2/runtime/Backend.h"
 #include "infir2/runtime/Expected.h"
@@ -76,4 +76,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_RECORDING_H
+#endif // INFIR2_RUNTIME_DRIVER_DEVICE_RECORDING_H

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_COLLECTIVEWATCH_H
-#define INFIR2_RUNTIME_DRIVER_COLLECTIVEWATCH_H
+#ifndef INFIR2_RUNTIME_DRIVER_DIST_COLLECTIVEWATCH_H
+#define INFIR2_RUNTIME_DRIVER_DIST_COLLECTIVEWATCH_H
 
 #ifdef INFIR2_HAVE_MPI
 
@@ -63,4 +63,4 @@ private:
 } // namespace infir2::rt
 
 #endif // INFIR2_HAVE_MPI
-#endif // INFIR2_RUNTIME_DRIVER_COLLECTIVEWATCH_H
+#endif // INFIR2_RUNTIME_DRIVER_DIST_COLLECTIVEWATCH_H

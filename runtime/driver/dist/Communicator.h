@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_COMMUNICATOR_H
-#define INFIR2_RUNTIME_DRIVER_COMMUNICATOR_H
+#ifndef INFIR2_RUNTIME_DRIVER_DIST_COMMUNICATOR_H
+#define INFIR2_RUNTIME_DRIVER_DIST_COMMUNICATOR_H
 
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Expected.h"
@@ -73,4 +73,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_COMMUNICATOR_H
+#endif // INFIR2_RUNTIME_DRIVER_DIST_COMMUNICATOR_H

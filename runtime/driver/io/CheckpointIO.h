@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_CHECKPOINTIO_H
-#define INFIR2_RUNTIME_DRIVER_CHECKPOINTIO_H
+#ifndef INFIR2_RUNTIME_DRIVER_IO_CHECKPOINTIO_H
+#define INFIR2_RUNTIME_DRIVER_IO_CHECKPOINTIO_H
 
 #include "infir2/runtime/Expected.h"
 
@@ -85,4 +85,4 @@ Status publishCheckpoint(const std::string &saveDir, TrainerState state,
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_CHECKPOINTIO_H
+#endif // INFIR2_RUNTIME_DRIVER_IO_CHECKPOINTIO_H

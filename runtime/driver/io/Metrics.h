@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_METRICS_H
-#define INFIR2_RUNTIME_DRIVER_METRICS_H
+#ifndef INFIR2_RUNTIME_DRIVER_IO_METRICS_H
+#define INFIR2_RUNTIME_DRIVER_IO_METRICS_H
 
 #include "infir2/runtime/Expected.h"
 
@@ -64,4 +64,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_METRICS_H
+#endif // INFIR2_RUNTIME_DRIVER_IO_METRICS_H

@@ -17,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_MODELFOLDER_H
-#define INFIR2_RUNTIME_DRIVER_MODELFOLDER_H
+#ifndef INFIR2_RUNTIME_DRIVER_IO_MODELFOLDER_H
+#define INFIR2_RUNTIME_DRIVER_IO_MODELFOLDER_H
 
 #include "io/CheckpointIO.h"
 
@@ -95,4 +95,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_MODELFOLDER_H
+#endif // INFIR2_RUNTIME_DRIVER_IO_MODELFOLDER_H

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_STATELAYOUT_H
-#define INFIR2_RUNTIME_DRIVER_STATELAYOUT_H
+#ifndef INFIR2_RUNTIME_DRIVER_IO_STATELAYOUT_H
+#define INFIR2_RUNTIME_DRIVER_IO_STATELAYOUT_H
 
 #include "infir2/runtime/Expected.h"
 
@@ -117,4 +117,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_STATELAYOUT_H
+#endif // INFIR2_RUNTIME_DRIVER_IO_STATELAYOUT_H

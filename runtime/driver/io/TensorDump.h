@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_TENSORDUMP_H
-#define INFIR2_RUNTIME_DRIVER_TENSORDUMP_H
+#ifndef INFIR2_RUNTIME_DRIVER_IO_TENSORDUMP_H
+#define INFIR2_RUNTIME_DRIVER_IO_TENSORDUMP_H
 
 #include "infir2/runtime/Expected.h"
 
@@ -44,4 +44,4 @@ private:
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_TENSORDUMP_H
+#endif // INFIR2_RUNTIME_DRIVER_IO_TENSORDUMP_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_SAMPLING_H
-#define INFIR2_RUNTIME_DRIVER_SAMPLING_H
+#ifndef INFIR2_RUNTIME_DRIVER_LOOP_SAMPLING_H
+#define INFIR2_RUNTIME_DRIVER_LOOP_SAMPLING_H
 
 #include "infir2/runtime/Expected.h"
 
@@ -43,4 +43,4 @@ size_t completeUtf8Prefix(std::string_view bytes);
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_SAMPLING_H
+#endif // INFIR2_RUNTIME_DRIVER_LOOP_SAMPLING_H

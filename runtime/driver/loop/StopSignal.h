@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INFIR2_RUNTIME_DRIVER_STOPSIGNAL_H
-#define INFIR2_RUNTIME_DRIVER_STOPSIGNAL_H
+#ifndef INFIR2_RUNTIME_DRIVER_LOOP_STOPSIGNAL_H
+#define INFIR2_RUNTIME_DRIVER_LOOP_STOPSIGNAL_H
 
 namespace infir2::rt {
 
@@ -28,4 +28,4 @@ const char *stopSignalName(int signal);
 
 } // namespace infir2::rt
 
-#endif // INFIR2_RUNTIME_DRIVER_STOPSIGNAL_H
+#endif // INFIR2_RUNTIME_DRIVER_LOOP_STOPSIGNAL_H

@@ -340,8 +340,8 @@ Status Trainer::trainLoop() {
     double lr = schedule_.at(s_.step);
     INFIR2_RETURN_IF_ERROR(s_.setScalar("learning_rate", float(lr)));
     ++s_.updates;
-    if (s_.layout.find(SlotKind::Input,
-                       "step")) // AdamW's bias correction; SGD has none
+    // AdamW's bias correction; SGD has none.
+    if (s_.layout.find(SlotKind::Input, "step"))
       INFIR2_RETURN_IF_ERROR(s_.setScalar("step", float(s_.updates)));
     double gradScale = 1.0 / double(s_.o.gradAccum * s_.comm.size());
     INFIR2_RETURN_IF_ERROR(s_.setScalar("grad_scale", float(gradScale)));

@@ -1,12 +1,12 @@
-//===- TrainerSteps.cpp - The trainer's calls into steps and device -------===//
+//===- TrainerSteps.cpp - A training step and its one read-back -----------===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 //
-// How the trainer runs the compiled step functions (telling a recorder which
-// one runs) and moves slots and scalars between its host copy and the
-// device.
+// The loop's training step: zeroing the gradient accumulators, running the
+// step function, and the one read-back per step that brings the losses and
+// whether every gradient is finite.
 //
 //===----------------------------------------------------------------------===//
 

@@ -176,7 +176,7 @@ int32_t infir2_train_step(infir2rt_context *ctx);
 int32_t infir2_optimizer_step(infir2rt_context *ctx);
 int32_t infir2_eval_step(infir2rt_context *ctx);
 /// One token of generation (models compiled with a decode step; the trainer
-/// driver declares it weak, see runtime/driver/Main.cpp).
+/// driver declares it weak, see runtime/driver/loop/Main.cpp).
 int32_t infir2_decode_step(infir2rt_context *ctx);
 /// Fills the FP8 weight cache from the parameters (models compiled with
 /// one: the FP8 recipe; declared weak by the driver, like the decode step).

@@ -10,8 +10,8 @@
 // peers: the dispatcher (each infir2rt_<name>, runtime/lib/Dispatch.cpp)
 // runs the context's backend's entry and knows no backend by name, and the
 // trainer holds a backend without asking which it is. A recording backend
-// (runtime/driver/Recording.h) wraps another and counts what a step asks of
-// it.
+// (runtime/driver/device/Recording.h) wraps another and counts what a step asks
+// of it.
 //
 // Every function returns 0, or non-zero with a message in `why`. Copies,
 // zeroing and counting are queued on `stream` (null: the default stream)
