@@ -67,6 +67,7 @@ static void addTrainingStep(OpPassManager &pm,
   opt.weightDecay = options.weightDecay;
   opt.gradClip = options.gradClip;
   opt.decay1D = options.decay1D;
+  opt.optimizerState = options.optimizerState;
   opt.skipIfPresent = true;
   pm.addPass(createOptimizerPass(opt));
   // world-size without zero1 reaches the pass, which refuses it.

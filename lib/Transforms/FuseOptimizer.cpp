@@ -30,7 +30,9 @@ bool sameStep(AdamWOp a, AdamWOp b) {
          a.getStep() == b.getStep() && a.getGradScale() == b.getGradScale() &&
          a.getGradNorm() == b.getGradNorm() && a.getBeta1() == b.getBeta1() &&
          a.getBeta2() == b.getBeta2() && a.getEpsilon() == b.getEpsilon() &&
-         a.getMaxGradNorm() == b.getMaxGradNorm();
+         a.getMaxGradNorm() == b.getMaxGradNorm() &&
+         getElementTypeOrSelf(a.getMoment1().getType()) ==
+             getElementTypeOrSelf(b.getMoment1().getType());
 }
 
 /// The conversion of `update`'s new parameter to a narrower working copy,
@@ -90,13 +92,14 @@ struct FuseOptimizerPass
     }
     OpBuilder b(first);
     TypeRange types = ValueRange(params).getTypes();
+    TypeRange momentTypes = ValueRange(m1).getTypes();
     auto group = AdamWGroupOp::create(
-        b, first.getLoc(), types, types, types, workingTypes, params, grads,
-        m1, m2,
-        first.getLearningRate(), first.getStep(), first.getGradScale(),
-        first.getGradNorm(), first.getBeta1Attr(), first.getBeta2Attr(),
-        first.getEpsilonAttr(), first.getMaxGradNormAttr(),
-        b.getDenseF64ArrayAttr(decays), b.getDenseI64ArrayAttr(working));
+        b, first.getLoc(), types, momentTypes, momentTypes, workingTypes,
+        params, grads, m1, m2, first.getLearningRate(), first.getStep(),
+        first.getGradScale(), first.getGradNorm(), first.getBeta1Attr(),
+        first.getBeta2Attr(), first.getEpsilonAttr(),
+        first.getMaxGradNormAttr(), b.getDenseF64ArrayAttr(decays),
+        b.getDenseI64ArrayAttr(working));
     for (auto [k, c] : llvm::enumerate(converts)) {
       c.getResult().replaceAllUsesWith(group.getWorkingCopies()[k]);
       c.erase();

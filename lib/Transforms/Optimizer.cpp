@@ -49,6 +49,9 @@ LogicalResult OptimizerPass::build(ModuleOp module) {
   if (module.lookupSymbol(stepName))
     return module.emitError() << "cannot create '" << stepName
                               << "': a symbol of that name already exists";
+  if (!adamw && optimizerState != OptimizerState::fp32)
+    return module.emitError() << "optimizer-state=bf16 needs AdamW: SGD "
+                                 "keeps no moments";
   SmallVector<std::pair<unsigned, ParamAttr>> params = getParams(forward);
   if (params.empty())
     return forward.emitError() << "has no trainable parameters (no argument "
@@ -63,21 +66,26 @@ LogicalResult OptimizerPass::build(ModuleOp module) {
     return b.getDictionaryAttr(
         b.getNamedAttr(attrName, b.getStringAttr(value)));
   };
-  // One group of tensors per kind of state, each in parameter order.
+  Type momentElement =
+      optimizerState == OptimizerState::bf16 ? b.getBF16Type() : f32;
+  // One group of tensors per kind of state, each in parameter order, of
+  // element type `element` (null: the parameter's own, the working copy).
   auto addGroup = [&](SmallVectorImpl<Type> &types,
                       SmallVectorImpl<DictionaryAttr> &attrs,
-                      StringRef attrName, bool workingCopy) {
+                      StringRef attrName, Type element) {
     for (auto [index, param] : params) {
       auto type = cast<RankedTensorType>(forward.getArgumentTypes()[index]);
-      types.push_back(workingCopy ? type : type.clone(f32));
+      types.push_back(element ? type.clone(element) : type);
       attrs.push_back(tagged(attrName, param.getName()));
     }
   };
-  addGroup(argTypes, argAttrs, Infir2Dialect::getMasterOfAttrName(), false);
-  addGroup(argTypes, argAttrs, Infir2Dialect::getGradOfAttrName(), false);
+  addGroup(argTypes, argAttrs, Infir2Dialect::getMasterOfAttrName(), f32);
+  addGroup(argTypes, argAttrs, Infir2Dialect::getGradOfAttrName(), f32);
   if (adamw) {
-    addGroup(argTypes, argAttrs, Infir2Dialect::getMoment1OfAttrName(), false);
-    addGroup(argTypes, argAttrs, Infir2Dialect::getMoment2OfAttrName(), false);
+    addGroup(argTypes, argAttrs, Infir2Dialect::getMoment1OfAttrName(),
+             momentElement);
+    addGroup(argTypes, argAttrs, Infir2Dialect::getMoment2OfAttrName(),
+             momentElement);
   }
   SmallVector<StringRef> scalars{"learning_rate"};
   if (adamw)
@@ -87,16 +95,15 @@ LogicalResult OptimizerPass::build(ModuleOp module) {
     argTypes.push_back(scalar);
     argAttrs.push_back(tagged(Infir2Dialect::getInputAttrName(), role));
   }
-  addGroup(resultTypes, resultAttrs, Infir2Dialect::getMasterOfAttrName(),
-           false);
+  addGroup(resultTypes, resultAttrs, Infir2Dialect::getMasterOfAttrName(), f32);
   if (adamw) {
     addGroup(resultTypes, resultAttrs, Infir2Dialect::getMoment1OfAttrName(),
-             false);
+             momentElement);
     addGroup(resultTypes, resultAttrs, Infir2Dialect::getMoment2OfAttrName(),
-             false);
+             momentElement);
   }
   addGroup(resultTypes, resultAttrs, Infir2Dialect::getWorkingCopyOfAttrName(),
-           true);
+           Type());
   resultTypes.push_back(scalar);
   resultAttrs.push_back(b.getDictionaryAttr({}));
 

@@ -59,3 +59,19 @@ func.func @single(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<f32>) -> tens
   %a:3 = infir2.adamw %p, %g, %g, %g, %s, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64} : tensor<4xf32>
   return %a#0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that updates with BF16 moments fuse into a group with BF16 moments,
+// and that updates whose moments differ in type are not grouped together.
+// CHECK-LABEL: func.func @bf16_moments(
+// CHECK: infir2.adamw_group (%{{.+}}, %{{.+}}) {{.*}} : tensor<4xf32>, tensor<4xf32> moments bf16
+// CHECK-NOT: infir2.adamw_group
+// CHECK: infir2.adamw {{.*}} : tensor<4xf32>
+func.func @bf16_moments(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xbf16>, %lr: tensor<f32>, %s: tensor<f32>)
+    -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %a:3 = infir2.adamw %p, %g, %m, %m, %lr, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64} : tensor<4xf32> moments bf16
+  %b:3 = infir2.adamw %p, %g, %m, %m, %lr, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.0 : f64, max_grad_norm = 1.0 : f64} : tensor<4xf32> moments bf16
+  %c:3 = infir2.adamw %p, %g, %g, %g, %lr, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64} : tensor<4xf32>
+  return %a#0, %b#0, %c#0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}

@@ -5,6 +5,10 @@
 // EPS: error: optimizer option eps = 0 is out of range (0, inf)
 // RUN: not infir2-opt %s --split-input-file --infir2-optimizer="beta2=1" 2>&1 | FileCheck %s --check-prefix=BETA
 // BETA: error: optimizer option beta2 = 1 is out of range [0, 1)
+// RUN: not infir2-opt %s --split-input-file --infir2-optimizer="optimizer=sgd optimizer-state=bf16" 2>&1 | FileCheck %s --check-prefix=SGD-BF16
+// SGD-BF16: error: optimizer-state=bf16 needs AdamW: SGD keeps no moments
+// RUN: not infir2-opt %s --split-input-file --infir2-optimizer="optimizer-state=fp16" 2>&1 | FileCheck %s --check-prefix=FP16
+// FP16: for the --optimizer-state option: invalid value 'fp16' (expected fp32 or bf16)
 
 // Tests that the forward function must exist.
 // expected-error @below {{no function named 'forward' whose parameters to optimize}}

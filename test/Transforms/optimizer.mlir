@@ -1,5 +1,6 @@
 // RUN: infir2-opt %s --infir2-optimizer | FileCheck %s
 // RUN: infir2-opt %s --infir2-optimizer="optimizer=sgd weight-decay=0.01 grad-clip=0 decay-1d step-name=sgd_step" | FileCheck %s --check-prefix=SGD
+// RUN: infir2-opt %s --infir2-optimizer="optimizer-state=bf16" | FileCheck %s --check-prefix=BF16
 
 // Tests the AdamW step: FP32 masters, gradients and moments per parameter,
 // the scalar runtime inputs, one global norm over the scaled gradients, an
@@ -24,6 +25,19 @@
 // CHECK: %[[WORK:.+]] = infir2.convert %[[NEWW]] : tensor<8x4xf32> -> tensor<8x4xbf16>
 // CHECK: %[[NEWN:[^,]+]], %{{.+}}, %{{.+}} = infir2.adamw %[[PN]], {{.*}} weight_decay = 0.000000e+00 : f64} : tensor<4xf32>
 // CHECK: return %[[NEWW]], %[[NEWN]], {{.*}}, %[[WORK]], %[[NEWN]], %[[NORM]]
+
+// Tests optimizer-state=bf16: the moments, arguments and results, are BF16;
+// masters, gradients and the update's arithmetic stay FP32.
+// BF16-LABEL: func.func @optimizer_step(
+// BF16-SAME: tensor<8x4xf32> {infir2.master_of = "w"}
+// BF16-SAME: tensor<8x4xf32> {infir2.grad_of = "w"}
+// BF16-SAME: tensor<8x4xbf16> {infir2.moment1_of = "w"}
+// BF16-SAME: tensor<4xbf16> {infir2.moment1_of = "norm"}
+// BF16-SAME: tensor<8x4xbf16> {infir2.moment2_of = "w"}
+// BF16-SAME: tensor<4xbf16> {infir2.moment2_of = "norm"}
+// BF16-SAME: -> (tensor<8x4xf32> {infir2.master_of = "w"}, tensor<4xf32> {infir2.master_of = "norm"}, tensor<8x4xbf16> {infir2.moment1_of = "w"}
+// BF16: infir2.adamw {{.*}} : tensor<8x4xf32> moments bf16
+// BF16: infir2.adamw {{.*}} : tensor<4xf32> moments bf16
 
 // Tests the SGD step: no moments and no step input; options reach the ops.
 // SGD-LABEL: func.func @sgd_step(

@@ -66,6 +66,11 @@ struct OptimizerOptionsBase : public mlir::PassPipelineOptions<Derived> {
       *this, "decay-1d",
       llvm::cl::desc("Also decay 1-D parameters (biases, norm weights)"),
       llvm::cl::init(false)};
+  Option<OptimizerState> optimizerState{
+      *this, "optimizer-state",
+      llvm::cl::desc("The element type of AdamW's moments (the masters stay "
+                     "FP32)"),
+      llvm::cl::init(OptimizerState::fp32), optimizerStateValues()};
 };
 
 /// `infir2-compile --optimizer-options`: the optimizer's settings alone.

@@ -56,6 +56,9 @@ enum class RequiredScales { any, pow2, fp32 };
 /// The update rule of @optimizer_step.
 enum class OptimizerKind { adamw, sgd };
 
+/// The element type of AdamW's moments (the masters stay FP32).
+enum class OptimizerState { fp32, bf16 };
+
 /// Where the trainer pipeline stops.
 enum class TrainerStage {
   recipe,  ///< the training step with its precision decisions
@@ -72,6 +75,7 @@ INFIR2_ENUM_OPTION_PARSER(infir2::FormatPolicy);
 INFIR2_ENUM_OPTION_PARSER(infir2::ScalePolicy);
 INFIR2_ENUM_OPTION_PARSER(infir2::RequiredScales);
 INFIR2_ENUM_OPTION_PARSER(infir2::OptimizerKind);
+INFIR2_ENUM_OPTION_PARSER(infir2::OptimizerState);
 INFIR2_ENUM_OPTION_PARSER(infir2::TrainerStage);
 
 namespace infir2 {
@@ -111,6 +115,13 @@ inline llvm::cl::ValuesClass optimizerValues() {
   return llvm::cl::values(
       clEnumValN(OptimizerKind::adamw, "adamw", "AdamW"),
       clEnumValN(OptimizerKind::sgd, "sgd", "SGD"));
+}
+inline llvm::cl::ValuesClass optimizerStateValues() {
+  return llvm::cl::values(
+      clEnumValN(OptimizerState::fp32, "fp32", "FP32 moments"),
+      clEnumValN(OptimizerState::bf16, "bf16",
+                 "BF16 moments (half their memory; updates computed in FP32, "
+                 "moments stored rounded to nearest even)"));
 }
 inline llvm::cl::ValuesClass trainerStageValues() {
   return llvm::cl::values(

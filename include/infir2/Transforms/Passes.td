@@ -110,6 +110,10 @@ def OptimizerPass : Pass<"infir2-optimizer", "mlir::ModuleOp"> {
            "Global-norm gradient clipping threshold (0 disables)">,
     Option<"decay1D", "decay-1d", "bool", "false",
            "Also apply weight decay to 1-D parameters (biases, norms)">,
+    Option<"optimizerState", "optimizer-state", "infir2::OptimizerState",
+           "infir2::OptimizerState::fp32",
+           "The element type of AdamW's moments",
+           "infir2::optimizerStateValues()">,
     Option<"skipIfPresent", "skip-if-present", "bool", "false",
            "Do nothing when the optimizer step already exists">
   ];

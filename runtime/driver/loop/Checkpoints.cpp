@@ -37,13 +37,16 @@ constexpr const char *kRunConfigFile = "run_config.json";
 Expected<std::vector<float>> Checkpoints::wholeState(const ManifestSlot &s) {
   Extent e = s_.layout.extentOf(s, s_.comm.rank());
   int64_t numel = e.numel();
-  if (!s_.layout.sharded())
-    return std::vector<float>(s_.at<float>(s), s_.at<float>(s) + numel);
+  // As FP32 whatever the slot holds (BF16 moments are widened exactly).
+  std::vector<float> mine = s_.hostValues(s);
+  if (!s_.layout.sharded()) {
+    mine.resize(size_t(numel));
+    return mine;
+  }
   // Rank r's shard is rows [r·rows, (r+1)·rows) of the whole: the shards
   // in rank order are the whole tensor, then padding.
   std::vector<float> all(size_t(s.numel()) * s_.comm.size());
-  if (Status got =
-          s_.comm.allGather(s_.at<float>(s), all.data(), s.numel() * 4);
+  if (Status got = s_.comm.allGather(mine.data(), all.data(), s.numel() * 4);
       !got)
     return fail("gathering %s '%s' for the checkpoint: %s",
                 slotKindName(s.kind), s.name.c_str(), got.message().c_str());
@@ -118,9 +121,12 @@ Status Checkpoints::loadOptimizerState(const std::string &optPath) {
         return fail("%s: tensor '%s' holds a non-finite value (%g) at "
                     "element %zu",
                     optPath.c_str(), name.c_str(), double(values[i]), i);
-    // This rank's rows under ZeRO-1 (the padding stays zero), else all.
-    std::memset(s_.bytesAt(s), 0, s.numel() * 4);
-    std::memcpy(s_.bytesAt(s), bytes.data() + e.begin * 4, e.count * 4);
+    // This rank's rows under ZeRO-1 (the padding stays zero), else all; in
+    // the slot's type (BF16 moments take the FP32 values rounded to nearest
+    // even).
+    std::memset(s_.bytesAt(s), 0, s.bytes);
+    for (int64_t i = 0; i < e.count; ++i)
+      writeElement(s.dtype, s_.bytesAt(s), i, values[e.begin + i]);
   }
   return Status::ok();
 }
@@ -250,7 +256,9 @@ Status Checkpoints::save(int64_t atStep) {
   std::vector<float> whole;
   auto gatherNext = [&](std::string &error) -> const void * {
     const ManifestSlot &s = *optimizerSlots[gathered++];
-    if (!s_.layout.sharded())
+    // FP32 and whole: written as it lies; else gathered (ZeRO-1) and widened
+    // (BF16 moments) into `whole`.
+    if (!s_.layout.sharded() && s.dtype == "f32")
       return s_.bytesAt(s);
     whole = std::vector<float>(); // one gathered tensor at a time
     Expected<std::vector<float>> all = wholeState(s);

@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // global_norm (FP64, across the ranks under ZeRO-1), adamw, adamw_group
-// and sgd on FP32 state: the update rules of Optimizer.h and Elementwise.h,
-// the same functions the CUDA kernels run.
+// and sgd on FP32 masters, with FP32 or BF16 moments: the update rules of
+// Optimizer.h and Elementwise.h, the same functions the CUDA kernels run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include "infir2/runtime/Optimizer.h"
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 namespace infir2::rt::cpu {
@@ -48,6 +49,91 @@ int32_t global_norm(const Call &c) {
   return 0;
 }
 
+namespace {
+
+/// AdamW's moments as stored: FP32, or BF16 widened on read and rounded to
+/// nearest even on write.
+float loadMoment(const float *m, int64_t i) { return m[i]; }
+float loadMoment(const uint16_t *m, int64_t i) { return bf16ToFloat(m[i]); }
+void storeMoment(float *m, int64_t i, float x) { m[i] = x; }
+void storeMoment(uint16_t *m, int64_t i, float x) { m[i] = floatToBF16(x); }
+
+/// Element i of AdamW with moments stored as `Moment` (float or uint16_t,
+/// BF16); the update is computed in FP32 whatever the storage.
+template <typename Moment>
+inline void adamwAt(const AdamWStep &step, const float *P, const float *G,
+                    const Moment *M, const Moment *V, float *NP, Moment *NM,
+                    Moment *NV, int64_t i) {
+  float m, v;
+  adamwOf(step, P[i], G[i], loadMoment(M, i), loadMoment(V, i), NP[i], m, v);
+  storeMoment(NM, i, m);
+  storeMoment(NV, i, v);
+}
+
+/// `p` as moments of type `Moment`.
+template <typename Moment> Moment *as(const Operand &p) {
+  return reinterpret_cast<Moment *>(p.ptr);
+}
+
+/// Calls `f` with a null `float *` for FP32 moments of type `dtype`, or a
+/// null `uint16_t *` for BF16 ones: the storage type the loops take.
+template <typename F> void withMomentType(int32_t dtype, F f) {
+  if (dtype == INFIR2RT_BF16)
+    f(static_cast<uint16_t *>(nullptr));
+  else
+    f(static_cast<float *>(nullptr));
+}
+
+/// adamw_group's update of its `n` tensors with moments stored as `Moment`;
+/// `workingOf[i]` is the operand of tensor i's working copy, or -1. `base`
+/// holds the step's scalars (each tensor's weight decay is set here).
+template <typename Moment>
+void adamwGroup(const Call &c, const attrs::adamw_group &a, int64_t n,
+                const std::vector<int64_t> &workingOf, AdamWStep base) {
+  auto f = [&](int64_t i) {
+    return reinterpret_cast<float *>(c.operand(i).ptr);
+  };
+  // One parallel region for the whole step; each tensor's elements are
+  // split among the threads, with no barrier between tensors (element e of
+  // tensor i reads and writes only element e of tensor i's buffers).
+#pragma omp parallel
+  for (int64_t i = 0; i < n; ++i) {
+    AdamWStep step = base;
+    step.wd = float(a.weight_decay[i]);
+    const float *P = f(i), *G = f(n + i);
+    float *NP = f(4 * n + 4 + i);
+    const Moment *M = as<Moment>(c.operand(2 * n + i)),
+                 *V = as<Moment>(c.operand(3 * n + i));
+    Moment *NM = as<Moment>(c.operand(5 * n + 4 + i)),
+           *NV = as<Moment>(c.operand(6 * n + 4 + i));
+    int64_t count = c.operand(i).numel;
+    if (workingOf[size_t(i)] < 0) {
+#pragma omp for simd schedule(static) nowait
+      for (int64_t e = 0; e < count; ++e)
+        adamwAt(step, P, G, M, V, NP, NM, NV, e);
+      continue;
+    }
+    // The working copy as infir2.convert (the copy entry) rounds it.
+    Operand w = c.operand(workingOf[size_t(i)]);
+    if (w.dtype == INFIR2RT_BF16) {
+      auto *W = reinterpret_cast<uint16_t *>(w.ptr);
+#pragma omp for simd schedule(static) nowait
+      for (int64_t e = 0; e < count; ++e) {
+        adamwAt(step, P, G, M, V, NP, NM, NV, e);
+        W[e] = floatToBF16(NP[e]);
+      }
+      continue;
+    }
+#pragma omp for schedule(static) nowait
+    for (int64_t e = 0; e < count; ++e) {
+      adamwAt(step, P, G, M, V, NP, NM, NV, e);
+      w.set(e, NP[e]);
+    }
+  }
+}
+
+} // namespace
+
 int32_t adamw(const Call &c) {
   Operand p = c.operand(0), g = c.operand(1), m = c.operand(2),
           v = c.operand(3), np = c.operand(8), nm = c.operand(9),
@@ -60,20 +146,23 @@ int32_t adamw(const Call &c) {
                                  a.max_grad_norm);
   double b1 = a.beta1, b2 = a.beta2, eps = a.epsilon, wd = a.weight_decay;
   float c1 = biasCorrection(b1, t), c2 = biasCorrection(b2, t);
+  if (m.dtype != v.dtype || m.dtype != nm.dtype || m.dtype != nv.dtype)
+    return c.fail("the moments must share one type");
   const float *P = reinterpret_cast<const float *>(p.ptr),
-              *G = reinterpret_cast<const float *>(g.ptr),
-              *M = reinterpret_cast<const float *>(m.ptr),
-              *V = reinterpret_cast<const float *>(v.ptr);
-  float *NP = reinterpret_cast<float *>(np.ptr),
-        *NM = reinterpret_cast<float *>(nm.ptr),
-        *NV = reinterpret_cast<float *>(nv.ptr);
+              *G = reinterpret_cast<const float *>(g.ptr);
+  float *NP = reinterpret_cast<float *>(np.ptr);
   AdamWStep step{lr,         scale,     float(b1), float(b2),
                  float(eps), float(wd), c1,        c2};
-  // Element i reads and writes only index i, so the loop vectorizes even
-  // when the update is in place (NP == P, NM == M, NV == V).
+  withMomentType(m.dtype, [&](auto *type) {
+    using Moment = std::remove_pointer_t<decltype(type)>;
+    const Moment *M = as<Moment>(m), *V = as<Moment>(v);
+    Moment *NM = as<Moment>(nm), *NV = as<Moment>(nv);
+    // Element i reads and writes only index i, so the loop vectorizes even
+    // when the update is in place (NP == P, NM == M, NV == V).
 #pragma omp parallel for simd if (p.numel > 16384)
-  for (int64_t i = 0; i < p.numel; ++i)
-    adamwOf(step, P[i], G[i], M[i], V[i], NP[i], NM[i], NV[i]);
+    for (int64_t i = 0; i < p.numel; ++i)
+      adamwAt<Moment>(step, P, G, M, V, NP, NM, NV, i);
+  });
   return 0;
 }
 
@@ -105,47 +194,17 @@ int32_t adamw_group(const Call &c) {
                     (long long)j, (long long)i, (long long)n);
     workingOf[size_t(i)] = 7 * n + 4 + j;
   }
-  auto f = [&](int64_t i) { return reinterpret_cast<float *>(c.operand(i).ptr); };
-  // One parallel region for the whole step; each tensor's elements are
-  // split among the threads, with no barrier between tensors (element e of
-  // tensor i reads and writes only element e of tensor i's buffers).
-#pragma omp parallel
-  for (int64_t i = 0; i < n; ++i) {
-    AdamWStep step{lr,
-                   scale,
-                   float(b1),
-                   float(b2),
-                   float(a.epsilon),
-                   float(a.weight_decay[i]),
-                   c1,
-                   c2};
-    const float *P = f(i), *G = f(n + i), *M = f(2 * n + i), *V = f(3 * n + i);
-    float *NP = f(4 * n + 4 + i), *NM = f(5 * n + 4 + i),
-          *NV = f(6 * n + 4 + i);
-    int64_t count = c.operand(i).numel;
-    if (workingOf[size_t(i)] < 0) {
-#pragma omp for simd schedule(static) nowait
-      for (int64_t e = 0; e < count; ++e)
-        adamwOf(step, P[e], G[e], M[e], V[e], NP[e], NM[e], NV[e]);
-      continue;
-    }
-    // The working copy as infir2.convert (the copy entry) rounds it.
-    Operand w = c.operand(workingOf[size_t(i)]);
-    if (w.dtype == INFIR2RT_BF16) {
-      auto *W = reinterpret_cast<uint16_t *>(w.ptr);
-#pragma omp for simd schedule(static) nowait
-      for (int64_t e = 0; e < count; ++e) {
-        adamwOf(step, P[e], G[e], M[e], V[e], NP[e], NM[e], NV[e]);
-        W[e] = floatToBF16(NP[e]);
-      }
-      continue;
-    }
-#pragma omp for schedule(static) nowait
-    for (int64_t e = 0; e < count; ++e) {
-      adamwOf(step, P[e], G[e], M[e], V[e], NP[e], NM[e], NV[e]);
-      w.set(e, NP[e]);
-    }
-  }
+  int32_t momentType = c.operand(2 * n).dtype;
+  for (int64_t i = 2 * n; i < 4 * n; ++i)
+    if (c.operand(i).dtype != momentType ||
+        c.operand(i + 3 * n + 4).dtype != momentType)
+      return c.fail("the moments must share one type");
+  withMomentType(momentType, [&](auto *type) {
+    adamwGroup<std::remove_pointer_t<decltype(type)>>(
+        c, a, n, workingOf,
+        AdamWStep{lr, scale, float(b1), float(b2), float(a.epsilon), 0.0f, c1,
+                  c2});
+  });
   return 0;
 }
 

@@ -173,21 +173,36 @@ __global__ void sgdKernel(const float *p, const float *g, float *np, int64_t n,
     np[i] = infir2::rt::sgdOf(lr, scale, wd, p[i], g[i]);
 }
 
+/// AdamW's moments, read and written: FP32 or BF16 (widened on read,
+/// rounded to nearest even on write, as the CPU backend).
+struct Moments {
+  View m, v, nm, nv;
+};
+
 /// AdamW on n elements with the device's step (and weight decay wd), and
 /// the updated master rounded to its working copy `w` where there is one
 /// (FP32 or BF16, as the copy entry rounds it).
-__global__ void adamwKernel(const float *p, const float *g, const float *m,
-                            const float *v, float *np, float *nm, float *nv,
-                            View w, int64_t n, const DeviceStep *base,
-                            float wd) {
+__global__ void adamwKernel(const float *p, const float *g, Moments mv,
+                            float *np, View w, int64_t n,
+                            const DeviceStep *base, float wd) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n || base->refused)
     return;
   infir2::rt::AdamWStep step = base->step;
   step.wd = wd;
-  infir2::rt::adamwOf(step, p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
+  float m, v;
+  infir2::rt::adamwOf(step, p[i], g[i], mv.m.get(i), mv.v.get(i), np[i], m, v);
+  mv.nm.set(i, m);
+  mv.nv.set(i, v);
   if (w.ptr)
     w.set(i, np[i]);
+}
+
+/// Whether AdamW's moments `m` are of a type the kernel takes, all alike.
+bool momentsOk(const Moments &mv) {
+  return (mv.m.dtype == INFIR2RT_F32 || mv.m.dtype == INFIR2RT_BF16) &&
+         mv.v.dtype == mv.m.dtype && mv.nm.dtype == mv.m.dtype &&
+         mv.nv.dtype == mv.m.dtype;
 }
 
 /// The step's scalars into the workspace (`own`: the refusal's words when
@@ -258,6 +273,10 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
           m = descOperand(ctx, desc, 2), v = descOperand(ctx, desc, 3),
           np = descOperand(ctx, desc, 8), nm = descOperand(ctx, desc, 9),
           nv = descOperand(ctx, desc, 10);
+  Moments mv{viewOf(m), viewOf(v), viewOf(nm), viewOf(nv)};
+  if (!momentsOk(mv))
+    return setCallError(ctx, where, "%s",
+                        "the CUDA kernel takes f32 or bf16 moments, all alike");
   DeviceStep *step = nullptr;
   unsigned long long *own = nullptr;
   infir2::rt::cuda::RefusalKind kind;
@@ -270,9 +289,9 @@ extern "C" int32_t infir2rt_cuda_adamw(infir2rt_context *ctx,
   const int threads = 256;
   auto f = [](const Operand &o) { return reinterpret_cast<float *>(o.ptr); };
   adamwKernel<<<unsigned((p.numel + threads - 1) / threads), threads, 0,
-                infir2::rt::cuda::streamOf(ctx)>>>(
-      f(p), f(g), f(m), f(v), f(np), f(nm), f(nv), View{nullptr, 0, 0}, p.numel,
-      step, float(a.weight_decay));
+                infir2::rt::cuda::streamOf(ctx)>>>(f(p), f(g), mv, f(np),
+                                                   View{nullptr, 0, 0}, p.numel,
+                                                   step, float(a.weight_decay));
   if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
     return rc;
   return infir2::rt::cuda::closeRefusal(ctx, where, kind, own, slot);
@@ -307,6 +326,17 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
       return setCallError(ctx, where, "%s",
                           "the CUDA kernel takes f32 or bf16 working copies");
   }
+  auto momentsOf = [&](int64_t i) {
+    return Moments{viewOf(descOperand(ctx, desc, 2 * n + i)),
+                   viewOf(descOperand(ctx, desc, 3 * n + i)),
+                   viewOf(descOperand(ctx, desc, 5 * n + 4 + i)),
+                   viewOf(descOperand(ctx, desc, 6 * n + 4 + i))};
+  };
+  for (int64_t i = 0; i < n; ++i)
+    if (!momentsOk(momentsOf(i)))
+      return setCallError(
+          ctx, where, "%s",
+          "the CUDA kernel takes f32 or bf16 moments, all alike");
   // The scalars once, on the device; then one launch per tensor.
   DeviceStep *step = nullptr;
   unsigned long long *own = nullptr;
@@ -327,10 +357,8 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
                  ? View{nullptr, 0, 0}
                  : viewOf(descOperand(ctx, desc, workingOf[size_t(i)]));
     adamwKernel<<<unsigned((count + threads - 1) / threads), threads, 0,
-                  stream>>>(f(i), f(n + i), f(2 * n + i), f(3 * n + i),
-                            f(4 * n + 4 + i), f(5 * n + 4 + i),
-                            f(6 * n + 4 + i), w, count, step,
-                            float(a.weight_decay[i]));
+                  stream>>>(f(i), f(n + i), momentsOf(i), f(4 * n + 4 + i), w,
+                            count, step, float(a.weight_decay[i]));
   }
   if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
     return rc;

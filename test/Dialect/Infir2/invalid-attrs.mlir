@@ -86,6 +86,12 @@ func.func private @grad_of_type() -> (tensor<4xbf16> {infir2.grad_of = "w"})
 
 // -----
 
+// Tests that moments are FP32 or BF16 (optimizer-state=bf16), nothing else.
+// expected-error @+1 {{second moment of 'w' (argument #0) must be an f32 or bf16 tensor, got 'tensor<4xf16>'}}
+func.func private @moment_f16(tensor<4xf16> {infir2.moment2_of = "w"})
+
+// -----
+
 // Tests that master weights are FP32.
 // expected-error @+1 {{master weight of 'w' (argument #0) must be an f32 tensor, got 'tensor<4xbf16>'}}
 func.func private @master_bf16(tensor<4xbf16> {infir2.master_of = "w"})

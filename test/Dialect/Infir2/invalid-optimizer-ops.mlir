@@ -27,7 +27,7 @@ func.func @sgd_clip(%p: tensor<4xf32>, %s: tensor<f32>) {
 
 // -----
 
-// Tests that optimizer state is FP32.
+// Tests that masters and gradients are FP32.
 func.func @adamw_bf16(%p: tensor<4xbf16>, %s: tensor<f32>) {
   // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float values}}
   %0:3 = "infir2.adamw"(%p, %p, %p, %p, %s, %s, %s, %s) {beta1 = 0.9 : f64, beta2 = 0.9 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64}
@@ -154,6 +154,54 @@ func.func @all_gather_rows(%w: tensor<2xbf16>) {
 
 // -----
 
+// Tests that moments are FP32 or BF16, nothing else.
+func.func @adamw_f16_moments(%p: tensor<4xf32>, %m: tensor<4xf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{operand #2 must be statically shaped tensor of 32-bit float or bfloat16 type values}}
+  %0:3 = "infir2.adamw"(%p, %p, %m, %m, %s, %s, %s, %s) {beta1 = 0.9 : f64, beta2 = 0.9 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<4xf16>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf16>, tensor<4xf16>)
+  return
+}
+
+// -----
+
+// Tests that moments have the parameter's shape.
+func.func @adamw_moment_shape(%p: tensor<4xf32>, %m: tensor<2xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw' op expects moments of the parameter's shape ('tensor<4xf32>'), got 'tensor<2xbf16>'}}
+  %0:3 = "infir2.adamw"(%p, %p, %m, %m, %s, %s, %s, %s) {beta1 = 0.9 : f64, beta2 = 0.9 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<2xbf16>, tensor<2xbf16>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xbf16>, tensor<2xbf16>)
+  return
+}
+
+// -----
+
+// Tests that both moments and their updates have one type.
+func.func @adamw_moment_types(%p: tensor<4xf32>, %m: tensor<4xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw' op failed to verify that all of {moment1, moment2, new_moment1, new_moment2} have same type}}
+  %0:3 = "infir2.adamw"(%p, %p, %m, %p, %s, %s, %s, %s) {beta1 = 0.9 : f64, beta2 = 0.9 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>)
+  return
+}
+
+// -----
+
+// Tests that a group's moments have their parameters' shapes.
+func.func @adamw_group_moment_shape(%a: tensor<4xf32>, %b: tensor<2xf32>, %mb: tensor<2xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects moments of the parameter's shape ('tensor<4xf32>'), got 'tensor<2xbf16>'}}
+  %0:6 = "infir2.adamw_group"(%a, %b, %a, %b, %mb, %mb, %mb, %mb, %s, %s, %s, %s) <{beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64>, operandSegmentSizes = array<i32: 2, 2, 2, 2, 1, 1, 1, 1>, resultSegmentSizes = array<i32: 2, 2, 2, 0>}> : (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>)
+  return
+}
+
+// -----
+
+// Tests that a group's moments share one element type.
+func.func @adamw_group_moment_types(%a: tensor<4xf32>, %b: tensor<2xf32>, %ma: tensor<4xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'infir2.adamw_group' op expects every moment in one element type ('bf16'), got 'tensor<2xf32>'}}
+  %0:6 = "infir2.adamw_group"(%a, %b, %a, %b, %ma, %b, %ma, %b, %s, %s, %s, %s) <{beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64>, operandSegmentSizes = array<i32: 2, 2, 2, 2, 1, 1, 1, 1>, resultSegmentSizes = array<i32: 2, 2, 2, 0>}> : (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xbf16>, tensor<2xf32>, tensor<4xbf16>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<4xbf16>, tensor<2xf32>, tensor<4xbf16>, tensor<2xf32>)
+  return
+}
+
+// -----
+
 // Tests that a group update has as many gradients as parameters.
 func.func @adamw_group_0(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
   // expected-error @+1 {{'infir2.adamw_group' op expects as many gradients, moments and updated tensors as parameters (2)}}
@@ -165,7 +213,7 @@ func.func @adamw_group_0(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) 
 
 // Tests that each gradient has its parameter's type.
 func.func @adamw_group_1(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) {
-  // expected-error @+1 {{'infir2.adamw_group' op expects gradients, moments and updated tensors of the parameters' types}}
+  // expected-error @+1 {{'infir2.adamw_group' op expects gradients and updated parameters of the parameters' types}}
   %0:6 = "infir2.adamw_group"(%a, %b, %b, %a, %a, %b, %a, %b, %s, %s, %s, %s) <{beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64>, operandSegmentSizes = array<i32: 2, 2, 2, 2, 1, 1, 1, 1>, resultSegmentSizes = array<i32: 2, 2, 2, 0>}> : (tensor<4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>)
   return
 }

@@ -245,3 +245,23 @@ func.func @zero1(%a: tensor<8x4xf32>, %b: tensor<5xf32>, %s: tensor<f32>, %w: te
   %g = infir2.all_gather %w {world_size = 2 : i64} : tensor<3xbf16> -> tensor<5xbf16>
   return %n, %g : tensor<f32>, tensor<5xbf16>
 }
+
+// -----
+
+// Tests that AdamW's moments may be BF16 (optimizer-state=bf16): written once
+// after the types, and absent when they are the parameters' FP32.
+// CHECK-LABEL: func.func @bf16_moments
+// CHECK: infir2.adamw {{.*}} : tensor<8x4xf32> moments bf16
+// CHECK: infir2.adamw_group {{.*}} : tensor<8x4xf32>, tensor<4xf32> moments bf16 -> tensor<8x4xbf16>
+func.func @bf16_moments(%p: tensor<8x4xf32> {infir2.master_of = "w"}, %g: tensor<8x4xf32> {infir2.grad_of = "w"},
+                        %m: tensor<8x4xbf16> {infir2.moment1_of = "w"}, %v: tensor<8x4xbf16> {infir2.moment2_of = "w"},
+                        %b: tensor<4xf32>, %mb: tensor<4xbf16>, %s: tensor<f32>)
+    -> (tensor<8x4xbf16> {infir2.moment1_of = "w"}) {
+  %p2, %m2, %v2 = infir2.adamw %p, %g, %m, %v, %s, %s, %s, %s
+      {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64}
+      : tensor<8x4xf32> moments bf16
+  %q:2, %gm:2, %gv:2, %w = infir2.adamw_group (%p, %b) grads (%g, %b) moments (%m, %mb) (%v, %mb) lr %s step %s scale %s norm %s
+      {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64,
+       weight_decays = array<f64: 0.1, 0.0>, working = array<i64: 0>} : tensor<8x4xf32>, tensor<4xf32> moments bf16 -> tensor<8x4xbf16>
+  return %m2 : tensor<8x4xbf16>
+}

@@ -67,26 +67,32 @@ TEST(CudaElementwise, RmsNormMatchesTheCpuBackend) {
                infir2rt_cuda_rms_norm);
 }
 
-TEST(CudaElementwise, AdamWMatchesTheCpuBackend) {
-  if (std::string why = gpuUnusable(); !why.empty())
-    GTEST_SKIP() << why;
+/// adamw on both backends with moments of type `moments` (FP32, or BF16 as
+/// optimizer-state=bf16 stores them).
+void adamwMatchesTheCpuBackend(int32_t moments) {
   std::mt19937_64 rng = seededRng();
   Call c;
   int n = 4096;
   int p = c.add({n}, INFIR2RT_F32), g = c.add({n}, INFIR2RT_F32),
-      m = c.add({n}, INFIR2RT_F32), v = c.add({n}, INFIR2RT_F32);
+      m = c.add({n}, moments), v = c.add({n}, moments);
   int lr = c.add({}, INFIR2RT_F32), step = c.add({}, INFIR2RT_F32),
       gs = c.add({}, INFIR2RT_F32), gn = c.add({}, INFIR2RT_F32);
   int np = c.add({n}, INFIR2RT_F32);
-  c.add({n}, INFIR2RT_F32);
-  c.add({n}, INFIR2RT_F32);
+  c.add({n}, moments);
+  c.add({n}, moments);
   c.attrs({0.9, 0.95, 1e-8, 0.1, 1.0});
-  for (int o : {p, g, m})
+  for (int o : {p, g})
     fill(c, o, INFIR2RT_F32, 1, n, rng);
-  fill(c, v, INFIR2RT_F32, 1, n, rng);
-  float *vv = reinterpret_cast<float *>(c.host.data() + c.operands[v].first);
-  for (int i = 0; i < n; ++i)
-    vv[i] = std::fabs(vv[i]);
+  fill(c, m, moments, 1, n, rng);
+  fill(c, v, moments, 1, n, rng);
+  // Second moments are non-negative: clear the sign bits.
+  uint8_t *vv = c.host.data() + c.operands[v].first;
+  for (int i = 0; i < n; ++i) {
+    if (moments == INFIR2RT_BF16)
+      reinterpret_cast<uint16_t *>(vv)[i] &= 0x7fff;
+    else
+      reinterpret_cast<uint32_t *>(vv)[i] &= 0x7fffffffu;
+  }
   auto scalar = [&](int o, float x) {
     std::memcpy(c.host.data() + c.operands[o].first, &x, 4);
   };
@@ -96,9 +102,23 @@ TEST(CudaElementwise, AdamWMatchesTheCpuBackend) {
   scalar(gn, 3.0f);
   // Bit-identical, every result (the masters, both moments): the update is
   // built from operations nvcc may not fuse into FMAs (it fused them before,
-  // and 6 of 4096 masters near zero then differed by more than 8 ulps).
-  for (int o : {np, np + 1, np + 2})
-    compareClose(c, o, INFIR2RT_F32, n, 0, infir2rt_adamw, infir2rt_cuda_adamw);
+  // and 6 of 4096 masters near zero then differed by more than 8 ulps), and
+  // BF16 moments are rounded to nearest even on both.
+  compareClose(c, np, INFIR2RT_F32, n, 0, infir2rt_adamw, infir2rt_cuda_adamw);
+  for (int o : {np + 1, np + 2})
+    compareClose(c, o, moments, n, 0, infir2rt_adamw, infir2rt_cuda_adamw);
+}
+
+TEST(CudaElementwise, AdamWMatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  adamwMatchesTheCpuBackend(INFIR2RT_F32);
+}
+
+TEST(CudaElementwise, AdamWWithBF16MomentsMatchesTheCpuBackend) {
+  if (std::string why = gpuUnusable(); !why.empty())
+    GTEST_SKIP() << why;
+  adamwMatchesTheCpuBackend(INFIR2RT_BF16);
 }
 
 // The whole optimizer step's update in one call: three tensors of odd

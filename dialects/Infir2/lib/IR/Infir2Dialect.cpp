@@ -227,12 +227,17 @@ verifyStateAttr(Operation *op, StringRef what, unsigned index,
     return op->emitError() << "'" << attrName << "' on " << what << " #"
                            << index << " must name a parameter";
   auto tensor = dyn_cast_or_null<RankedTensorType>(type);
-  // Working copies have the forward's precision; all other state is FP32.
+  // Working copies have the forward's precision; moments are FP32 or BF16
+  // (optimizer-state=bf16); masters and gradient accumulators are FP32.
   bool isWorkingCopy = attrName == Infir2Dialect::getWorkingCopyOfAttrName();
-  if (!tensor || (!isWorkingCopy && !tensor.getElementType().isF32()))
+  bool isMoment = attrName == Infir2Dialect::getMoment1OfAttrName() ||
+                  attrName == Infir2Dialect::getMoment2OfAttrName();
+  if (!tensor || (!isWorkingCopy && !tensor.getElementType().isF32() &&
+                  !(isMoment && tensor.getElementType().isBF16())))
     return op->emitError() << kind->second << " of '" << name.getValue()
-                           << "' (" << what << " #" << index
-                           << ") must be an f32 tensor, got " << type;
+                           << "' (" << what << " #" << index << ") must be an "
+                           << (isMoment ? "f32 or bf16" : "f32")
+                           << " tensor, got " << type;
   return success();
 }
 

@@ -17,26 +17,75 @@
 
 namespace infir2 {
 
+/// `moments bf16` after an update's types, or nothing: the element type of
+/// AdamW's moments, when it is not the parameters' (FP32).
+static mlir::ParseResult parseMomentElementType(mlir::OpAsmParser &parser,
+                                                mlir::Type param,
+                                                mlir::Type &element) {
+  element = mlir::cast<mlir::ShapedType>(param).getElementType();
+  if (mlir::failed(parser.parseOptionalKeyword("moments")))
+    return mlir::success();
+  return parser.parseType(element);
+}
+
+static void printMomentElementType(mlir::OpAsmPrinter &printer,
+                                   mlir::Type param, mlir::Type moment) {
+  mlir::Type element = mlir::cast<mlir::ShapedType>(moment).getElementType();
+  if (element != mlir::cast<mlir::ShapedType>(param).getElementType())
+    printer << " moments " << element;
+}
+
+/// adamw's moments' type: the parameter's, or with `moments bf16` the
+/// parameter's shape in BF16.
+static mlir::ParseResult parseMomentType(mlir::OpAsmParser &parser,
+                                         mlir::Type param, mlir::Type &moment) {
+  mlir::Type element;
+  if (parseMomentElementType(parser, param, element))
+    return mlir::failure();
+  moment = mlir::cast<mlir::ShapedType>(param).clone(element);
+  return mlir::success();
+}
+
+static void printMomentType(mlir::OpAsmPrinter &printer, mlir::Operation *,
+                            mlir::Type param, mlir::Type moment) {
+  printMomentElementType(printer, param, moment);
+}
+
 /// The grads', moments' and updated tensors' types of an adamw_group: the
-/// parameters' types, written once.
+/// parameters' types, written once, the moments' with `moments bf16` in
+/// that element type.
 static mlir::ParseResult
-parseSameTypes(mlir::OpAsmParser &, llvm::ArrayRef<mlir::Type> params,
+parseSameTypes(mlir::OpAsmParser &parser, llvm::ArrayRef<mlir::Type> params,
                llvm::SmallVectorImpl<mlir::Type> &grads,
                llvm::SmallVectorImpl<mlir::Type> &moments1,
                llvm::SmallVectorImpl<mlir::Type> &moments2,
                llvm::SmallVectorImpl<mlir::Type> &newParams,
                llvm::SmallVectorImpl<mlir::Type> &newMoments1,
                llvm::SmallVectorImpl<mlir::Type> &newMoments2) {
-  for (llvm::SmallVectorImpl<mlir::Type> *types :
-       {&grads, &moments1, &moments2, &newParams, &newMoments1, &newMoments2})
+  if (params.empty())
+    return parser.emitError(parser.getCurrentLocation(),
+                            "expects at least one parameter");
+  mlir::Type element;
+  if (parseMomentElementType(parser, params.front(), element))
+    return mlir::failure();
+  for (llvm::SmallVectorImpl<mlir::Type> *types : {&grads, &newParams})
     types->assign(params.begin(), params.end());
+  for (llvm::SmallVectorImpl<mlir::Type> *types :
+       {&moments1, &moments2, &newMoments1, &newMoments2}) {
+    types->clear();
+    for (mlir::Type p : params)
+      types->push_back(mlir::cast<mlir::ShapedType>(p).clone(element));
+  }
   return mlir::success();
 }
 
-static void printSameTypes(mlir::OpAsmPrinter &, mlir::Operation *,
-                           mlir::TypeRange, mlir::TypeRange, mlir::TypeRange,
-                           mlir::TypeRange, mlir::TypeRange, mlir::TypeRange,
-                           mlir::TypeRange) {}
+static void printSameTypes(mlir::OpAsmPrinter &printer, mlir::Operation *,
+                           mlir::TypeRange params, mlir::TypeRange,
+                           mlir::TypeRange moments1, mlir::TypeRange,
+                           mlir::TypeRange, mlir::TypeRange, mlir::TypeRange) {
+  if (!params.empty() && !moments1.empty())
+    printMomentElementType(printer, params.front(), moments1.front());
+}
 
 /// A result whose type is an operand's unless `-> type` follows (cross-
 /// entropy's gradient: the logits' type, or a narrower one).

@@ -106,9 +106,19 @@ static LogicalResult verifyBetas(Operation *op, double beta1, double beta2) {
   return success();
 }
 
+/// Checks that AdamW's moments `moment` have the shape of the parameter.
+static LogicalResult verifyMomentShape(Operation *op, Type param, Type moment) {
+  if (cast<ShapedType>(moment).getShape() != cast<ShapedType>(param).getShape())
+    return op->emitOpError() << "expects moments of the parameter's shape ("
+                             << param << "), got " << moment;
+  return success();
+}
+
 LogicalResult AdamWOp::verify() {
   if (failed(verifyBetas(*this, getBeta1().convertToDouble(),
-                         getBeta2().convertToDouble())))
+                         getBeta2().convertToDouble())) ||
+      failed(verifyMomentShape(*this, getParam().getType(),
+                               getMoment1().getType())))
     return failure();
   return verifyUpdate(*this, getWeightDecay().convertToDouble(),
                       getMaxGradNorm().convertToDouble());
@@ -127,14 +137,21 @@ LogicalResult AdamWGroupOp::verify() {
     return emitOpError() << "expects as many gradients, moments and updated "
                             "tensors as parameters ("
                          << n << ")";
-  for (ValueRange group : {ValueRange(getGrads()), ValueRange(getMoments1()),
-                           ValueRange(getMoments2()),
-                           ValueRange(getNewParams()),
-                           ValueRange(getNewMoments1()),
-                           ValueRange(getNewMoments2())})
+  for (ValueRange group : {ValueRange(getGrads()), ValueRange(getNewParams())})
     if (group.getTypes() != getParams().getTypes())
-      return emitOpError() << "expects gradients, moments and updated tensors "
-                              "of the parameters' types";
+      return emitOpError() << "expects gradients and updated parameters of "
+                              "the parameters' types";
+  Type momentElement = getElementTypeOrSelf(getMoments1().front().getType());
+  for (ValueRange group :
+       {ValueRange(getMoments1()), ValueRange(getMoments2()),
+        ValueRange(getNewMoments1()), ValueRange(getNewMoments2())})
+    for (auto [param, moment] : llvm::zip_equal(getParams(), group)) {
+      if (failed(verifyMomentShape(*this, param.getType(), moment.getType())))
+        return failure();
+      if (getElementTypeOrSelf(moment.getType()) != momentElement)
+        return emitOpError() << "expects every moment in one element type ("
+                             << momentElement << "), got " << moment.getType();
+    }
   if (getWeightDecays().size() != n)
     return emitOpError() << "expects one weight decay per parameter (" << n
                          << "), got " << getWeightDecays().size();

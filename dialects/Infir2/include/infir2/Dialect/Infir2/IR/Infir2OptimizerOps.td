@@ -21,6 +21,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 def Infir2_FP32Tensor : StaticShapeTensorOf<[F32]>;
+// AdamW's moments: FP32, or BF16 (--infir2-optimizer="moment-type=bf16",
+// the recipes' optimizer-state=bf16).
+def Infir2_MomentTensor : StaticShapeTensorOf<[F32, BF16]>;
 
 def Infir2_GlobalNormOp : Infir2_Op<"global_norm"> {
   let summary = "Computes the L2 norm of a list of tensors, each scaled by a common factor.";
@@ -135,36 +138,49 @@ class Infir2_UpdateOp<string mnemonic, list<Trait> traits = []>
     micro-batches (1/K); `learning_rate` is a runtime input so schedules need
     no recompilation.
   }];
+  code momentDescription = [{
+
+    The moments are FP32, or BF16 to halve their memory (as DeepSeek-V3
+    keeps them): read widened to FP32, the update computed in FP32 exactly as
+    with FP32 moments, and the new moments written rounded to nearest even
+    (`: type moments bf16`). The master weight stays FP32.
+  }];
 }
 
 def Infir2_AdamWOp : Infir2_UpdateOp<"adamw",
-    [AllTypesMatch<["param", "grad", "moment1", "moment2", "new_param",
-                    "new_moment1", "new_moment2"]>]> {
+    [AllTypesMatch<["param", "grad", "new_param"]>,
+     AllTypesMatch<["moment1", "moment2", "new_moment1", "new_moment2"]>]> {
   let summary = "Applies one AdamW step to an FP32 master weight and its moments.";
   let description = [{
     With `g` the scaled, clipped gradient and `t = step` (1-based):
     `m' = β1·m + (1 − β1)·g`, `v' = β2·v + (1 − β2)·g²`,
     `p' = p − lr·(weight_decay·p + (m'/(1 − β1ᵗ)) / (sqrt(v'/(1 − β2ᵗ)) + ε))`
     (decoupled weight decay, as `torch.optim.AdamW`).
-  }] # clipDescription # [{
+  }] # clipDescription # momentDescription # [{
 
     ```mlir
     %p2, %m2, %v2 = infir2.adamw %p, %g, %m, %v, %lr, %step, %scale, %norm
         {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-08 : f64,
          weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64} : tensor<8x4xf32>
+    %p3, %m3, %v3 = infir2.adamw %p, %g, %mb, %vb, %lr, %step, %scale, %norm
+        {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-08 : f64,
+         weight_decay = 0.1 : f64, max_grad_norm = 1.0 : f64}
+        : tensor<8x4xf32> moments bf16
     ```
   }];
   let arguments = (ins Infir2_FP32Tensor:$param, Infir2_FP32Tensor:$grad,
-                       Infir2_FP32Tensor:$moment1, Infir2_FP32Tensor:$moment2,
+                       Infir2_MomentTensor:$moment1, Infir2_MomentTensor:$moment2,
                        Infir2_Scalar:$learning_rate, Infir2_Scalar:$step,
                        Infir2_Scalar:$grad_scale, Infir2_Scalar:$grad_norm,
                        F64Attr:$beta1, F64Attr:$beta2, PositiveF64Attr:$epsilon,
                        F64Attr:$weight_decay, F64Attr:$max_grad_norm);
-  let results = (outs Infir2_FP32Tensor:$new_param, Infir2_FP32Tensor:$new_moment1,
-                      Infir2_FP32Tensor:$new_moment2);
+  let results = (outs Infir2_FP32Tensor:$new_param,
+                      Infir2_MomentTensor:$new_moment1,
+                      Infir2_MomentTensor:$new_moment2);
   let assemblyFormat = [{
     $param `,` $grad `,` $moment1 `,` $moment2 `,` $learning_rate `,` $step `,`
     $grad_scale `,` $grad_norm attr-dict `:` type($param)
+    custom<MomentType>(ref(type($param)), type($moment1))
   }];
   let hasVerifier = 1;
 }
@@ -208,7 +224,7 @@ def Infir2_AdamWGroupOp : Infir2_UpdateOp<"adamw_group", [
     so that a backend runs the whole update as one call over all the
     optimizer's state (one pass, a segment table of tensors) instead of a
     call per tensor and a conversion per working copy.
-  }] # clipDescription # [{
+  }] # clipDescription # momentDescription # [{
 
     ```mlir
     %p:2, %m:2, %v:2, %w = infir2.adamw_group (%p0, %p1) grads(%g0, %g1)
@@ -221,8 +237,8 @@ def Infir2_AdamWGroupOp : Infir2_UpdateOp<"adamw_group", [
   }];
   let arguments = (ins Variadic<Infir2_FP32Tensor>:$params,
                        Variadic<Infir2_FP32Tensor>:$grads,
-                       Variadic<Infir2_FP32Tensor>:$moments1,
-                       Variadic<Infir2_FP32Tensor>:$moments2,
+                       Variadic<Infir2_MomentTensor>:$moments1,
+                       Variadic<Infir2_MomentTensor>:$moments2,
                        Infir2_Scalar:$learning_rate, Infir2_Scalar:$step,
                        Infir2_Scalar:$grad_scale, Infir2_Scalar:$grad_norm,
                        F64Attr:$beta1, F64Attr:$beta2, PositiveF64Attr:$epsilon,
@@ -230,8 +246,8 @@ def Infir2_AdamWGroupOp : Infir2_UpdateOp<"adamw_group", [
                        DenseF64ArrayAttr:$weight_decays,
                        DenseI64ArrayAttr:$working);
   let results = (outs Variadic<Infir2_FP32Tensor>:$new_params,
-                      Variadic<Infir2_FP32Tensor>:$new_moments1,
-                      Variadic<Infir2_FP32Tensor>:$new_moments2,
+                      Variadic<Infir2_MomentTensor>:$new_moments1,
+                      Variadic<Infir2_MomentTensor>:$new_moments2,
                       Variadic<Infir2_FloatTensor>:$working_copies);
   let assemblyFormat = [{
     ` ` `(` $params `)` `grads` `(` $grads `)` `moments` `(` $moments1 `)`
