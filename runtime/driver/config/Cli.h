@@ -16,7 +16,7 @@
 
 #include "DataSource.h"
 #include "config/Schedule.h"
-#include "device/Device.h"
+#include "device/DeviceChoice.h"
 
 #include "infir2/runtime/Expected.h"
 #include "infir2/runtime/Manifest.h"

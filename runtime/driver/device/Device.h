@@ -17,8 +17,9 @@
 #ifndef INFIR2_RUNTIME_DRIVER_DEVICE_DEVICE_H
 #define INFIR2_RUNTIME_DRIVER_DEVICE_DEVICE_H
 
+#include "device/DeviceChoice.h"
+
 #include "infir2/runtime/Backend.h"
-#include "infir2/runtime/Choices.h"
 #include "infir2/runtime/Expected.h"
 
 #include <cstdlib>
@@ -26,16 +27,6 @@
 #include <vector>
 
 namespace infir2::rt {
-
-/// --device: where the steps run.
-enum class DeviceChoice { Auto, Cuda, Cpu };
-template <> struct Choices<DeviceChoice> {
-  static constexpr const char *flag = "--device";
-  static constexpr Spelling<DeviceChoice> spellings[] = {
-      {DeviceChoice::Auto, "auto"},
-      {DeviceChoice::Cuda, "cuda"},
-      {DeviceChoice::Cpu, "cpu"}};
-};
 
 /// The GPU backend this trainer was built with, or null (Backends.cpp).
 const infir2rt_backend *gpuBackend();

@@ -77,7 +77,7 @@ template <typename Moment> Moment *as(const Operand &p) {
 
 /// Calls `f` with a null `float *` for FP32 moments of type `dtype`, or a
 /// null `uint16_t *` for BF16 ones: the storage type the loops take.
-template <typename F> void withMomentType(int32_t dtype, F f) {
+template <typename F> void withMomentType(int64_t dtype, F f) {
   if (dtype == INFIR2RT_BF16)
     f(static_cast<uint16_t *>(nullptr));
   else
@@ -146,8 +146,9 @@ int32_t adamw(const Call &c) {
                                  a.max_grad_norm);
   double b1 = a.beta1, b2 = a.beta2, eps = a.epsilon, wd = a.weight_decay;
   float c1 = biasCorrection(b1, t), c2 = biasCorrection(b2, t);
-  if (m.dtype != v.dtype || m.dtype != nm.dtype || m.dtype != nv.dtype)
-    return c.fail("the moments must share one type");
+  if ((m.dtype != INFIR2RT_F32 && m.dtype != INFIR2RT_BF16) ||
+      m.dtype != v.dtype || m.dtype != nm.dtype || m.dtype != nv.dtype)
+    return c.fail("the moments must be f32 or bf16, all alike");
   const float *P = reinterpret_cast<const float *>(p.ptr),
               *G = reinterpret_cast<const float *>(g.ptr);
   float *NP = reinterpret_cast<float *>(np.ptr);
@@ -194,11 +195,12 @@ int32_t adamw_group(const Call &c) {
                     (long long)j, (long long)i, (long long)n);
     workingOf[size_t(i)] = 7 * n + 4 + j;
   }
-  int32_t momentType = c.operand(2 * n).dtype;
+  int64_t momentType = c.operand(2 * n).dtype;
   for (int64_t i = 2 * n; i < 4 * n; ++i)
-    if (c.operand(i).dtype != momentType ||
+    if ((momentType != INFIR2RT_F32 && momentType != INFIR2RT_BF16) ||
+        c.operand(i).dtype != momentType ||
         c.operand(i + 3 * n + 4).dtype != momentType)
-      return c.fail("the moments must share one type");
+      return c.fail("the moments must be f32 or bf16, all alike");
   withMomentType(momentType, [&](auto *type) {
     adamwGroup<std::remove_pointer_t<decltype(type)>>(
         c, a, n, workingOf,

@@ -15,6 +15,7 @@
 
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Error.h"
+#include "infir2/runtime/Float.h"
 
 #include "DescriptorBuilder.h"
 
@@ -208,6 +209,105 @@ TEST(AdamWGroup, EqualsOneAdamWAndOneCopyPerTensor) {
       EXPECT_TRUE(same(got[t].w, expected[t].w));
       EXPECT_EQ(got[t].w.empty(), expected[t].w.empty());
     }
+  }
+}
+
+/// One AdamW update (adamw, or adamw_group of one tensor with a BF16 working
+/// copy) of n elements with moments of type `moments`, from `x`'s tensor t
+/// (its moments rounded to BF16 first, so that both types start from the
+/// same values): the new master, moments (as FP32) and working copy.
+Result updateWithMoments(const Values &x, size_t t, int64_t moments,
+                         bool group) {
+  int64_t n = kSizes[t];
+  Call c;
+  int p = c.add({n}, INFIR2RT_F32), g = c.add({n}, INFIR2RT_F32),
+      m = c.add({n}, moments), v = c.add({n}, moments);
+  int s = c.add({}, INFIR2RT_F32);
+  for (int i = 0; i < 3; ++i)
+    c.add({}, INFIR2RT_F32);
+  int np = c.add({n}, INFIR2RT_F32), nm = c.add({n}, moments),
+      nv = c.add({n}, moments);
+  int w = group ? c.add({n}, INFIR2RT_BF16) : -1;
+  if (group)
+    c.attrs({0.9, 0.95, 1e-8, 1.0, 1.0, kDecays[t], 1.0, 0.0});
+  else
+    c.attrs({0.9, 0.95, 1e-8, kDecays[t], 1.0});
+  put(c, p, x.p[t]), put(c, g, x.g[t]);
+  for (auto [o, values] : {std::pair{m, &x.m[t]}, {v, &x.v[t]}})
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t b = infir2::rt::floatToBF16((*values)[i]);
+      if (moments == INFIR2RT_BF16)
+        reinterpret_cast<uint16_t *>(c.u8(o))[i] = b;
+      else
+        c.f32(o)[i] = infir2::rt::bf16ToFloat(b);
+    }
+  scalars(c, s);
+  EXPECT_EQ(c.run(group ? infir2rt_adamw_group : infir2rt_adamw), 0);
+  Result r;
+  r.p.assign(c.f32(np), c.f32(np) + n);
+  for (auto [o, out] : {std::pair{nm, &r.m}, {nv, &r.v}})
+    for (int64_t i = 0; i < n; ++i)
+      out->push_back(moments == INFIR2RT_BF16
+                         ? infir2::rt::bf16ToFloat(
+                               reinterpret_cast<uint16_t *>(c.u8(o))[i])
+                         : c.f32(o)[i]);
+  if (group) {
+    const auto *wb = reinterpret_cast<const uint16_t *>(c.u8(w));
+    r.w.assign(wb, wb + n);
+  }
+  return r;
+}
+
+// optimizer-state=bf16's contract, to the bit: from the same moments, the
+// update with BF16 moments gives the FP32-moment update's master (the
+// arithmetic is FP32 either way) and its new moments rounded to nearest
+// even, for adamw and adamw_group alike.
+TEST(AdamWGroup, BF16MomentsAreTheFP32UpdateRounded) {
+  uint64_t seed = std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  Values x = draw(rng);
+  for (bool group : {false, true})
+    for (size_t t : {size_t(1), size_t(3)}) { // 7 elements, and 20011
+      SCOPED_TRACE(std::string(group ? "adamw_group" : "adamw") + ", tensor " +
+                   std::to_string(t));
+      Result fp32 = updateWithMoments(x, t, INFIR2RT_F32, group);
+      Result bf16 = updateWithMoments(x, t, INFIR2RT_BF16, group);
+      EXPECT_EQ(std::memcmp(fp32.p.data(), bf16.p.data(), fp32.p.size() * 4),
+                0);
+      EXPECT_EQ(fp32.w, bf16.w);
+      size_t rounded = 0;
+      for (size_t i = 0; i < fp32.m.size(); ++i) {
+        for (auto [wide, narrow] :
+             {std::pair{fp32.m[i], bf16.m[i]}, {fp32.v[i], bf16.v[i]}}) {
+          float want = infir2::rt::bf16ToFloat(infir2::rt::floatToBF16(wide));
+          ASSERT_EQ(std::memcmp(&want, &narrow, 4), 0)
+              << "element " << i << ": " << wide << " stored as " << narrow;
+          rounded += want != wide;
+        }
+      }
+      EXPECT_GT(rounded, 0u); // the rounding happened
+    }
+}
+
+// Moments of another type, or of two types, are refused.
+TEST(AdamWGroup, RefusesMomentsNeitherF32NorBF16) {
+  for (auto [m, v] :
+       {std::pair{INFIR2RT_F16, INFIR2RT_F16}, {INFIR2RT_BF16, INFIR2RT_F32}}) {
+    Call c;
+    c.add({4}, INFIR2RT_F32), c.add({4}, INFIR2RT_F32);
+    c.add({4}, m), c.add({4}, v);
+    int s = c.add({}, INFIR2RT_F32);
+    for (int i = 0; i < 3; ++i)
+      c.add({}, INFIR2RT_F32);
+    c.add({4}, INFIR2RT_F32), c.add({4}, m), c.add({4}, v);
+    c.attrs({0.9, 0.95, 1e-8, 0.1, 1.0});
+    scalars(c, s);
+    infir2rt_context ctx{};
+    ctx.regions[0] = ctx.regions[1] = c.host.data();
+    EXPECT_NE(infir2rt_adamw(&ctx, c.desc.data(), "adamw"), 0);
+    EXPECT_EQ(callError(ctx),
+              "adamw: the moments must be f32 or bf16, all alike");
   }
 }
 
