@@ -19,8 +19,8 @@ for st in fp32 bf16; do
     --recipe-options="optimizer-state=$st" -o "$tmp/t-$st"
   echo "optimizer-state=$st: $("$bin/infir2-compile" "$tmp/110m.mlir" --recipe=fp8 \
     --recipe-options="optimizer-state=$st" --emit=plan --report-memory -o "$tmp/p.mlir" |
-    grep -E 'optimizer moments|peak \(training step\)' | awk '{print $1, $2, $(NF-3), "GiB"}' |
-    paste -sd ';')"
+    sed -n -E 's/^ *(optimizer moments|peak \(training step\)) +([0-9.]+ GiB).*/\1 \2/p' |
+    paste -sd ';' | sed 's/;/; /')"
 done
 heldout=$root/build/data/brown-heldout.txt
 for seed in $(seq "$seeds"); do
