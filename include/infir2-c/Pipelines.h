@@ -30,7 +30,8 @@ extern "C" {
 /// module has none, then puts its GEMMs in FP8 where the policy allows.
 /// Options: granularity, format, scales, keep-first-last, min-gemm-flops,
 /// cost-model, fuse-casts, and the training step's (optimizer, beta1, beta2,
-/// eps, weight-decay, grad-clip, decay-1d, data-parallel, zero1, world-size).
+/// eps, weight-decay, grad-clip, decay-1d, optimizer-state, data-parallel,
+/// zero1, world-size).
 MLIR_CAPI_EXPORTED MlirLogicalResult infir2RunFP8Recipe(MlirModule module,
                                                         MlirStringRef options);
 

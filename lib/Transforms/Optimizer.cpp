@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <cstdio>
 
 namespace infir2 {
 #define GEN_PASS_DEF_OPTIMIZERPASS
@@ -35,11 +36,34 @@ struct OptimizerPass : public infir2::impl::OptimizerPassBase<OptimizerPass> {
   LogicalResult build(ModuleOp module);
 };
 
+/// `x` as printf's %g writes it ("0.999").
+std::string shortest(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
 LogicalResult OptimizerPass::build(ModuleOp module) {
   bool adamw = optimizer == OptimizerKind::adamw;
   if (std::optional<std::string> bad =
           checkOptimizerSettings(beta1, beta2, eps, weightDecay, gradClip))
     return module.emitError() << *bad;
+  if (!adamw && optimizerState != OptimizerState::fp32)
+    return module.emitError() << "optimizer-state=bf16 needs AdamW: SGD "
+                                 "keeps no moments";
+  // A BF16 moment m' = beta m + ... moves by (1 - beta) m; at or below half
+  // an ulp (2^-8 of m at the top of a binade) it rounds back to m, and the
+  // moment stops decaying (at beta2 = 0.999, v would never fall).
+  if (adamw && optimizerState == OptimizerState::bf16)
+    for (auto [name, beta] :
+         {std::pair<StringRef, double>{"beta1", beta1}, {"beta2", beta2}})
+      if (1.0 - beta <= 0x1p-8)
+        return module.emitError()
+               << "optimizer-state=bf16 needs 1 - " << name << " above 2^-8 ("
+               << name << " below 0.99609375), got " << name << " = "
+               << shortest(beta)
+               << ": a BF16 moment would round back to itself instead of "
+                  "decaying; keep optimizer-state=fp32 for it";
   auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
   if (!forward)
     return module.emitError() << "no function named '" << forwardName
@@ -49,9 +73,6 @@ LogicalResult OptimizerPass::build(ModuleOp module) {
   if (module.lookupSymbol(stepName))
     return module.emitError() << "cannot create '" << stepName
                               << "': a symbol of that name already exists";
-  if (!adamw && optimizerState != OptimizerState::fp32)
-    return module.emitError() << "optimizer-state=bf16 needs AdamW: SGD "
-                                 "keeps no moments";
   SmallVector<std::pair<unsigned, ParamAttr>> params = getParams(forward);
   if (params.empty())
     return forward.emitError() << "has no trainable parameters (no argument "

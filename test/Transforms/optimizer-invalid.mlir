@@ -9,6 +9,8 @@
 // SGD-BF16: error: optimizer-state=bf16 needs AdamW: SGD keeps no moments
 // RUN: not infir2-opt %s --split-input-file --infir2-optimizer="optimizer-state=fp16" 2>&1 | FileCheck %s --check-prefix=FP16
 // FP16: for the --optimizer-state option: invalid value 'fp16' (expected fp32 or bf16)
+// RUN: not infir2-opt %s --split-input-file --infir2-optimizer="optimizer-state=bf16 beta2=0.999" 2>&1 | FileCheck %s --check-prefix=BF16-BETA2
+// BF16-BETA2: error: optimizer-state=bf16 needs 1 - beta2 above 2^-8 (beta2 below 0.99609375), got beta2 = 0.999: a BF16 moment would round back to itself instead of decaying; keep optimizer-state=fp32 for it
 
 // Tests that the forward function must exist.
 // expected-error @below {{no function named 'forward' whose parameters to optimize}}

@@ -1,6 +1,7 @@
 // RUN: infir2-opt %s --infir2-optimizer | FileCheck %s
 // RUN: infir2-opt %s --infir2-optimizer="optimizer=sgd weight-decay=0.01 grad-clip=0 decay-1d step-name=sgd_step" | FileCheck %s --check-prefix=SGD
 // RUN: infir2-opt %s --infir2-optimizer="optimizer-state=bf16" | FileCheck %s --check-prefix=BF16
+// RUN: infir2-opt %s --infir2-optimizer="optimizer-state=bf16 beta2=0.995" | FileCheck %s --check-prefix=BF16
 
 // Tests the AdamW step: FP32 masters, gradients and moments per parameter,
 // the scalar runtime inputs, one global norm over the scaled gradients, an

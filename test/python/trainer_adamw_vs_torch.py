@@ -39,17 +39,19 @@ norm the exact norm (float64 sums here) to 1e-6 relative: PyTorch 1.13's own
 float32 total norm is itself up to ~1e-5 off it, so it is not the reference
 for the norm, though its clipping is used. Observed differences are printed.
 
-With --moments bf16 the masters keep the FP32 bounds (the update uses the
-unrounded FP32 moments on both sides), and the stored moments may differ by
-one BF16 ulp (at most 2^-7 of the value) where the two sides' FP32 values,
-which differ by a few FP32 ulps of the summed terms, straddle a rounding
-boundary: each moment within 2^-7 |ref| + 2^-20 (|beta1 m| + |(1-beta1) g|)
-(for v: beta2 v and (1-beta2) g^2), g the clipped, averaged gradient and m
-the moment the step started from; the trace's moments must be exactly BF16;
-and such flips must be rare: at most 1e-3 of the moments may differ from
-PyTorch's at all (two FP32 values a few FP32 ulps apart straddle a BF16
-rounding boundary with a probability of about 2^-14; a rounding other than
-to nearest even, e.g. truncation, would differ in about half of them).
+With --moments bf16 the gradients are clipped by the coefficient of the
+exact (FP64) norm, as the trainer computes it, not by torch's float32 norm.
+The masters keep the FP32 bounds (the update uses the unrounded FP32 moments
+on both sides). The stored moments may differ by one BF16 ulp of PyTorch's
+value where the two sides' FP32 values, a few FP32 ulps of the summed terms
+apart, straddle a rounding boundary: each moment within ulp(ref) +
+2^-20 (|beta1 m| + |(1-beta1) g|) (for v: beta2 v and (1-beta2) g^2), g the
+clipped, averaged gradient and m the moment the step started from. The
+trace's moments must be exactly BF16, and such flips must be rare: at most
+1e-3 of the moments may differ from PyTorch's at all (two FP32 values a few
+FP32 ulps apart straddle a BF16 rounding boundary with a probability of
+about 2^-14; a rounding other than to nearest even, e.g. truncation, would
+differ in about half of them).
 """
 import argparse
 import os
@@ -127,7 +129,16 @@ def main():
         for n in names:
             params[n].grad = t["grad." + n] / a.grad_accum
         exact = float(np.sqrt(sum(float((params[n].grad.double() ** 2).sum()) for n in names)))
-        torch.nn.utils.clip_grad_norm_(list(params.values()), a.grad_clip)
+        if bf16:
+            # Clipped by the exact norm's coefficient, as the trainer clips
+            # (torch's float32 norm is up to ~1e-5 off, which would move
+            # ~1e-3 of the moments across a BF16 rounding boundary).
+            coef = min(1.0, a.grad_clip / (exact + 1e-6))
+            with torch.no_grad():
+                for n in names:
+                    params[n].grad.mul_(coef)
+        else:
+            torch.nn.utils.clip_grad_norm_(list(params.values()), a.grad_clip)
         norm_err = abs(float(t["grad_norm"]) - exact) / exact
         for g in opt.param_groups:
             g["lr"] = lr
@@ -158,7 +169,10 @@ def main():
                          "exp_avg_sq": (a.beta2 * v0).abs() + (1 - a.beta2) * g * g}
                 for key, scale in terms.items():
                     ref = st[key]
-                    bound = 2.0 ** -7 * ref.abs() + 2.0 ** -20 * scale + 1e-38
+                    # One BF16 ulp of ref: |ref| in [2^(e-1), 2^e), 8 bits.
+                    ulp = torch.ldexp(torch.ones_like(ref), torch.frexp(ref)[1] - 8)
+                    bound = torch.where(ref == 0, torch.zeros_like(ref), ulp) \
+                        + 2.0 ** -20 * scale + 1e-38
                     w[key] = max(w[key], float(((t[key + "." + n] - ref).abs() / bound).max()))
                     flips += int((t[key + "." + n] != ref).sum())
                     moments += ref.numel()

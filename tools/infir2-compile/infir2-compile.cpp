@@ -75,7 +75,8 @@ static cl::opt<std::string> optimizerOptions(
     "optimizer-options",
     cl::desc("The optimizer's settings, e.g. \"beta1=0.9 beta2=0.95 eps=1e-8 "
              "weight-decay=0.1 grad-clip=1.0\" (the defaults, the InfiR2 "
-             "paper's); also optimizer=adamw|sgd and decay-1d"),
+             "paper's); also optimizer=adamw|sgd, decay-1d and "
+             "optimizer-state=fp32|bf16 (AdamW's moments)"),
     cl::init(""), cl::cat(category));
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to write (default: a trainer executable)"),

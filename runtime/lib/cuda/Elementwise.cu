@@ -333,7 +333,8 @@ extern "C" int32_t infir2rt_cuda_adamw_group(infir2rt_context *ctx,
                    viewOf(descOperand(ctx, desc, 6 * n + 4 + i))};
   };
   for (int64_t i = 0; i < n; ++i)
-    if (!momentsOk(momentsOf(i)))
+    if (!momentsOk(momentsOf(i)) ||
+        momentsOf(i).m.dtype != momentsOf(0).m.dtype)
       return setCallError(
           ctx, where, "%s",
           "the CUDA kernel takes f32 or bf16 moments, all alike");

@@ -271,3 +271,14 @@ func.func @adamw_group_7(%a: tensor<4xf32>, %b: tensor<2xf32>, %s: tensor<f32>) 
   %p:2, %m:2, %v:2, %w = infir2.adamw_group (%a, %b) grads (%a, %b) moments (%a, %b) (%a, %b) lr %s step %s scale %s norm %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1, 0.0>, working = array<i64: 1>} : tensor<4xf32>, tensor<2xf32> -> tensor<4xbf16>
   return
 }
+
+// -----
+
+// Tests that a group's types are tensors (its custom type list parses any).
+func.func @adamw_group_scalar_types(%a: f32, %s: tensor<f32>) {
+  // (Reported where the type list ends.)
+  // expected-error @+2 {{expects tensor parameters, got 'f32'}}
+  %p, %m, %v = infir2.adamw_group (%a) grads (%a) moments (%a) (%a) lr %s step %s scale %s norm %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decays = array<f64: 0.1>, working = array<i64>} : f32
+  return
+}
+

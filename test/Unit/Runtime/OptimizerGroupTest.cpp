@@ -308,6 +308,21 @@ TEST(AdamWGroup, RefusesMomentsNeitherF32NorBF16) {
     EXPECT_NE(infir2rt_adamw(&ctx, c.desc.data(), "adamw"), 0);
     EXPECT_EQ(callError(ctx),
               "adamw: the moments must be f32 or bf16, all alike");
+    // The same tensor as a group of one, no working copy.
+    Call g;
+    g.add({4}, INFIR2RT_F32), g.add({4}, INFIR2RT_F32);
+    g.add({4}, m), g.add({4}, v);
+    int gs = g.add({}, INFIR2RT_F32);
+    for (int i = 0; i < 3; ++i)
+      g.add({}, INFIR2RT_F32);
+    g.add({4}, INFIR2RT_F32), g.add({4}, m), g.add({4}, v);
+    g.attrs({0.9, 0.95, 1e-8, 1.0, 1.0, 0.1, 0.0});
+    scalars(g, gs);
+    infir2rt_context gctx{};
+    gctx.regions[0] = gctx.regions[1] = g.host.data();
+    EXPECT_NE(infir2rt_adamw_group(&gctx, g.desc.data(), "group"), 0);
+    EXPECT_EQ(callError(gctx),
+              "group: the moments must be f32 or bf16, all alike");
   }
 }
 

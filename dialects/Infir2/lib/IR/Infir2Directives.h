@@ -22,7 +22,12 @@ namespace infir2 {
 static mlir::ParseResult parseMomentElementType(mlir::OpAsmParser &parser,
                                                 mlir::Type param,
                                                 mlir::Type &element) {
-  element = mlir::cast<mlir::ShapedType>(param).getElementType();
+  auto shaped = mlir::dyn_cast<mlir::ShapedType>(param);
+  if (!shaped)
+    return parser.emitError(parser.getCurrentLocation(),
+                            "expects tensor parameters, got ")
+           << param;
+  element = shaped.getElementType();
   if (mlir::failed(parser.parseOptionalKeyword("moments")))
     return mlir::success();
   return parser.parseType(element);
@@ -73,8 +78,14 @@ parseSameTypes(mlir::OpAsmParser &parser, llvm::ArrayRef<mlir::Type> params,
   for (llvm::SmallVectorImpl<mlir::Type> *types :
        {&moments1, &moments2, &newMoments1, &newMoments2}) {
     types->clear();
-    for (mlir::Type p : params)
-      types->push_back(mlir::cast<mlir::ShapedType>(p).clone(element));
+    for (mlir::Type p : params) {
+      auto shaped = mlir::dyn_cast<mlir::ShapedType>(p);
+      if (!shaped)
+        return parser.emitError(parser.getCurrentLocation(),
+                                "expects tensor parameters, got ")
+               << p;
+      types->push_back(shaped.clone(element));
+    }
   }
   return mlir::success();
 }
