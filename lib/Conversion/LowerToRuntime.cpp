@@ -116,7 +116,7 @@ LogicalResult lowerFunction(func::FuncOp fn, StringRef symbol,
                                   b.getFunctionType({}, {}));
   OpBuilder body = OpBuilder::atBlockEnd(out.addEntryBlock());
   SmallVector<Operation *> schedule;
-  DenseMap<Value, Value> alias;
+  DenseMap<Value, View> alias;
   scheduleBlock(fn.getBody().front(), schedule, alias);
   std::vector<LoweredCall> calls;
   for (size_t i = 0; i < schedule.size(); ++i) {

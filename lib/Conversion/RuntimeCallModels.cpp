@@ -99,6 +99,10 @@ void setQuantizeDual(A &a, fp8::QuantizeDualOp q,
 //===----------------------------------------------------------------------===//
 
 RuntimeCall callOf(ReshapeOp) { return {}; }
+// Views: the planner places a slice inside its input, and a concatenation's
+// inputs inside it.
+RuntimeCall callOf(SliceOp) { return {}; }
+RuntimeCall callOf(ConcatOp) { return {}; }
 RuntimeCall callOf(ConvertOp op) { return callTo(op, "copy"); }
 RuntimeCall callOf(EmbeddingOp op) { return callTo(op, "embedding"); }
 RuntimeCall callOf(CacheWriteOp op) { return callTo(op, "cache_write"); }
@@ -191,7 +195,14 @@ RuntimeCall crossEntropyCall(Op op, StringRef entry) {
   A a;
   a.ignore_index = op.getIgnoreIndexAttr().getInt();
   a.has_mask = bool(op.getLossMask());
+  a.has_divisor = bool(op.getDivisor());
   return callTo(op, entry, encoded(a));
+}
+RuntimeCall callOf(LossWeightOp op) {
+  attrs::loss_weight a;
+  a.ignore_index = op.getIgnoreIndexAttr().getInt();
+  a.has_mask = bool(op.getLossMask());
+  return callTo(op, "loss_weight", encoded(a));
 }
 RuntimeCall callOf(CrossEntropyOp op) {
   return crossEntropyCall<attrs::cross_entropy>(op, "cross_entropy");
@@ -401,8 +412,8 @@ void infir2::registerRuntimeCallModels(DialectRegistry &registry) {
                  CacheAttentionOp, SiluOp, AddOp, MulOp, CrossEntropyOp,
                  CrossEntropyGradOp, ReduceSumOp, SiluGradOp, SwigluGradOp,
                  RMSNormGradOp, EmbeddingGradOp, GlobalNormOp, AllReduceOp,
-                 ReduceScatterOp, AllGatherOp, AdamWOp, AdamWGroupOp, SGDOp>(
-        ctx);
+                 ReduceScatterOp, AllGatherOp, AdamWOp, AdamWGroupOp, SGDOp,
+                 SliceOp, ConcatOp, LossWeightOp>(ctx);
     RMSNormOp::attachInterface<FusingRuntimeCallModel<RMSNormOp>>(*ctx);
     SwigluOp::attachInterface<FusingRuntimeCallModel<SwigluOp>>(*ctx);
   });

@@ -453,7 +453,7 @@ infir2::buildDecoderForward(MLIRContext *ctx, const DecoderConfig &c,
                        z, arg(lmHead), false, true, /*acc=*/Value());
   Value loss = CrossEntropyOp::create(
       ob, at("loss"), lossType, logits, arg(ids + 1), arg(ids + 2),
-      /*ignore_index=*/b.getI64IntegerAttr(-100));
+      /*divisor=*/Value(), /*ignore_index=*/b.getI64IntegerAttr(-100));
   func::ReturnOp::create(ob, unknown, loss);
   return module;
 }

@@ -105,6 +105,8 @@ LogicalResult Interpreter::crossEntropyGrad(CrossEntropyGradOp op) {
   double total = 0.0;
   for (int64_t t = 0; t < tokens; ++t)
     total += tokenWeight(op, targets, mask, t);
+  if (op.getDivisor())
+    total = get(op.getDivisor()).data[0];
   Tensor out(logits.shape);
   for (int64_t t = 0; t < tokens && total != 0.0; ++t) {
     double w = tokenWeight(op, targets, mask, t);

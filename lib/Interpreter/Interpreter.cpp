@@ -94,6 +94,32 @@ LogicalResult Interpreter::run(Operation *op) {
         return success();
       })
       .Case([&](TransposeOp o) { return transpose(o); })
+      .Case([&](SliceOp o) {
+        const Tensor &x = get(o.getInput());
+        Tensor out(shapeOf(o.getResult()));
+        int64_t row = x.getNumElements() / x.shape[0];
+        std::copy_n(x.data.begin() + o.getStart() * row, out.getNumElements(),
+                    out.data.begin());
+        set(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](ConcatOp o) {
+        Tensor out(shapeOf(o.getResult()));
+        auto at = out.data.begin();
+        for (Value v : o.getInputs())
+          at = std::copy(get(v).data.begin(), get(v).data.end(), at);
+        set(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](LossWeightOp o) {
+        const Tensor &targets = get(o.getTargets());
+        const Tensor *mask = o.getLossMask() ? &get(o.getLossMask()) : nullptr;
+        double total = 0.0;
+        for (int64_t t = 0; t < targets.getNumElements(); ++t)
+          total += tokenWeight(o, targets, mask, t);
+        set(o.getResult(), Tensor({}, total));
+        return success();
+      })
       .Case([&](RMSNormGradOp o) { return rmsNormGrad(o); })
       .Case([&](RopeGradOp o) { return ropeGrad(o); })
       .Case([&](AttentionGradOp o) { return attentionGrad(o); })

@@ -200,6 +200,8 @@ LogicalResult Interpreter::crossEntropy(CrossEntropyOp op) {
                   row[static_cast<int64_t>(targets.data[t])]);
     weight += w;
   }
+  if (op.getDivisor())
+    weight = get(op.getDivisor()).data[0];
   set(op.getResult(), Tensor({}, weight == 0.0 ? 0.0 : total / weight));
   return success();
 }

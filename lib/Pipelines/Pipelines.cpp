@@ -79,6 +79,28 @@ static void addTrainingStep(OpPassManager &pm,
   }
 }
 
+/// The LM head and the loss by chunks of tokens, when asked to.
+template <typename Derived>
+static void addChunkLoss(OpPassManager &pm,
+                         const TrainingStepOptions<Derived> &options) {
+  if (!options.chunkLoss)
+    return;
+  ChunkLossPassOptions chunk;
+  chunk.tokens = options.lossChunkTokens;
+  pm.addPass(createChunkLossPass(chunk));
+}
+
+/// Recomputation to fit a memory budget, the recipe's last decision.
+template <typename Derived>
+static void addRecompute(OpPassManager &pm,
+                         const TrainingStepOptions<Derived> &options) {
+  if (options.memoryBudget.empty())
+    return;
+  RecomputePassOptions recompute;
+  recompute.budget = options.memoryBudget;
+  pm.addPass(createRecomputePass(recompute));
+}
+
 template <typename Derived>
 static void addFP8Recipe(OpPassManager &pm,
                          const FP8OptionsBase<Derived> &options) {
@@ -104,6 +126,7 @@ static void addFP8Recipe(OpPassManager &pm,
   pm.addPass(createFuseAccumulationPass());
   if (options.foldConversions)
     pm.addPass(createFoldConversionsPass());
+  addChunkLoss(pm, options);
   if (options.groupCalls)
     pm.addPass(createGroupCallsPass());
   if (options.fuseOptimizer)
@@ -111,6 +134,7 @@ static void addFP8Recipe(OpPassManager &pm,
   // FP8 weights quantized by the optimizer step, read by every micro-batch.
   if (options.cacheWeights)
     pm.addPass(createCacheFP8WeightsPass());
+  addRecompute(pm, options);
 }
 
 template <typename Derived>
@@ -121,10 +145,12 @@ static void addBF16Recipe(OpPassManager &pm,
   pm.addPass(createFuseAccumulationPass());
   if (options.foldConversions)
     pm.addPass(createFoldConversionsPass());
+  addChunkLoss(pm, options);
   if (options.groupCalls)
     pm.addPass(createGroupCallsPass());
   if (options.fuseOptimizer)
     pm.addPass(createFuseOptimizerPass());
+  addRecompute(pm, options);
 }
 
 void infir2::buildFP8RecipePipeline(OpPassManager &pm,

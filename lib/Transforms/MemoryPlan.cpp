@@ -289,8 +289,14 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
     fp.buffers[arg] = {false, plan.state[*s].offset};
   }
 
-  DenseMap<Value, Value> alias;
+  DenseMap<Value, View> alias;
   scheduleBlock(entry, fp.schedule, alias);
+  for (Operation *op : fp.schedule)
+    if (isa<ConcatOp>(op) && !concatIsPlaced(op, alias))
+      return op->emitOpError()
+             << "has an input it cannot hold in place (a function argument, "
+                "a view of another tensor, or a value read elsewhere or "
+                "twice): the runtime has no concatenation to copy it";
   // A gradient accumulator that only the ops adding into it read, whose last
   // sum goes back to its own slot, is added into where it lies: every link
   // of the chain (a tied embedding's two gradients) shares its buffer, and
@@ -312,13 +318,18 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
     FailureOr<int64_t> in = argumentSlot(fn, arg);
     if (succeeded(out) && succeeded(in) && *out == *in)
       for (Value link : links)
-        alias[link] = arg;
+        alias[link] = {arg};
   }
-  auto root = [&](Value v) {
-    for (auto it = alias.find(v); it != alias.end(); it = alias.find(v))
-      v = it->second;
-    return v;
+  // The value whose buffer `v` lies in, and where in it.
+  auto resolve = [&](Value v) {
+    int64_t offset = 0;
+    for (auto it = alias.find(v); it != alias.end(); it = alias.find(v)) {
+      offset += it->second.offset;
+      v = it->second.base;
+    }
+    return std::make_pair(v, offset);
   };
+  auto root = [&](Value v) { return resolve(v).first; };
 
   // Liveness: the last schedule position reading each root buffer. Ops
   // the lowering runs as one call read their operands until the call's
@@ -371,8 +382,11 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
   bool isTrainStep = fn.getSymName() == "train_step";
   DenseMap<Value, MemoryCategory> category;
   for (auto [i, op] : llvm::enumerate(fp.schedule)) {
-    for (Value r : op->getResults()) {
-      if (root(r) != r)
+    for (Value result : op->getResults()) {
+      // A buffer is placed when the first value lying in it is made: a
+      // concat's result before its inputs.
+      Value r = root(result);
+      if (fp.buffers.count(r))
         continue;
       auto type = dyn_cast<RankedTensorType>(r.getType());
       if (!type || !type.hasStaticShape())
@@ -406,19 +420,15 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       liveTotal -= alignedBytes(bytes);
     }
   }
-  // Aliases share their root's buffer. The root's entry is copied before
+  // Aliases lie in their root's buffer. The root's entry is copied before
   // the alias's is made: `buffers[r] = buffers[root]` reads through a
   // reference that inserting `r` can free (the map grows).
-  auto share = [&](Value r, Value rootValue) {
-    Buffer b = fp.buffers[rootValue];
-    fp.buffers[r] = b;
-  };
-  for (Operation *op : fp.schedule)
-    for (Value r : op->getResults())
-      if (root(r) != r)
-        share(r, root(r));
-  for (auto &[r, v] : alias)
-    share(r, root(v));
+  for (auto &entry : alias) {
+    auto [base, offset] = resolve(entry.first);
+    Buffer b = fp.buffers[base];
+    b.offset += offset;
+    fp.buffers[entry.first] = b;
+  }
   fp.scratchBytes = arena.size();
   plan.scratchBytes = std::max(plan.scratchBytes, fp.scratchBytes);
   plan.functions.push_back(std::move(fp));

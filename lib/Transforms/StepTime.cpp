@@ -111,7 +111,7 @@ std::string memoryKind(Operation *op) {
     return "FP8 quantization";
   if (isa<RMSNormOp, RMSNormGradOp>(op))
     return "norms";
-  if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
+  if (isa<CrossEntropyOp, CrossEntropyGradOp, LossWeightOp>(op))
     return "loss";
   if (isa<AdamWOp, AdamWGroupOp, SGDOp, GlobalNormOp>(op))
     return "optimizer";
@@ -192,7 +192,7 @@ void collect(Block &block, const StepTimeTarget &t, std::vector<OpTime> &out) {
       collect(fused.getBody().front(), t, out);
       continue;
     }
-    if (isa<ReshapeOp>(op) || op.getNumResults() == 0)
+    if (isa<ReshapeOp, SliceOp, ConcatOp>(op) || op.getNumResults() == 0)
       continue; // a view
     out.push_back(costOf(&op, t));
   }
@@ -300,6 +300,10 @@ double infir2::quantizeSeconds(const StepTimeTarget &target, double elements) {
   if (target.quantizedPerSecond > 0)
     seconds = std::max(seconds, elements / target.quantizedPerSecond);
   return seconds + target.callSeconds;
+}
+
+OpTime infir2::predictOp(Operation *op, const StepTimeTarget &target) {
+  return costOf(op, target);
 }
 
 std::vector<OpTime> infir2::predictOps(func::FuncOp fn,

@@ -7,6 +7,7 @@
 //   infir2-compile model.mlir --recipe=fp8|bf16 [--recipe-options="..."]
 //                  [--optimizer-options="..."] [--report-memory]
 //                  [--report-step-time=h100|h200|cpu [--calibration=FILE]]
+//                  [--memory-budget=SIZE]
 //                  [--emit=recipe|plan|runtime|llvm|llvm-ir|obj|exe]
 //                  -o trainer
 //
@@ -96,6 +97,13 @@ static cl::opt<bool>
     reportMemory("report-memory",
                  cl::desc("Print the planned memory by category and stop"),
                  cl::cat(category));
+
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Recompute activations in the backward pass until the planned "
+             "step (state + arena) fits this size, e.g. 80GiB (the recipe "
+             "option memory-budget)"),
+    cl::value_desc("size"), cl::cat(category));
 
 static cl::opt<std::string> reportStepTime(
     "report-step-time",
@@ -200,6 +208,13 @@ static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
     if (set)
       return fail("bad --recipe-options: " + flag + " is not set here"),
              failure();
+  if (memoryBudget.getNumOccurrences()) {
+    if (options.memoryBudget.getNumOccurrences())
+      return fail("give the budget once: --memory-budget or the recipe "
+                  "option memory-budget"),
+             failure();
+    options.memoryBudget = memoryBudget;
+  }
   if (!optimizerOptions.empty()) {
     infir2::OptimizerOptions optimizer;
     if (failed(optimizer.parseFromString(optimizerOptions, os)) ||

@@ -20,7 +20,8 @@ enum class IntegerInput { Bounded, Positions, Segments };
 
 static int64_t integerBound(Value arg, IntegerInput &kind) {
   kind = IntegerInput::Bounded;
-  for (OpOperand &use : arg.getUses()) {
+  for (OpOperand *usePtr : infir2::getUsesThroughViews(arg)) {
+    OpOperand &use = *usePtr;
     Operation *user = use.getOwner();
     if (auto e = dyn_cast<infir2::EmbeddingOp>(user))
       return cast<RankedTensorType>(e.getTable().getType()).getShape()[0];
@@ -147,10 +148,11 @@ Tensor infir2::run::drawInput(BlockArgument arg, infir2::ParamAttr param,
     }
     return t;
   }
-  bool isMask = llvm::any_of(arg.getUses(), [](OpOperand &use) {
-    auto ce = dyn_cast<infir2::CrossEntropyOp>(use.getOwner());
-    return ce && ce.getLossMask() == use.get();
-  });
+  bool isMask =
+      llvm::any_of(infir2::getUsesThroughViews(arg), [](OpOperand *use) {
+        auto ce = dyn_cast<infir2::CrossEntropyOp>(use->getOwner());
+        return ce && ce.getLossMask() == use->get();
+      });
   std::bernoulli_distribution keep(0.75);
   std::normal_distribution<double> normal(0.0, 1.0);
   for (double &x : t.data)

@@ -110,6 +110,25 @@ struct TrainingStepOptions : public OptimizerOptionsBase<Derived> {
                      "head's gradient in BF16; numerics unchanged; off: "
                      "the FP32 gradient and a conversion)"),
       llvm::cl::init(true)};
+  Option<bool> chunkLoss{
+      *this, "chunk-loss",
+      llvm::cl::desc("Run the LM head and the loss a chunk of tokens at a "
+                     "time when the whole logits would take more than "
+                     "256 MiB (the same loss and gradients to FP32 "
+                     "summation order; off: the whole logits)"),
+      llvm::cl::init(true)};
+  Option<int64_t> lossChunkTokens{
+      *this, "loss-chunk-tokens",
+      llvm::cl::desc("Tokens per chunk of the LM head and the loss (a "
+                     "divisor of the micro-batch's tokens); 0: the largest "
+                     "whose logits fit in 256 MiB"),
+      llvm::cl::init(0)};
+  Option<std::string> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("Recompute activations in the backward pass until the "
+                     "planned step fits this size (e.g. 80GiB; numerics "
+                     "unchanged; empty: nothing recomputed)"),
+      llvm::cl::init("")};
   Option<bool> groupCalls{
       *this, "group-calls",
       llvm::cl::desc("Move quantizations and bias sums the runtime runs as "

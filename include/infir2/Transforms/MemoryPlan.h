@@ -105,12 +105,25 @@ bool addsInPlace(mlir::Operation *op, mlir::Value operand, mlir::Value result);
 /// group writes where another reads; --infir2-group-calls makes the runs.
 bool runsAsOneCall(mlir::Operation *op, mlir::Operation *next);
 
+/// A value that lies inside another's buffer: `base`'s bytes from `offset`.
+struct View {
+  mlir::Value base;
+  int64_t offset = 0;
+};
+
 /// The ops of `block` in execution order, with fp8.fused bodies inlined;
-/// `alias` maps each fused result and each reshape (a view) to the value
-/// whose buffer it shares.
+/// `alias` maps each value that shares another's buffer to where it lies in
+/// it: a fused result and a reshape (the same bytes), a slice (its rows of
+/// the input), and each input of a concat it can hold (its rows of the
+/// result; the planner places the result before its inputs are made).
 void scheduleBlock(mlir::Block &block,
                    llvm::SmallVectorImpl<mlir::Operation *> &schedule,
-                   llvm::DenseMap<mlir::Value, mlir::Value> &alias);
+                   llvm::DenseMap<mlir::Value, View> &alias);
+
+/// Whether scheduleBlock placed every input of `concat` inside its result:
+/// else the planner refuses it (the runtime has no concatenation to run).
+bool concatIsPlaced(mlir::Operation *concat,
+                    const llvm::DenseMap<mlir::Value, View> &alias);
 
 /// Plans `module`, which must hold @train_step and @optimizer_step (and may
 /// hold @forward) after a recipe pipeline. Errors are emitted on the op at

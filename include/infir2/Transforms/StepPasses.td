@@ -167,6 +167,81 @@ def CacheFP8WeightsPass
   }];
 }
 
+def ChunkLossPass : Pass<"infir2-chunk-loss", "mlir::ModuleOp"> {
+  let summary = "Runs the LM head, the loss and their gradients a chunk of tokens at a time.";
+  let description = [{
+    The LM head's logits, `[tokens, vocab]` in FP32, are the largest tensor
+    of a step (Qwen2.5 at 16k tokens: 9.3 GiB, and their BF16 gradient 4.6
+    more). This pass computes them a chunk of tokens at a time: for each
+    chunk, the head's GEMM on its rows of the final norm's output, its share
+    of the loss (`cross_entropy ... divisor` the whole batch's
+    `infir2.loss_weight`), the logits' gradient, the chunk's rows of the
+    norm output's gradient (written where they lie in the whole gradient:
+    `infir2.concat`, placed by the planner) and the head's weight gradient
+    added to its accumulator. A chunk's logits and their gradient are freed
+    before the next chunk's are made, so no whole-logits buffer exists in
+    the plan.
+
+    It applies to `infir2.cross_entropy` of an `infir2.matmul`'s result
+    read by nothing but the loss and (in a training step) its
+    `cross_entropy_grad`, whose result feeds the head's input-gradient GEMM
+    and, through a reshape to `[tokens, vocab]`, its weight-gradient GEMM
+    (FP32, or with an accumulator): what the recipes make of the LM head.
+    The chunk is `tokens` rows, which must divide the token count; 0 takes
+    the largest divisor whose logits fit in `chunk-bytes`. A loss whose
+    logits fit already is left alone, and so is any other form. The first
+    chunk's `infir2.loss_weight` carries `infir2.chunked`, the decision and
+    its reason.
+
+    Numerics: the same loss and gradients but for FP32 summation order: the
+    chunks' losses are added in FP32, and the weight gradient gains each
+    chunk's product in turn (one rounding per chunk instead of one).
+  }];
+  let options = [
+    Option<"tokens", "tokens", "int64_t", "0",
+           "Tokens per chunk (a divisor of the token count); 0: the largest "
+           "whose logits fit in chunk-bytes">,
+    Option<"chunkBytes", "chunk-bytes", "int64_t", "268435456",
+           "With tokens=0: the most bytes one chunk's logits may take">,
+  ];
+}
+
+def RecomputePass : Pass<"infir2-recompute", "mlir::ModuleOp"> {
+  let summary = "Recomputes activations in the backward pass until the planned step fits a memory budget.";
+  let description = [{
+    With a `budget` (a size: `80GiB`, `512MiB`, `4e9` bytes), the step is
+    planned as `--infir2-plan-memory` would plan it (the persistent state
+    plus the largest arena: what the trainer allocates). While that exceeds
+    the budget, a forward op of `@train_step` whose result the backward
+    pass reads is recomputed there: the op is cloned just before its first
+    backward reader, and every backward reader reads the clone, so the
+    original result is freed after its last forward reader and the clone's
+    operands are kept instead. Candidates are GEMMs without an accumulator
+    (`infir2.matmul`, `fp8.scaled_matmul`: a SwiGLU's gate and up, recomputed
+    from the FP8 copy of their input the forward GEMM read), norms,
+    SwiGLU, SiLU and rotary embeddings. Each round takes the candidate that
+    frees the most bytes (its results kept across the loss, less operands
+    not kept otherwise) per predicted second (the step-time model of
+    `cost-target`), plans again, and undoes it if the plan did not shrink.
+    Without a budget nothing is recomputed: the fastest plan.
+
+    Each clone carries `infir2.recompute`, a sentence with the budget, what
+    it frees and its predicted cost. A remark sums up the plan. When every
+    candidate is recomputed and the step still does not fit, the pass fails
+    with the plan it reached and what would fit: the state alone, ZeRO-1's
+    saving, or the tokens a micro-batch could hold. Numerics: unchanged,
+    bit for bit (each clone computes what the original did, from the same
+    operands).
+  }];
+  let options = [
+    Option<"budget", "budget", "std::string", "\"\"",
+           "The most bytes the planned step may take (e.g. 80GiB); empty: "
+           "no recomputation">,
+    Option<"costTarget", "cost-target", "std::string", "\"h100\"",
+           "The step-time model that prices a recomputation: h100 or h200">,
+  ];
+}
+
 def FuseOptimizerPass : Pass<"infir2-fuse-optimizer", "mlir::ModuleOp"> {
   let summary = "Makes the AdamW updates of a step one op over all the optimizer's state.";
   let description = [{

@@ -74,6 +74,9 @@ struct OpTime {
   double flops = 0, bytes = 0, exps = 0, quantized = 0, logits = 0, seconds = 0;
 };
 
+/// The predicted time of one op (not a fused region: its ops one by one).
+OpTime predictOp(mlir::Operation *op, const StepTimeTarget &target);
+
 /// The predicted cost of each op of `fn`'s body (fp8.fused bodies counted
 /// op by op; views cost nothing).
 std::vector<OpTime> predictOps(mlir::func::FuncOp fn,

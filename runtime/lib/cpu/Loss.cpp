@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // cross_entropy and its gradient, with the loss mask and the ignore index:
-// targets checked, the log-sum-exp and the sum over tokens in FP64. Logits
-// are read, and gradients written, a row at a time: no FP32 copy of a
+// targets checked, the log-sum-exp and the sum over tokens in FP64; and
+// loss_weight, the divisor of a loss computed a chunk of tokens at a time.
+// Logits are read, and gradients written, a row at a time: no FP32 copy of a
 // large vocabulary's logits.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace infir2::rt::cpu {
@@ -27,9 +29,12 @@ struct TokenWeights {
   double total = 0.0;
 };
 
-int32_t tokenWeights(const Call &c, const Operand &targets, int64_t ignore,
+/// The weights of `targets` (operand `targetsAt`), whose mask (when there
+/// is one) is the operand after them.
+int32_t tokenWeights(const Call &c, int64_t targetsAt, int64_t ignore,
                      bool hasMask, int64_t vocab, TokenWeights &out) {
-  Operand mask = hasMask ? c.operand(2) : Operand{};
+  Operand targets = c.operand(targetsAt);
+  Operand mask = hasMask ? c.operand(targetsAt + 1) : Operand{};
   out.w.resize(targets.numel);
   for (int64_t t = 0; t < targets.numel; ++t) {
     int64_t id = targets.getIndex(t);
@@ -70,17 +75,36 @@ const float *rowOf(const Operand &x, int64_t t, int64_t n, Buffer &buf) {
   return out;
 }
 
+/// The divisor of a loss computed a chunk at a time (operand `at`) in place
+/// of the chunk's own weights.
+void useDivisor(const Call &c, bool hasDivisor, int64_t at, TokenWeights &w) {
+  if (hasDivisor)
+    w.total = c.operand(at).get(0);
+}
+
 } // namespace
+
+int32_t loss_weight(const Call &c) {
+  auto a = c.attrs<attrs::loss_weight>();
+  TokenWeights w;
+  if (int32_t err =
+          tokenWeights(c, 0, a.ignore_index, a.has_mask, INT64_MAX, w))
+    return err;
+  c.operand(a.has_mask ? 2 : 1).set(0, float(w.total));
+  return 0;
+}
 
 int32_t cross_entropy(const Call &c) {
   Operand logits = c.operand(0), targets = c.operand(1);
   auto a = c.attrs<attrs::cross_entropy>();
   bool hasMask = a.has_mask;
-  Operand out = c.operand(hasMask ? 3 : 2);
+  int64_t at = hasMask ? 3 : 2;
+  Operand out = c.operand(at + (a.has_divisor ? 1 : 0));
   int64_t vocab = logits.last();
   TokenWeights w;
-  if (int32_t err = tokenWeights(c, targets, a.ignore_index, hasMask, vocab, w))
+  if (int32_t err = tokenWeights(c, 1, a.ignore_index, hasMask, vocab, w))
     return err;
+  useDivisor(c, a.has_divisor, at, w);
   double total = 0.0; // FP64 sum over tokens: order-independent enough
 #pragma omp parallel reduction(+ : total)
   {
@@ -102,11 +126,13 @@ int32_t cross_entropy_grad(const Call &c) {
   Operand logits = c.operand(0), targets = c.operand(1);
   auto a = c.attrs<attrs::cross_entropy_grad>();
   bool hasMask = a.has_mask;
-  Operand dloss = c.operand(hasMask ? 3 : 2), out = c.operand(hasMask ? 4 : 3);
+  int64_t at = hasMask ? 3 : 2;
+  Operand dloss = c.operand(at), out = c.operand(at + (a.has_divisor ? 2 : 1));
   int64_t vocab = logits.last();
   TokenWeights w;
-  if (int32_t err = tokenWeights(c, targets, a.ignore_index, hasMask, vocab, w))
+  if (int32_t err = tokenWeights(c, 1, a.ignore_index, hasMask, vocab, w))
     return err;
+  useDivisor(c, a.has_divisor, at + 1, w);
   float g = dloss.get(0);
   bool direct = out.dtype == INFIR2RT_F32;
 #pragma omp parallel

@@ -27,6 +27,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -159,12 +160,12 @@ struct Weights {
 };
 
 int32_t tokenWeights(infir2rt_context *ctx, const int64_t *desc,
-                     const char *where, int64_t ignore, bool hasMask,
-                     int64_t vocab, Weights &out) {
-  Operand targets = descOperand(ctx, desc, 1);
+                     const char *where, int64_t targetsAt, int64_t ignore,
+                     bool hasMask, int64_t vocab, Weights &out) {
+  Operand targets = descOperand(ctx, desc, targetsAt);
   View mask{nullptr, INFIR2RT_F32, 0};
   if (hasMask) {
-    Operand m = descOperand(ctx, desc, 2);
+    Operand m = descOperand(ctx, desc, targetsAt + 1);
     if ((m.dtype != INFIR2RT_F32 && m.dtype != INFIR2RT_BF16) ||
         m.numel != targets.numel)
       return setCallError(ctx, where, "%s",
@@ -207,6 +208,16 @@ __global__ void crossEntropyKernel(View logits, const int32_t *targets,
   if (threadIdx.x == 0)
     atomicAdd(sum, double(w[row]) *
                        double(lse - logits.get(row * vocab + targets[row])));
+}
+
+/// A divisor given to the loss (one chunk's share of a batch's mean) in
+/// place of the chunk's own weights.
+__global__ void divisorKernel(View divisor, double *total) {
+  *total = double(divisor.get(0));
+}
+
+__global__ void storeTotalKernel(const double *total, View out) {
+  out.set(0, float(*total));
 }
 
 /// The mean over the weights, as the CPU backend divides it.
@@ -293,6 +304,20 @@ __global__ void embeddingGradKernel(const int32_t *ids, View dy, float *out,
 
 } // namespace
 
+extern "C" int32_t infir2rt_cuda_loss_weight(infir2rt_context *ctx,
+                                             const int64_t *desc,
+                                             const char *where) {
+  auto a = attrs::decode<attrs::loss_weight>(desc);
+  Operand out = descOperand(ctx, desc, a.has_mask ? 2 : 1);
+  Weights w;
+  if (int32_t rc = tokenWeights(ctx, desc, where, 0, a.ignore_index, a.has_mask,
+                                INT64_MAX, w))
+    return rc;
+  storeTotalKernel<<<1, 1, 0, infir2::rt::cuda::streamOf(ctx)>>>(w.total,
+                                                                 viewOf(out));
+  return infir2::rt::cuda::finishLaunch(ctx, where);
+}
+
 extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
                                                const int64_t *desc,
                                                const char *where) {
@@ -300,13 +325,17 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
           targets = descOperand(ctx, desc, 1);
   auto a = attrs::decode<attrs::cross_entropy>(desc);
   bool hasMask = a.has_mask;
-  Operand out = descOperand(ctx, desc, hasMask ? 3 : 2);
+  int64_t at = hasMask ? 3 : 2;
+  Operand out = descOperand(ctx, desc, at + (a.has_divisor ? 1 : 0));
   int64_t vocab = logits.last();
   Weights w;
   if (int32_t rc =
-          tokenWeights(ctx, desc, where, a.ignore_index, hasMask, vocab, w))
+          tokenWeights(ctx, desc, where, 1, a.ignore_index, hasMask, vocab, w))
     return rc;
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
+  if (a.has_divisor)
+    divisorKernel<<<1, 1, 0, stream>>>(viewOf(descOperand(ctx, desc, at)),
+                                       w.total);
   if (targets.numel > 0)
     crossEntropyKernel<<<unsigned(targets.numel), kThreads, 0, stream>>>(
         viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), w.w,
@@ -322,13 +351,17 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
           targets = descOperand(ctx, desc, 1);
   auto a = attrs::decode<attrs::cross_entropy_grad>(desc);
   bool hasMask = a.has_mask;
-  Operand dloss = descOperand(ctx, desc, hasMask ? 3 : 2),
-          out = descOperand(ctx, desc, hasMask ? 4 : 3);
+  int64_t at = hasMask ? 3 : 2;
+  Operand dloss = descOperand(ctx, desc, at),
+          out = descOperand(ctx, desc, at + (a.has_divisor ? 2 : 1));
   int64_t vocab = logits.last();
   Weights w;
   if (int32_t rc =
-          tokenWeights(ctx, desc, where, a.ignore_index, hasMask, vocab, w))
+          tokenWeights(ctx, desc, where, 1, a.ignore_index, hasMask, vocab, w))
     return rc;
+  if (a.has_divisor)
+    divisorKernel<<<1, 1, 0, infir2::rt::cuda::streamOf(ctx)>>>(
+        viewOf(descOperand(ctx, desc, at + 1)), w.total);
   if (targets.numel > 0)
     crossEntropyGradKernel<<<unsigned(targets.numel), kThreads, 0,
                              infir2::rt::cuda::streamOf(ctx)>>>(

@@ -132,10 +132,11 @@ TEST(Attributes, ScalarsKeepTheirOrder) {
   Call c;
   for (int i = 0; i < 5; ++i)
     c.add({4, 8}, INFIR2RT_F32);
-  c.attrs({-100, 1});
+  c.attrs({-100, 1, 0});
   auto ce = attrs::decode<attrs::cross_entropy_grad>(c.desc.data());
   EXPECT_EQ(ce.ignore_index, -100);
   EXPECT_TRUE(ce.has_mask);
+  EXPECT_FALSE(ce.has_divisor);
 }
 
 } // namespace

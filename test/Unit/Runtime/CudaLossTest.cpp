@@ -44,7 +44,7 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     Call c;
     int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
         mask = c.add({T}, INFIR2RT_F32), out = c.add({}, INFIR2RT_F32);
-    c.attrs({-100, 1});
+    c.attrs({-100, 1, 0});
     fill(c, logits, INFIR2RT_F32, T, V, rng);
     targetsOf(c, t);
     float *m =
@@ -59,7 +59,7 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     Call c;
     int logits = c.add({T, V}, INFIR2RT_BF16), t = c.add({T}, INFIR2RT_I32),
         dloss = c.add({}, INFIR2RT_F32), out = c.add({T, V}, INFIR2RT_F32);
-    c.attrs({-100, 0});
+    c.attrs({-100, 0, 0});
     fill(c, logits, INFIR2RT_BF16, T, V, rng);
     targetsOf(c, t);
     float one = 1.0f;
@@ -139,7 +139,7 @@ TEST(CudaLoss, WideRowsMatchTheCpuBackend) {
     Call c;
     int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
         out = c.add({}, INFIR2RT_F32);
-    c.attrs({-100, 0});
+    c.attrs({-100, 0, 0});
     fill(c, logits, INFIR2RT_F32, T, V, rng);
     targetsOf(c, t);
     compareClose(c, out, INFIR2RT_F32, 1, 64, infir2rt_cross_entropy,
@@ -156,7 +156,7 @@ TEST(CudaLoss, WideRowsMatchTheCpuBackend) {
     c.add({T}, INFIR2RT_I32);
     c.add({}, INFIR2RT_F32);
     c.add({T, V}, type);
-    c.attrs({-100, 0});
+    c.attrs({-100, 0, 0});
     return c;
   };
   Call wide = gradCall(INFIR2RT_F32), narrow = gradCall(INFIR2RT_BF16);
@@ -202,7 +202,7 @@ TEST(CudaLoss, TargetOutOfRangeIsRefusedAsOnTheCpu) {
     Call c;
     int logits = c.add({16, 64}, INFIR2RT_F32), t = c.add({16}, INFIR2RT_I32);
     c.add({}, INFIR2RT_F32);
-    c.attrs({-100, 0});
+    c.attrs({-100, 0, 0});
     float *x = c.f32(logits);
     for (int i = 0; i < 16 * 64; ++i)
       x[i] = 0.01f * float(i % 13);

@@ -108,21 +108,33 @@ infir2::getParams(FunctionOpInterface fn) {
   return params;
 }
 
+SmallVector<OpOperand *> infir2::getUsesThroughViews(Value v) {
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : v.getUses()) {
+    if (isa<ReshapeOp, SliceOp>(use.getOwner()))
+      uses.append(getUsesThroughViews(use.getOwner()->getResult(0)));
+    else
+      uses.push_back(&use);
+  }
+  return uses;
+}
+
 std::optional<StringRef> infir2::getBatchInputRole(BlockArgument arg) {
   for (OpOperand &use : arg.getUses()) {
     Operation *user = use.getOwner();
     if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getIds() == arg)
       return StringRef("input_ids");
-    if (auto ce = dyn_cast<CrossEntropyOp>(user)) {
-      if (ce.getTargets() == arg)
-        return StringRef("targets");
-      if (ce.getLossMask() == arg)
-        return StringRef("loss_mask");
-    }
     if (auto r = dyn_cast<RopeOp>(user); r && r.getPositions() == arg)
       return StringRef("positions");
     if (auto a = dyn_cast<AttentionOp>(user); a && a.getSegments() == arg)
       return StringRef("segments");
+  }
+  for (OpOperand *use : getUsesThroughViews(arg)) {
+    auto ce = dyn_cast<CrossEntropyOp>(use->getOwner());
+    if (ce && ce.getTargets() == use->get())
+      return StringRef("targets");
+    if (ce && ce.getLossMask() == use->get())
+      return StringRef("loss_mask");
   }
   return std::nullopt;
 }
@@ -321,6 +333,18 @@ LogicalResult Infir2Dialect::verifyOperationAttribute(Operation *op,
     if (!name || name.getValue().empty())
       return op->emitError()
              << "'" << getGemmWeightAttrName() << "' must name a parameter";
+    return success();
+  }
+  if (attr.getName() == getChunkedAttrName()) {
+    if (!isa<LossWeightOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << getChunkedAttrName()
+                             << "' is a string on an 'infir2.loss_weight'";
+    return success();
+  }
+  if (attr.getName() == getRecomputeAttrName()) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << getRecomputeAttrName() << "' must be a string (why)";
     return success();
   }
   if (attr.getName() == getModelConfigAttrName()) {

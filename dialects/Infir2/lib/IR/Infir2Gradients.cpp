@@ -218,10 +218,9 @@ CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(CrossEntropyGradOp::create(
       b, getLoc(), getLogits().getType(), getLogits(), getTargets(),
-      getLossMask(), resultGrads[0], getIgnoreIndexAttr()));
-  operandGrads.push_back(nullptr);
-  if (getLossMask())
-    operandGrads.push_back(nullptr);
+      getLossMask(), resultGrads[0], getDivisor(), getIgnoreIndexAttr()));
+  // The targets, the mask and the divisor: not differentiated.
+  operandGrads.append(getNumOperands() - 1, nullptr);
   return success();
 }
 

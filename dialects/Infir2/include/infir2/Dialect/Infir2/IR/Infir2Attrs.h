@@ -28,9 +28,14 @@ getParams(mlir::FunctionOpInterface fn);
 
 /// The batch input an unannotated function argument is, from how the model
 /// uses it: "input_ids" (an embedding's ids), "targets" or "loss_mask" (a
-/// cross_entropy's), "positions" (a rope's), "segments" (an attention's);
+/// cross_entropy's, also through reshapes and slices: a loss computed in
+/// chunks), "positions" (a rope's), "segments" (an attention's);
 /// std::nullopt otherwise.
 std::optional<llvm::StringRef> getBatchInputRole(mlir::BlockArgument arg);
+
+/// The uses of `v` and, through infir2.reshape and infir2.slice, of its
+/// views (not the views' own uses by those ops).
+llvm::SmallVector<mlir::OpOperand *> getUsesThroughViews(mlir::Value v);
 
 } // namespace infir2
 

@@ -108,6 +108,18 @@ def Infir2_Dialect : Dialect {
       return ::llvm::StringLiteral("infir2.fp8_cache");
     }
 
+    /// On the infir2.loss_weight --infir2-chunk-loss makes: how the LM head
+    /// and the loss were chunked, and why (a sentence).
+    static constexpr ::llvm::StringLiteral getChunkedAttrName() {
+      return ::llvm::StringLiteral("infir2.chunked");
+    }
+
+    /// On an op --infir2-recompute cloned into the backward pass: why (a
+    /// sentence).
+    static constexpr ::llvm::StringLiteral getRecomputeAttrName() {
+      return ::llvm::StringLiteral("infir2.recompute");
+    }
+
     void registerAttributes();
   }];
 }

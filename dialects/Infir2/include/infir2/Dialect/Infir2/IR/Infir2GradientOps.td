@@ -153,12 +153,12 @@ def Infir2_AttentionGradOp : Infir2_Op<"attention_grad",
 }
 
 def Infir2_CrossEntropyGradOp : Infir2_Op<"cross_entropy_grad",
-    [Pure, AllShapesMatch<["logits", "logits_grad"]>]> {
+    [Pure, AttrSizedOperandSegments, AllShapesMatch<["logits", "logits_grad"]>]> {
   let summary = "Computes the gradient of cross_entropy with respect to the logits.";
   let description = [{
     `logits_grad[t, i] = loss_grad · w_t / W · (softmax(logits[t])_i − [i == targets[t]])`
     with `w_t` and `W = Σ w_t` as in the forward op (0 for ignored tokens;
-    all zero when no token counts). The result has the shape of `logits`
+    all zero when no token counts), or `W = divisor` when it is given. The result has the shape of `logits`
     and, unless `-> type` says otherwise, its type; for `f32` logits it may
     be `bf16`: each element computed in FP32 and rounded once, what
     `infir2.convert` of the default result gives, without that tensor
@@ -174,10 +174,12 @@ def Infir2_CrossEntropyGradOp : Infir2_Op<"cross_entropy_grad",
   let arguments = (ins Infir2_FloatTensor:$logits, Infir2_IdTensor:$targets,
                        Optional<Infir2_MaskTensor>:$loss_mask,
                        Infir2_Scalar:$loss_grad,
+                       Optional<Infir2_Scalar>:$divisor,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs Infir2_FloatTensor:$logits_grad);
   let assemblyFormat = [{
-    $logits `,` $targets `,` $loss_grad (`mask` $loss_mask^)? attr-dict `:`
+    $logits `,` $targets `,` $loss_grad (`mask` $loss_mask^)?
+    (`divisor` $divisor^)? attr-dict `:`
     type($logits) `,` type($targets) `,` type($loss_grad) (`,` type($loss_mask)^)?
     `` custom<ResultTypeIfOther>(ref(type($logits)), type($logits_grad))
   }];

@@ -21,6 +21,8 @@ include "mlir/IR/CommonTypeConstraints.td"
 def Infir2_FloatTensor : StaticShapeTensorOf<[BF16, F16, F32, F64]>;
 def Infir2_IdTensor : StaticShapeTensorOf<[I32, I64]>;
 def Infir2_MaskTensor : StaticShapeTensorOf<[I1, BF16, F16, F32, F64]>;
+// Any of the above: what slices and concatenations take.
+def Infir2_AnyTensor : StaticShapeTensorOf<[I1, I32, I64, BF16, F16, F32, F64]>;
 // A 0-d f32 tensor: the loss, a learning rate, a norm.
 def Infir2_Scalar : 0DTensorOf<[F32]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;

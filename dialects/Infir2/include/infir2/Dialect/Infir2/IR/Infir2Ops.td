@@ -233,7 +233,7 @@ def Infir2_MulOp : Infir2_BroadcastBinaryOp<"mul", "product">;
 // Loss
 //===----------------------------------------------------------------------===//
 
-def Infir2_CrossEntropyOp : Infir2_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Infir2_GradientOpInterface>]> {
+def Infir2_CrossEntropyOp : Infir2_Op<"cross_entropy", [Pure, AttrSizedOperandSegments, DeclareOpInterfaceMethods<Infir2_GradientOpInterface>]> {
   let summary = "Computes the mean softmax cross-entropy of logits against target ids.";
   let description = [{
     `logits` has shape `[..., V]` and `targets` the same shape without `V`.
@@ -242,7 +242,9 @@ def Infir2_CrossEntropyOp : Infir2_Op<"cross_entropy", [Pure, DeclareOpInterface
     float), and 0 when `targets[t] == ignore_index` (default -100, as in
     PyTorch). The result is the sum of contributions divided by the sum of the
     weights of counted tokens (the mean over counted tokens), or 0 when no token
-    counts. SFT masks prompt tokens with `loss_mask`.
+    counts. SFT masks prompt tokens with `loss_mask`. With a `divisor` (the
+    whole batch's `infir2.loss_weight`) the sum is divided by it instead: the
+    share of one chunk of tokens in the batch's mean (`--infir2-chunk-loss`).
 
     ```mlir
     %loss = infir2.cross_entropy %logits, %targets mask %m : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<2x32xf32> -> tensor<f32>
@@ -250,11 +252,13 @@ def Infir2_CrossEntropyOp : Infir2_Op<"cross_entropy", [Pure, DeclareOpInterface
   }];
   let arguments = (ins Infir2_FloatTensor:$logits, Infir2_IdTensor:$targets,
                        Optional<Infir2_MaskTensor>:$loss_mask,
+                       Optional<Infir2_Scalar>:$divisor,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs Infir2_Scalar:$result);
   let assemblyFormat = [{
-    $logits `,` $targets (`mask` $loss_mask^)? attr-dict `:` type($logits) `,`
-    type($targets) (`,` type($loss_mask)^)? `->` type($result)
+    $logits `,` $targets (`mask` $loss_mask^)? (`divisor` $divisor^)? attr-dict
+    `:` type($logits) `,` type($targets) (`,` type($loss_mask)^)? `->`
+    type($result)
   }];
   let hasVerifier = 1;
 }
@@ -273,8 +277,8 @@ def Infir2_ReshapeOp : Infir2_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Inf
     %r = infir2.reshape %x : tensor<2x32x64xbf16> -> tensor<64x64xbf16>
     ```
   }];
-  let arguments = (ins Infir2_FloatTensor:$input);
-  let results = (outs Infir2_FloatTensor:$result);
+  let arguments = (ins Infir2_AnyTensor:$input);
+  let results = (outs Infir2_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -353,5 +357,6 @@ def Infir2_ReduceSumOp : Infir2_Op<"reduce_sum",
 include "infir2/Dialect/Infir2/IR/Infir2GradientOps.td"
 include "infir2/Dialect/Infir2/IR/Infir2OptimizerOps.td"
 include "infir2/Dialect/Infir2/IR/Infir2DecodeOps.td"
+include "infir2/Dialect/Infir2/IR/Infir2ChunkOps.td"
 
 #endif // INFIR2_DIALECT_INFIR2_IR_INFIR2OPS_TD
