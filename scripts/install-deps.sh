@@ -32,6 +32,9 @@ packages=(
   libpcre2-dev libutf8proc-dev
   # Loss-curve plots of the demo and the benchmarks.
   python3-matplotlib
+  # The memory plan's HTML page (--report-memory=html) is checked in
+  # headless Chromium.
+  chromium
 )
 if [[ " $* " == *" --sanitize "* ]]; then
   # The sanitizer build (build.sh --sanitize): clang with its ASan, UBSan

@@ -84,3 +84,12 @@ if os.path.exists(probe):
         lit_config.note("GPU tests are skipped: " + result.stdout.strip())
 else:
     lit_config.note("GPU tests are skipped: InfiR2 was built without the CUDA backend")
+
+# The memory plan's HTML page is opened in headless Chromium (Debian's
+# `chromium`, installed by scripts/install-deps.sh); without it that check is
+# reported UNSUPPORTED.
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
+else:
+    lit_config.note("the HTML report's browser check is skipped: no chromium")

@@ -177,7 +177,7 @@ void rewrite(LossHead &m, int64_t chunk) {
   Operation *at = m.grad ? m.grad.getOperation() : loss.getOperation();
   OpBuilder b(at);
   Location loc = loss.getLoc();
-  int64_t n = m.tokens / chunk;
+  int64_t n = (m.tokens + chunk - 1) / chunk, last = m.tokens - (n - 1) * chunk;
   Value hidden = reshaped(b, loc, m.head.getLhs(), {m.tokens, m.width});
   Value targets = reshaped(b, loc, loss.getTargets(), {m.tokens});
   Value mask = reshaped(b, loc, loss.getLossMask(), {m.tokens});
@@ -188,18 +188,22 @@ void rewrite(LossHead &m, int64_t chunk) {
   weight->setAttr(
       Infir2Dialect::getChunkedAttrName(),
       b.getStringAttr(llvm::formatv(
-          "the LM head and the loss in {0} chunks of {1} tokens: {2} of "
-          "logits live at a time instead of {3}",
-          n, chunk, sizeText(double(chunk) * m.vocab * logitBytes),
+          "the LM head and the loss in {0} chunks of {1} tokens{2}: {3} of "
+          "logits live at a time instead of {4}",
+          n, chunk,
+          last == chunk ? std::string()
+                        : llvm::formatv(" (the last of {0})", last).str(),
+          sizeText(double(chunk) * m.vocab * logitBytes),
           sizeText(double(m.tokens) * m.vocab * logitBytes))));
   Value total, weightGrad = m.weightGrad ? m.weightGrad.getAcc() : Value();
   SmallVector<Value> inputGrads;
   for (int64_t c = 0; c < n; ++c) {
-    Value rows = rowsOf(b, loc, hidden, c * chunk, chunk);
-    Value t = rowsOf(b, loc, targets, c * chunk, chunk);
-    Value w = rowsOf(b, loc, mask, c * chunk, chunk);
+    int64_t size = c + 1 < n ? chunk : last;
+    Value rows = rowsOf(b, loc, hidden, c * chunk, size);
+    Value t = rowsOf(b, loc, targets, c * chunk, size);
+    Value w = rowsOf(b, loc, mask, c * chunk, size);
     Value logits =
-        gemmLike(b, m.head, {chunk, m.vocab}, rows, m.head.getRhs(), Value());
+        gemmLike(b, m.head, {size, m.vocab}, rows, m.head.getRhs(), Value());
     Value part = CrossEntropyOp::create(b, loc, loss.getType(), logits, t, w,
                                         weight, loss.getIgnoreIndexAttr());
     total = total ? AddOp::create(b, loc, total, part).getResult() : part;
@@ -207,11 +211,11 @@ void rewrite(LossHead &m, int64_t chunk) {
       continue;
     Value grad = CrossEntropyGradOp::create(
         b, m.grad.getLoc(),
-        RankedTensorType::get({chunk, m.vocab},
+        RankedTensorType::get({size, m.vocab},
                               typeOf(m.grad.getLogitsGrad()).getElementType()),
         logits, t, w, m.grad.getLossGrad(), weight,
         m.grad.getIgnoreIndexAttr());
-    inputGrads.push_back(gemmLike(b, m.inputGrad, {chunk, m.width}, grad,
+    inputGrads.push_back(gemmLike(b, m.inputGrad, {size, m.width}, grad,
                                   m.inputGrad.getRhs(), Value()));
     if (m.weightGrad)
       weightGrad =
@@ -242,6 +246,20 @@ void rewrite(LossHead &m, int64_t chunk) {
   m.head->erase();
 }
 
+/// The chunk for `tokens` rows when `fit` rows' logits fit the budget: the
+/// largest divisor of `tokens` that fits, if it is at least half of `fit`
+/// (equal chunks); else `fit` rounded down to a multiple of 64 (a ragged
+/// last chunk), so that an awkward count never makes tiny chunks.
+int64_t chunkFor(int64_t tokens, int64_t fit) {
+  fit = std::max<int64_t>(fit, 1);
+  if (fit >= tokens)
+    return tokens;
+  for (int64_t d = fit; d >= 1 && 2 * d >= fit; --d)
+    if (tokens % d == 0)
+      return d;
+  return fit >= 64 ? fit / 64 * 64 : fit;
+}
+
 struct ChunkLossPass : public infir2::impl::ChunkLossPassBase<ChunkLossPass> {
   using Base::Base;
   void runOnOperation() override {
@@ -255,24 +273,18 @@ struct ChunkLossPass : public infir2::impl::ChunkLossPassBase<ChunkLossPass> {
     getOperation().walk([&](CrossEntropyOp op) { losses.push_back(op); });
     for (CrossEntropyOp op : losses) {
       FailureOr<LossHead> m = match(op);
-      if (failed(m))
+      if (failed(m)) {
+        if (tokens)
+          op.emitWarning() << "--infir2-chunk-loss: tokens=" << int64_t(tokens)
+                           << " is not applied to this loss: its logits are "
+                              "not a GEMM's read by the loss and its gradient "
+                              "alone, as the recipes make them";
         continue;
+      }
       int64_t logitBytes = storedBytes(RankedTensorType::get(
           {m->vocab}, typeOf(op.getLogits()).getElementType()));
-      int64_t chunk = tokens;
-      if (chunk == 0) {
-        chunk = 1;
-        for (int64_t d = m->tokens; d >= 1; --d)
-          if (m->tokens % d == 0 && d * logitBytes <= chunkBytes) {
-            chunk = d;
-            break;
-          }
-      } else if (m->tokens % chunk != 0) {
-        op.emitError() << "--infir2-chunk-loss: tokens=" << chunk
-                       << " does not divide the loss's " << m->tokens
-                       << " tokens";
-        return signalPassFailure();
-      }
+      int64_t chunk = tokens ? int64_t(tokens)
+                             : chunkFor(m->tokens, chunkBytes / logitBytes);
       if (chunk < m->tokens)
         rewrite(*m, chunk);
     }

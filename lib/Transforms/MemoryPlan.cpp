@@ -6,6 +6,8 @@
 
 #include "infir2/Transforms/MemoryPlan.h"
 
+#include "Arena.h"
+
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
@@ -13,8 +15,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/StringMap.h"
-
-#include <map>
 
 using namespace mlir;
 using namespace infir2;
@@ -30,56 +30,6 @@ int64_t infir2::alignedBytes(int64_t n) {
 }
 
 namespace {
-
-/// First-fit allocation in one arena, with coalescing frees.
-class Arena {
-public:
-  int64_t allocate(int64_t bytes) {
-    bytes = alignedBytes(std::max<int64_t>(bytes, 1));
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second >= bytes) {
-        int64_t offset = it->first, rest = it->second - bytes;
-        free_.erase(it);
-        if (rest)
-          free_[offset + bytes] = rest;
-        return offset;
-      }
-    // Grow: extend a free block that ends at the top, or start a new one.
-    int64_t offset = top_;
-    if (!free_.empty()) {
-      auto last = std::prev(free_.end());
-      if (last->first + last->second == top_) {
-        offset = last->first;
-        free_.erase(last);
-      }
-    }
-    top_ = offset + bytes;
-    return offset;
-  }
-
-  void release(int64_t offset, int64_t bytes) {
-    bytes = alignedBytes(std::max<int64_t>(bytes, 1));
-    auto it = free_.emplace(offset, bytes).first;
-    auto next = std::next(it);
-    if (next != free_.end() && it->first + it->second == next->first) {
-      it->second += next->second;
-      free_.erase(next);
-    }
-    if (it != free_.begin()) {
-      auto prev = std::prev(it);
-      if (prev->first + prev->second == it->first) {
-        prev->second += it->second;
-        free_.erase(it);
-      }
-    }
-  }
-
-  int64_t size() const { return top_; }
-
-private:
-  std::map<int64_t, int64_t> free_;
-  int64_t top_ = 0;
-};
 
 class Planner {
 public:
@@ -200,6 +150,9 @@ FailureOr<int64_t> Planner::resultSlot(func::FuncOp fn, unsigned i) {
 MemoryCategory Planner::categoryOf(Value v, int64_t def, int64_t last, int64_t lossAt,
                              bool isTrainStep) {
   auto type = cast<RankedTensorType>(v.getType());
+  if (Operation *op = v.getDefiningOp();
+      op && op->hasAttr(Infir2Dialect::getRecomputeAttrName()))
+    return MemoryCategory::Recomputed;
   if (isa<Float8E4M3FNType, Float8E5M2Type, Float8E8M0FNUType>(
           type.getElementType()) ||
       isa_and_nonnull<fp8::QuantizeOp, fp8::QuantizeDualOp>(v.getDefiningOp()))
@@ -365,11 +318,20 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
   // Once every returned value's last use is the end (an argument returned
   // as it is is read then), the results that may go straight into their
   // slots.
+  // Only a whole buffer (not a slice's view of one) whose writes all happen
+  // at its op (not a concat's, whose inputs are made in it before) may.
   DenseMap<Value, int64_t> inPlace; // result -> its state slot's offset
-  for (auto [v, slot] : fp.copyOut)
-    if (!inPlace.count(v) &&
-        writesIntoSlot(entry, v, plan.state[slot].offset, fp, defAt, lastUse))
-      inPlace[v] = plan.state[slot].offset;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto [base, offset] = resolve(v);
+    int64_t slot = fp.copyOut[i].second;
+    if (!inPlace.count(base) && offset == 0 &&
+        storedBytes(cast<RankedTensorType>(base.getType())) ==
+            plan.state[slot].bytes &&
+        !base.getDefiningOp<ConcatOp>() &&
+        writesIntoSlot(entry, base, plan.state[slot].offset, fp, defAt,
+                       lastUse))
+      inPlace[base] = plan.state[slot].offset;
+  }
   // Allocation in schedule order; a buffer is released after its last
   // reader, never before the op that writes its successor runs.
   Arena arena;
@@ -381,6 +343,7 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
   int64_t liveTotal = 0, peak = -1;
   bool isTrainStep = fn.getSymName() == "train_step";
   DenseMap<Value, MemoryCategory> category;
+  DenseMap<Value, int64_t> allocatedAt;
   for (auto [i, op] : llvm::enumerate(fp.schedule)) {
     for (Value result : op->getResults()) {
       // A buffer is placed when the first value lying in it is made: a
@@ -397,14 +360,17 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
         continue;
       }
       fp.buffers[r] = {true, arena.allocate(bytes)};
+      allocatedAt[r] = i;
       MemoryCategory c = categoryOf(r, i, lastUse[r], lossAt, isTrainStep);
       category[r] = c;
       live[static_cast<int>(c)] += alignedBytes(bytes);
       liveTotal += alignedBytes(bytes);
     }
+    fp.timeline.push_back(live);
     if (liveTotal > peak) {
       peak = liveTotal;
       fp.peakByCategory = live;
+      fp.peakAt = i;
     }
     if (int64_t(i) == lossAt)
       fp.atBackwardStart = live;
@@ -420,6 +386,15 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       liveTotal -= alignedBytes(bytes);
     }
   }
+  for (auto &[v, c] : category)
+    if (allocatedAt[v] <= fp.peakAt && lastUse[v] >= fp.peakAt)
+      fp.atPeak.push_back(
+          {v, alignedBytes(storedBytes(cast<RankedTensorType>(v.getType()))),
+           c});
+  llvm::stable_sort(fp.atPeak, [](const auto &a, const auto &b) {
+    return a.bytes > b.bytes;
+  });
+  fp.lossAt = lossAt < end ? lossAt : -1;
   // Aliases lie in their root's buffer. The root's entry is copied before
   // the alias's is made: `buffers[r] = buffers[root]` reads through a
   // reference that inserting `r` can free (the map grows).

@@ -23,30 +23,38 @@ using namespace mlir;
 using namespace infir2;
 
 StringRef infir2::memoryCategoryName(MemoryCategory c) {
-  static const char *names[kNumMemoryCategories] = {"BF16 weights",
-                                              "FP32 master weights",
-                                              "optimizer moments",
-                                              "gradients",
-                                              "FP8 weight cache",
-                                              "inputs",
-                                              "activations saved for backward",
-                                              "FP8 copies and scales",
-                                              "workspace"};
+  static const char *names[kNumMemoryCategories] = {
+      "BF16 weights",
+      "FP32 master weights",
+      "optimizer moments",
+      "gradients",
+      "FP8 weight cache",
+      "inputs",
+      "activations saved for backward",
+      "FP8 copies and scales",
+      "workspace",
+      "recomputed activations"};
   return names[static_cast<int>(c)];
 }
 
-void infir2::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
+std::array<int64_t, kNumMemoryCategories>
+infir2::stateByCategory(const ModelPlan &plan) {
   std::array<int64_t, kNumMemoryCategories> state{};
   for (const StateSlot &s : plan.state) {
-    MemoryCategory c = s.kind == "param"     ? MemoryCategory::Weights
-                 : s.kind == "master"  ? MemoryCategory::Masters
-                 : s.kind == "grad"    ? MemoryCategory::Gradients
-                 : s.kind == "moment1" ? MemoryCategory::Moments
-                 : s.kind == "moment2" ? MemoryCategory::Moments
-                 : s.kind == "fp8_cache" ? MemoryCategory::WeightCache
-                                       : MemoryCategory::Inputs;
+    MemoryCategory c = s.kind == "param"       ? MemoryCategory::Weights
+                       : s.kind == "master"    ? MemoryCategory::Masters
+                       : s.kind == "grad"      ? MemoryCategory::Gradients
+                       : s.kind == "moment1"   ? MemoryCategory::Moments
+                       : s.kind == "moment2"   ? MemoryCategory::Moments
+                       : s.kind == "fp8_cache" ? MemoryCategory::WeightCache
+                                               : MemoryCategory::Inputs;
     state[static_cast<int>(c)] += alignedBytes(s.bytes);
   }
+  return state;
+}
+
+void infir2::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
+  std::array<int64_t, kNumMemoryCategories> state = stateByCategory(plan);
   const FunctionPlan *train = nullptr;
   for (const FunctionPlan &f : plan.functions)
     if (f.symbol == rtir::RuntimeDialect::getStepSymbols()[0])
@@ -62,6 +70,8 @@ void infir2::printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os) {
   for (int c = 0; c < kNumMemoryCategories; ++c) {
     int64_t bytes = state[c] + (train ? train->peakByCategory[c] : 0);
     total += bytes;
+    if (c == int(MemoryCategory::Recomputed) && bytes == 0)
+      continue; // only under --memory-budget
     os << llvm::format("  %-32s %12.3f GiB %16lld bytes\n",
                        memoryCategoryName(static_cast<MemoryCategory>(c)).str().c_str(),
                        gib(bytes), (long long)bytes);

@@ -17,6 +17,7 @@
 #include "infir2/Transforms/Passes.h"
 
 #include "infir2/Dialect/FP8/IR/FP8Ops.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Attrs.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/Transforms/MemoryPlan.h"
@@ -92,14 +93,15 @@ public:
       }
   }
 
-  /// Whether `use` is read by the backward pass (at or after the loss).
+  /// Whether `use` is read by the backward pass (after the loss).
   bool isBackward(OpOperand &use) const {
     Operation *top = body.findAncestorOpInBlock(*use.getOwner());
-    return top && position.lookup(top) >= lossAt;
+    return top && position.lookup(top) > lossAt;
   }
+  /// Whether the backward pass reads `v`, itself or through a view.
   bool keptAcrossLoss(Value v) const {
-    return llvm::any_of(v.getUses(),
-                        [&](OpOperand &use) { return isBackward(use); });
+    return llvm::any_of(getUsesThroughViews(v),
+                        [&](OpOperand *use) { return isBackward(*use); });
   }
 
   /// The forward ops whose recomputation would free bytes, best first.
@@ -110,11 +112,18 @@ public:
     for (Operation &op : body) {
       if (position.lookup(&op) >= lossAt)
         break;
-      if (!recomputable(&op) || rejected.contains(&op))
+      // An op read in the backward pass alone is not recomputed (it would
+      // run twice for nothing): only one whose result the forward reads too.
+      if (!recomputable(&op) || rejected.contains(&op) ||
+          llvm::none_of(op.getUses(),
+                        [&](OpOperand &use) { return !isBackward(use); }))
         continue;
       Candidate c{&op, 0, predictOp(&op, target).seconds};
+      // The results the backward pass reads directly (what a clone can
+      // stand in for); an operand costs its bytes unless kept anyway.
       for (Value r : op.getResults())
-        if (keptAcrossLoss(r))
+        if (llvm::any_of(r.getUses(),
+                         [&](OpOperand &use) { return isBackward(use); }))
           c.saved += storedBytes(cast<RankedTensorType>(r.getType()));
       if (c.saved == 0)
         continue;
@@ -197,10 +206,17 @@ std::string whatWouldFit(const ModelPlan &plan, int64_t budget) {
     out = "the state takes " + sizeText(plan.stateBytes) + ", leaving " +
           sizeText(room) + " for a step that needs " +
           sizeText(plan.scratchBytes) + ": ";
-  out += "ZeRO-1 over 8 ranks (zero1=true world-size=8) would save " +
-         sizeText(optimizer - optimizer / 8) +
-         " (the masters and moments sharded; optimizer-state=bf16 halves "
-         "the moments)";
+  if (int64_t ranks = plan.zero1WorldSize)
+    out += llvm::formatv("its masters and moments ({0}) are sharded over {1} "
+                         "ranks already: twice the ranks would save {2} "
+                         "more (optimizer-state=bf16 halves the moments)",
+                         sizeText(optimizer), ranks, sizeText(optimizer / 2))
+               .str();
+  else
+    out += "ZeRO-1 over 8 ranks (zero1=true world-size=8) would save " +
+           sizeText(optimizer - optimizer / 8) +
+           " (the masters and moments sharded; optimizer-state=bf16 halves "
+           "the moments)";
   if (room > 0 && plan.batch * plan.seqLen > 0) {
     int64_t tokens = plan.batch * plan.seqLen;
     int64_t fit =

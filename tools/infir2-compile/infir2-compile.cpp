@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 //   infir2-compile model.mlir --recipe=fp8|bf16 [--recipe-options="..."]
-//                  [--optimizer-options="..."] [--report-memory]
+//                  [--optimizer-options="..."] [--report-memory[=html]]
 //                  [--report-step-time=h100|h200|cpu [--calibration=FILE]]
 //                  [--memory-budget=SIZE]
 //                  [--emit=recipe|plan|runtime|llvm|llvm-ir|obj|exe]
@@ -24,6 +24,7 @@
 #include "infir2/InitAll.h"
 #include "infir2/Pipelines/Pipelines.h"
 #include "infir2/Support/ToolOptions.h"
+#include "infir2/Transforms/MemoryPlan.h"
 #include "infir2/Transforms/StepTime.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -48,6 +49,7 @@ namespace {
 
 /// What infir2-compile writes.
 enum class Emit { recipe, plan, runtime, llvm, llvmIR, obj, exe };
+enum class MemoryReport { none, text, html };
 
 } // namespace
 
@@ -93,10 +95,18 @@ static cl::opt<Emit> emit(
         clEnumValN(Emit::obj, "obj", "an object file"),
         clEnumValN(Emit::exe, "exe", "a trainer executable")),
     cl::cat(category));
-static cl::opt<bool>
-    reportMemory("report-memory",
-                 cl::desc("Print the planned memory by category and stop"),
-                 cl::cat(category));
+static cl::opt<MemoryReport> reportMemory(
+    "report-memory",
+    cl::desc("Report the planned memory and stop: by category on standard "
+             "output, or (=html) as one self-contained page written to -o"),
+    cl::ValueOptional, cl::init(MemoryReport::none),
+    cl::values(clEnumValN(MemoryReport::text, "", "by category (the default)"),
+               clEnumValN(MemoryReport::text, "text", "by category"),
+               clEnumValN(MemoryReport::html, "html",
+                          "the memory over the step's ops, the peak and "
+                          "what is live at it, the GEMMs' precision and "
+                          "the predicted step time, as an HTML page")),
+    cl::cat(category));
 
 static cl::opt<std::string> memoryBudget(
     "memory-budget",
@@ -235,15 +245,33 @@ static LogicalResult configure(infir2::TrainerPipelineOptions &options) {
           options.gradClip))
     return fail(*bad), failure();
   options.recipe = recipe;
-  options.reportMemory = reportMemory;
+  options.reportMemory = reportMemory == MemoryReport::text;
   bool report = reportStepTime.getNumOccurrences() > 0;
-  options.stopAfter = reportMemory ? infir2::TrainerStage::plan
-                      : report || emit == Emit::recipe
-                          ? infir2::TrainerStage::recipe
-                      : emit == Emit::plan    ? infir2::TrainerStage::plan
-                      : emit == Emit::runtime ? infir2::TrainerStage::runtime
-                                              : infir2::TrainerStage::llvm;
+  options.stopAfter =
+      reportMemory != MemoryReport::none ? infir2::TrainerStage::plan
+      : report || emit == Emit::recipe   ? infir2::TrainerStage::recipe
+      : emit == Emit::plan               ? infir2::TrainerStage::plan
+      : emit == Emit::runtime            ? infir2::TrainerStage::runtime
+                                         : infir2::TrainerStage::llvm;
   return success();
+}
+
+/// --report-memory=html: the plan of the planned `module` as a page at -o,
+/// its step time predicted on an H100.
+static int writeHtmlReport(ModuleOp module) {
+  FailureOr<infir2::ModelPlan> plan = infir2::planModel(module);
+  std::string why;
+  FailureOr<infir2::StepTimeTarget> h100 =
+      infir2::lookUpStepTimeTarget("h100", "", why);
+  if (failed(plan) || failed(h100))
+    return fail("cannot report the plan: " + why);
+  std::error_code ec;
+  ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
+  if (ec)
+    return fail("cannot write '" + outputPath + "': " + ec.message());
+  infir2::printMemoryReportHtml(*plan, module, *h100, out.os());
+  out.keep();
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -254,6 +282,11 @@ int main(int argc, char **argv) {
   infir2::TrainerPipelineOptions options;
   if (failed(configure(options)))
     return 1;
+  if (reportMemory == MemoryReport::html &&
+      (outputPath.getNumOccurrences() == 0 || emit.getNumOccurrences() ||
+       reportStepTime.getNumOccurrences()))
+    return fail("--report-memory=html writes one page to -o FILE: give -o, "
+                "and no --emit or --report-step-time");
   if (outputPath.getNumOccurrences() == 0)
     outputPath = emit == Emit::exe   ? "trainer"
                  : emit == Emit::obj ? "model.o"
@@ -263,8 +296,9 @@ int main(int argc, char **argv) {
                 "give -o a path");
   // An output that cannot be written is an error before any work.
   StringRef dir = sys::path::parent_path(outputPath);
-  if (!reportMemory && !reportStepTime.getNumOccurrences() &&
-      outputPath != "-" && !dir.empty() && !sys::fs::is_directory(dir))
+  if ((reportMemory != MemoryReport::text) &&
+      !reportStepTime.getNumOccurrences() && outputPath != "-" &&
+      !dir.empty() && !sys::fs::is_directory(dir))
     return fail("cannot write '" + outputPath + "': no directory '" + dir +
                 "'");
 
@@ -305,7 +339,9 @@ int main(int argc, char **argv) {
     return 1;
   if (target)
     infir2::printStepTimeReport(*module, *target, llvm::outs());
-  if (reportMemory || target)
+  if (reportMemory == MemoryReport::html)
+    return writeHtmlReport(*module);
+  if (reportMemory != MemoryReport::none || target)
     return 0;
 
   if (emit != Emit::obj && emit != Emit::exe && emit != Emit::llvmIR) {

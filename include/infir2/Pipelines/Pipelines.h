@@ -119,9 +119,9 @@ struct TrainingStepOptions : public OptimizerOptionsBase<Derived> {
       llvm::cl::init(true)};
   Option<int64_t> lossChunkTokens{
       *this, "loss-chunk-tokens",
-      llvm::cl::desc("Tokens per chunk of the LM head and the loss (a "
-                     "divisor of the micro-batch's tokens); 0: the largest "
-                     "whose logits fit in 256 MiB"),
+      llvm::cl::desc("Tokens per chunk of the LM head and the loss (the "
+                     "last chunk holds what is left); 0: as many as fit in "
+                     "256 MiB of logits"),
       llvm::cl::init(0)};
   Option<std::string> memoryBudget{
       *this, "memory-budget",

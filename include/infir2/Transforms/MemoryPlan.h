@@ -40,8 +40,9 @@ enum class MemoryCategory {
   SavedActivations, ///< high-precision tensors the backward pass reads
   FP8,              ///< FP8 copies and their scales
   Workspace,        ///< everything else a step computes
+  Recomputed,       ///< results of ops --infir2-recompute cloned
 };
-constexpr int kNumMemoryCategories = 9;
+constexpr int kNumMemoryCategories = 10;
 llvm::StringRef memoryCategoryName(MemoryCategory c);
 
 /// Bytes of a statically shaped tensor as the runtime stores it.
@@ -80,6 +81,18 @@ struct FunctionPlan {
   /// is computed (all activations saved for backward are live then).
   std::array<int64_t, kNumMemoryCategories> peakByCategory{},
       atBackwardStart{};
+  /// Live scratch bytes by category as each op of the schedule runs (its
+  /// results placed, nothing it reads freed yet); where the peak is, and
+  /// where the loss (-1 if none).
+  std::vector<std::array<int64_t, kNumMemoryCategories>> timeline;
+  int64_t peakAt = 0, lossAt = -1;
+  /// The scratch buffers live at the peak, largest first.
+  struct LiveBuffer {
+    mlir::Value value;
+    int64_t bytes;
+    MemoryCategory category;
+  };
+  std::vector<LiveBuffer> atPeak;
 };
 
 struct ModelPlan {
@@ -130,9 +143,21 @@ bool concatIsPlaced(mlir::Operation *concat,
 /// fault.
 mlir::FailureOr<ModelPlan> planModel(mlir::ModuleOp module);
 
+/// The state region's bytes by category (the slots' kinds).
+std::array<int64_t, kNumMemoryCategories>
+stateByCategory(const ModelPlan &plan);
+
 /// Prints the planned memory by category (state, plus the scratch arena at
 /// the training step's peak).
 void printMemoryReport(const ModelPlan &plan, llvm::raw_ostream &os);
+
+struct StepTimeTarget;
+/// Writes the plan of `module` (planned by planModel) as one self-contained
+/// HTML page: the training step's memory over its ops by category, the peak
+/// and what is live at it, every GEMM's precision decision, what was
+/// recomputed and why, and the step time predicted on `target`.
+void printMemoryReportHtml(const ModelPlan &plan, mlir::ModuleOp module,
+                           const StepTimeTarget &target, llvm::raw_ostream &os);
 
 } // namespace infir2
 

@@ -187,11 +187,14 @@ def ChunkLossPass : Pass<"infir2-chunk-loss", "mlir::ModuleOp"> {
     `cross_entropy_grad`, whose result feeds the head's input-gradient GEMM
     and, through a reshape to `[tokens, vocab]`, its weight-gradient GEMM
     (FP32, or with an accumulator): what the recipes make of the LM head.
-    The chunk is `tokens` rows, which must divide the token count; 0 takes
-    the largest divisor whose logits fit in `chunk-bytes`. A loss whose
-    logits fit already is left alone, and so is any other form. The first
-    chunk's `infir2.loss_weight` carries `infir2.chunked`, the decision and
-    its reason.
+    The chunk is `tokens` rows (the last chunk holds what is left). With
+    `tokens=0` it is the largest divisor of the token count whose logits fit
+    in `chunk-bytes`, when that divisor is at least half the rows that fit
+    (equal chunks), else the rows that fit rounded down to a multiple of 64
+    (a shorter last chunk, never a swarm of tiny ones). A loss whose logits
+    fit already is left alone, and so is any other form (with `tokens` set,
+    a warning says so). The first chunk's `infir2.loss_weight` carries
+    `infir2.chunked`, the decision and its reason.
 
     Numerics: the same loss and gradients but for FP32 summation order: the
     chunks' losses are added in FP32, and the weight gradient gains each
@@ -199,8 +202,8 @@ def ChunkLossPass : Pass<"infir2-chunk-loss", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"tokens", "tokens", "int64_t", "0",
-           "Tokens per chunk (a divisor of the token count); 0: the largest "
-           "whose logits fit in chunk-bytes">,
+           "Tokens per chunk (the last holds what is left); 0: as many "
+           "as fit in chunk-bytes">,
     Option<"chunkBytes", "chunk-bytes", "int64_t", "268435456",
            "With tokens=0: the most bytes one chunk's logits may take">,
   ];

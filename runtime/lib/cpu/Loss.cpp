@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <vector>
 
 namespace infir2::rt::cpu {
@@ -30,7 +29,9 @@ struct TokenWeights {
 };
 
 /// The weights of `targets` (operand `targetsAt`), whose mask (when there
-/// is one) is the operand after them.
+/// is one) is the operand after them; a counted target outside [0, vocab)
+/// is refused unless `vocab` is negative (the weights alone: the chunks'
+/// losses check their targets).
 int32_t tokenWeights(const Call &c, int64_t targetsAt, int64_t ignore,
                      bool hasMask, int64_t vocab, TokenWeights &out) {
   Operand targets = c.operand(targetsAt);
@@ -39,7 +40,7 @@ int32_t tokenWeights(const Call &c, int64_t targetsAt, int64_t ignore,
   for (int64_t t = 0; t < targets.numel; ++t) {
     int64_t id = targets.getIndex(t);
     float w = id == ignore ? 0.0f : (hasMask ? mask.get(t) : 1.0f);
-    if (w != 0.0f && (id < 0 || id >= vocab))
+    if (vocab >= 0 && w != 0.0f && (id < 0 || id >= vocab))
       return c.fail("target %lld at position %lld is out of range [0, %lld)",
                     (long long)id, (long long)t, (long long)vocab);
     out.w[t] = w;
@@ -88,7 +89,7 @@ int32_t loss_weight(const Call &c) {
   auto a = c.attrs<attrs::loss_weight>();
   TokenWeights w;
   if (int32_t err =
-          tokenWeights(c, 0, a.ignore_index, a.has_mask, INT64_MAX, w))
+          tokenWeights(c, 0, a.ignore_index, a.has_mask, /*vocab=*/-1, w))
     return err;
   c.operand(a.has_mask ? 2 : 1).set(0, float(w.total));
   return 0;

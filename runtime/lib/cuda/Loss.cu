@@ -27,7 +27,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -122,7 +121,8 @@ __device__ float rowLogSumExp(const View &logits, int64_t row, int64_t vocab,
 
 /// Each token's loss weight (0 at the ignore index, else the mask's or 1)
 /// and, in double, their sum; a weighted target outside [0, vocab) is
-/// refused (the smallest position wins) and weighs nothing.
+/// refused (the smallest position wins) and weighs nothing, unless `vocab`
+/// is negative (loss_weight: the chunks' losses check their targets).
 __global__ void tokenWeightsKernel(const int32_t *targets, View mask, int64_t n,
                                    int64_t ignore, int64_t vocab, float *w,
                                    double *total,
@@ -133,7 +133,7 @@ __global__ void tokenWeightsKernel(const int32_t *targets, View mask, int64_t n,
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t t = targets[i];
     float wi = t == ignore ? 0.0f : (mask.ptr ? mask.get(i) : 1.0f);
-    if (wi != 0.0f && (t < 0 || t >= vocab)) {
+    if (vocab >= 0 && wi != 0.0f && (t < 0 || t >= vocab)) {
       infir2::rt::cuda::refuseId(slot, i, int32_t(t));
       wi = 0.0f;
     }
@@ -311,7 +311,7 @@ extern "C" int32_t infir2rt_cuda_loss_weight(infir2rt_context *ctx,
   Operand out = descOperand(ctx, desc, a.has_mask ? 2 : 1);
   Weights w;
   if (int32_t rc = tokenWeights(ctx, desc, where, 0, a.ignore_index, a.has_mask,
-                                INT64_MAX, w))
+                                /*vocab=*/-1, w))
     return rc;
   storeTotalKernel<<<1, 1, 0, infir2::rt::cuda::streamOf(ctx)>>>(w.total,
                                                                  viewOf(out));

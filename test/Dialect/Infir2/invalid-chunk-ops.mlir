@@ -113,3 +113,12 @@ func.func @chunked_not_string(%t: tensor<8xi32>) {
   %0 = infir2.loss_weight %t {infir2.chunked = 1 : i64} : tensor<8xi32> -> tensor<f32>
   return
 }
+
+// -----
+
+// Tests that infir2.recompute (--infir2-recompute's reason) is a string.
+func.func @recompute_not_string(%x: tensor<8x4xbf16>) {
+  // expected-error @+1 {{'infir2.recompute' must be a string (why)}}
+  %0 = infir2.silu %x {infir2.recompute = 1 : i64} : tensor<8x4xbf16>
+  return
+}

@@ -67,6 +67,41 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     compareClose(c, out, INFIR2RT_F32, T * V, 64, infir2rt_cross_entropy_grad,
                  infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
   }
+  // A loss in chunks (--infir2-chunk-loss): the batch's weight sum, and a
+  // chunk's loss and gradient divided by it instead of their own weights.
+  {
+    SCOPED_TRACE("loss_weight");
+    Call c;
+    int t = c.add({T}, INFIR2RT_I32), mask = c.add({T}, INFIR2RT_F32),
+        out = c.add({}, INFIR2RT_F32);
+    c.attrs({-100, 1});
+    targetsOf(c, t);
+    for (int i = 0; i < T; ++i)
+      c.f32(mask)[i] = 0.25f * float(i % 5);
+    compareClose(c, out, INFIR2RT_F32, 1, 0, infir2rt_loss_weight,
+                 infir2rt_cuda_loss_weight);
+  }
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "cross_entropy_grad with a divisor"
+                      : "cross_entropy with a divisor");
+    Call c;
+    int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32);
+    int dloss = grad ? c.add({}, INFIR2RT_F32) : -1;
+    int divisor = c.add({}, INFIR2RT_F32);
+    int out = grad ? c.add({T, V}, INFIR2RT_BF16) : c.add({}, INFIR2RT_F32);
+    c.attrs({-100, 0, 1});
+    fill(c, logits, INFIR2RT_F32, T, V, rng);
+    targetsOf(c, t);
+    if (grad)
+      *c.f32(dloss) = 1.0f;
+    *c.f32(divisor) = 3.0f * float(T); // other chunks' tokens count too
+    if (grad)
+      compareClose(c, out, INFIR2RT_BF16, T * V, 1, infir2rt_cross_entropy_grad,
+                   infir2rt_cuda_cross_entropy_grad, /*normwise=*/true);
+    else
+      compareClose(c, out, INFIR2RT_F32, 1, 64, infir2rt_cross_entropy,
+                   infir2rt_cuda_cross_entropy);
+  }
   // The norm weight's gradient without and with an FP32 accumulator, then
   // with a residual added into the input's gradient, with and without the
   // accumulator (the residual is operand 6 or 5).

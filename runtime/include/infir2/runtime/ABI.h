@@ -41,7 +41,9 @@ extern "C" {
 // 9: rms_norm_grad takes an optional residual added into its input's
 // gradient (a trailing has_residual attribute); reduce_sum takes one or more
 // groups of (input, out[, acc]).
-enum { INFIR2RT_ABI_VERSION = 9 };
+// 10: cross_entropy and cross_entropy_grad take an optional divisor (a
+// trailing has_divisor attribute); loss_weight (the entries after it move).
+enum { INFIR2RT_ABI_VERSION = 10 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
