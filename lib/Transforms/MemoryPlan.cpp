@@ -386,11 +386,17 @@ LogicalResult Planner::planFunction(func::FuncOp fn, StringRef symbol) {
       liveTotal -= alignedBytes(bytes);
     }
   }
-  for (auto &[v, c] : category)
-    if (allocatedAt[v] <= fp.peakAt && lastUse[v] >= fp.peakAt)
-      fp.atPeak.push_back(
-          {v, alignedBytes(storedBytes(cast<RankedTensorType>(v.getType()))),
-           c});
+  // In schedule order (then the stable sort by size): the same list on
+  // every run.
+  for (Operation *op : fp.schedule)
+    for (Value v : op->getResults()) {
+      auto c = category.find(v);
+      if (c != category.end() && allocatedAt[v] <= fp.peakAt &&
+          lastUse[v] >= fp.peakAt)
+        fp.atPeak.push_back(
+            {v, alignedBytes(storedBytes(cast<RankedTensorType>(v.getType()))),
+             c->second});
+    }
   llvm::stable_sort(fp.atPeak, [](const auto &a, const auto &b) {
     return a.bytes > b.bytes;
   });

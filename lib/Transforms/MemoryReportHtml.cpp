@@ -201,7 +201,7 @@ plan.gemms.forEach(g => {
 });
 document.getElementById("gemm-summary").textContent =
   `${plan.gemms.length} GEMMs: ` + Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ");
-if (!plan.recomputed.length) row("recomputed", ["(nothing: no --memory-budget)", "", ""]);
+if (!plan.recomputed.length) row("recomputed", ["(nothing recomputed)", "", ""]);
 plan.recomputed.forEach(r => row("recomputed", [r.op, r.where, r.why]));
 document.getElementById("time").textContent = plan.stepTime;
 </script></body></html>
@@ -270,13 +270,14 @@ void infir2::printMemoryReportHtml(const ModelPlan &plan, ModuleOp module,
   std::string text;
   llvm::raw_string_ostream js(text);
   js << json::Value(std::move(data));
-  // Inside <script>: no "</" may end it early.
+  // Inside <script>: no markup at all ("</script>", "<!--" would end or
+  // bend it), so every <, > and & is a JSON escape.
   std::string escaped;
-  for (size_t i = 0; i < text.size(); ++i) {
-    escaped += text[i];
-    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/')
-      escaped += "\\";
-  }
+  for (char ch : text)
+    escaped += ch == '<'   ? "\\u003c"
+               : ch == '>' ? "\\u003e"
+               : ch == '&' ? "\\u0026"
+                           : std::string(1, ch);
   StringRef page(kPage);
   size_t at = page.find("@DATA@");
   os << page.take_front(at) << escaped << page.drop_front(at + 6);

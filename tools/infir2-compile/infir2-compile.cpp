@@ -263,7 +263,9 @@ static int writeHtmlReport(ModuleOp module) {
   std::string why;
   FailureOr<infir2::StepTimeTarget> h100 =
       infir2::lookUpStepTimeTarget("h100", "", why);
-  if (failed(plan) || failed(h100))
+  if (failed(plan)) // planModel has said why
+    return 1;
+  if (failed(h100))
     return fail("cannot report the plan: " + why);
   std::error_code ec;
   ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
@@ -291,7 +293,8 @@ int main(int argc, char **argv) {
     outputPath = emit == Emit::exe   ? "trainer"
                  : emit == Emit::obj ? "model.o"
                                      : "-";
-  if (outputPath == "-" && (emit == Emit::exe || emit == Emit::obj))
+  if (outputPath == "-" && reportMemory == MemoryReport::none &&
+      (emit == Emit::exe || emit == Emit::obj))
     return fail("an executable or object file cannot go to standard output: "
                 "give -o a path");
   // An output that cannot be written is an error before any work.

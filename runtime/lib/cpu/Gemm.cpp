@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -119,6 +120,84 @@ float *resultFloats(const Operand &out, Buffer &buffer, bool add) {
   return add ? const_cast<float *>(out.floats(buffer)) : out.output(buffer);
 }
 
+/// The most bytes one FP32 tile of the fallback GEMM takes (a block of
+/// op(A)'s rows, of op(B)'s columns, or of C): 16 MiB, or
+/// INFIR2_CPU_GEMM_TILE_BYTES (tests make it tiny to cross tile edges).
+int64_t fallbackTileBytes() {
+  static const int64_t bytes = [] {
+    const char *v = std::getenv("INFIR2_CPU_GEMM_TILE_BYTES");
+    long long n = v ? std::atoll(v) : 0;
+    return n > 0 ? int64_t(n) : int64_t(16) << 20;
+  }();
+  return bytes;
+}
+
+/// Rows [r0, r0 + rows) and columns [c0, c0 + cols) of the R x C matrix X,
+/// as row-major FP32 in `out`: X[r][c] = x[base + r * C + c], or
+/// x[base + c * R + r] when `transposed` (x holds Xᵀ).
+void widenBlock(const Operand &x, int64_t base, bool transposed, int64_t R,
+                int64_t C, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+                float *out) {
+  const auto *bf16 = x.dtype == INFIR2RT_BF16
+                         ? reinterpret_cast<const uint16_t *>(x.ptr)
+                         : nullptr;
+#pragma omp parallel for if (rows * cols > 65536)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      int64_t at =
+          base + (transposed ? (c0 + c) * R + (r0 + r) : (r0 + r) * C + c0 + c);
+      out[r * cols + c] = bf16 ? bf16ToFloat(bf16[at]) : x.get(at);
+    }
+}
+
+/// C (m x n, at element `cBase` of `out`) = op(A)·op(B) (+ C when `add`)
+/// through FP32 SGEMM, with A at element `aBase` and B at `bBase`, in tiles
+/// of at most fallbackTileBytes() each: for every block of C, the products
+/// of K blocks added into it (FP32; a C of another type is rounded once, at
+/// the end). Operands are widened a block at a time, so no FP32 copy of a
+/// whole operand exists and the backend's temporaries stay within a few
+/// tiles whatever the shapes (the memory plan holds); each operand is
+/// widened about n / 4096 (A) or m / 4096 (B) times.
+void fallbackGemm(const Operand &a, int64_t aBase, bool ta, const Operand &b,
+                  int64_t bBase, bool tb, const Operand &out, int64_t cBase,
+                  int64_t m, int64_t n, int64_t k, bool add) {
+  int64_t tile = std::max<int64_t>(fallbackTileBytes() / 4, 1);
+  bool cFloat = out.dtype == INFIR2RT_F32;
+  int64_t mb = std::min<int64_t>(m, 4096), nb = std::min<int64_t>(n, 4096);
+  while (!cFloat && mb * nb > tile && (mb > 1 || nb > 1))
+    (mb >= nb ? mb : nb) = std::max<int64_t>((mb >= nb ? mb : nb) / 2, 1);
+  int64_t kb = std::clamp<int64_t>(tile / std::max(mb, nb), 1, k);
+  Buffer aTile, bTile, cTile;
+  for (int64_t i0 = 0; i0 < m; i0 += mb) {
+    int64_t rows = std::min(mb, m - i0);
+    for (int64_t j0 = 0; j0 < n; j0 += nb) {
+      int64_t cols = std::min(nb, n - j0), at = cBase + i0 * n + j0;
+      float *c = cFloat ? reinterpret_cast<float *>(out.ptr) + at
+                        : cTile.resize(rows * cols);
+      int64_t ldc = cFloat ? n : cols;
+      if (!cFloat && add)
+#pragma omp parallel for if (rows * cols > 65536)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t q = 0; q < cols; ++q)
+            c[r * cols + q] = out.get(at + r * n + q);
+      for (int64_t k0 = 0; k0 < k; k0 += kb) {
+        int64_t depth = std::min(kb, k - k0);
+        float *ap = aTile.resize(rows * depth),
+              *bp = bTile.resize(depth * cols);
+        widenBlock(a, aBase, ta, m, k, i0, rows, k0, depth, ap);
+        widenBlock(b, bBase, tb, k, n, k0, depth, j0, cols, bp);
+        sgemm(false, false, rows, cols, depth, ap, depth, bp, cols, c, ldc,
+              add || k0 > 0);
+      }
+      if (!cFloat)
+#pragma omp parallel for if (rows * cols > 65536)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t q = 0; q < cols; ++q)
+            out.set(at + r * n + q, c[r * cols + q]);
+    }
+  }
+}
+
 } // namespace
 
 int32_t matmul(const Call &c) {
@@ -138,17 +217,13 @@ int32_t matmul(const Call &c) {
                     reinterpret_cast<const uint16_t *>(a.ptr),
                     reinterpret_cast<const uint16_t *>(b.ptr), out, add))
     return 0;
-  Buffer ba, bb, bo;
-  const float *A = a.floats(ba), *B = b.floats(bb);
-  float *C = resultFloats(out, bo, add);
-  if (sharedRhs && !ta) {
-    sgemm(false, tb, batch * m, n, k, A, B, C, add); // one GEMM, all rows
+  if (sharedRhs && !ta) { // one GEMM, all rows
+    fallbackGemm(a, 0, false, b, 0, tb, out, 0, batch * m, n, k, add);
   } else {
     for (int64_t p = 0; p < batch; ++p)
-      sgemm(ta, tb, m, n, k, A + p * m * k, B + (sharedRhs ? 0 : p * k * n),
-            C + p * m * n, add);
+      fallbackGemm(a, p * m * k, ta, b, sharedRhs ? 0 : p * k * n, tb, out,
+                   p * m * n, m, n, k, add);
   }
-  out.store(C);
   return 0;
 }
 

@@ -34,3 +34,7 @@ print(f"GEMMs: {len(plan['gemms'])} (" +
 assert len(plan["ops"]) == len(plan["timeline"])
 assert all(len(t) == len(plan["categories"]) for t in plan["timeline"])
 print(f"categories: {len(plan['categories'])}, timeline: {len(plan['timeline'])} ops")
+sizes = [b["bytes"] for b in plan["atPeak"]]
+assert sizes and sizes == sorted(sizes, reverse=True), sizes
+assert sum(sizes) <= sum(plan["timeline"][plan["peakAt"]]), (sum(sizes), plan["peakAt"])
+print(f"live at the peak: {len(sizes)} buffers, largest first, within the peak's scratch")
