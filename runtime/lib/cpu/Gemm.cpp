@@ -21,6 +21,7 @@
 
 #include "Bf16Gemm.h"
 #include "Blocks.h"
+#include "Fp8Loops.h"
 #include "Operand.h"
 
 #include <cblas.h>
@@ -55,11 +56,6 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                 a + (ta ? m0 : m0 * lda), lda, b, ldb, add ? 1.0f : 0.0f,
                 c + m0 * ldc, ldc);
   }
-}
-
-void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-           const float *b, float *c, bool add = false) {
-  sgemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n, add);
 }
 
 /// The same through the BF16 path, C in FP32 or BF16 (`cBf16`); false when
@@ -132,35 +128,30 @@ int64_t fallbackTileBytes() {
   return bytes;
 }
 
-/// Rows [r0, r0 + rows) and columns [c0, c0 + cols) of the R x C matrix X,
-/// as row-major FP32 in `out`: X[r][c] = x[base + r * C + c], or
-/// x[base + c * R + r] when `transposed` (x holds Xᵀ).
-void widenBlock(const Operand &x, int64_t base, bool transposed, int64_t R,
-                int64_t C, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
-                float *out) {
-  const auto *bf16 = x.dtype == INFIR2RT_BF16
-                         ? reinterpret_cast<const uint16_t *>(x.ptr)
-                         : nullptr;
+/// Rows [r0, r0 + rows) and columns [c0, c0 + cols) of a stored row-major
+/// matrix, as row-major FP32 in `out`; `rows_(r, c0, cols, dst)` reads
+/// `cols` elements of stored row r from column c0 as FP32.
+template <typename Rows>
+void widenBlock(const Rows &rows_, int64_t r0, int64_t rows, int64_t c0,
+                int64_t cols, float *out) {
 #pragma omp parallel for if (rows * cols > 65536)
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      int64_t at =
-          base + (transposed ? (c0 + c) * R + (r0 + r) : (r0 + r) * C + c0 + c);
-      out[r * cols + c] = bf16 ? bf16ToFloat(bf16[at]) : x.get(at);
-    }
+    rows_(r0 + r, c0, cols, out + r * cols);
 }
 
 /// C (m x n, at element `cBase` of `out`) = op(A)·op(B) (+ C when `add`)
-/// through FP32 SGEMM, with A at element `aBase` and B at `bBase`, in tiles
-/// of at most fallbackTileBytes() each: for every block of C, the products
-/// of K blocks added into it (FP32; a C of another type is rounded once, at
-/// the end). Operands are widened a block at a time, so no FP32 copy of a
-/// whole operand exists and the backend's temporaries stay within a few
-/// tiles whatever the shapes (the memory plan holds); each operand is
-/// widened about n / 4096 (A) or m / 4096 (B) times.
-void fallbackGemm(const Operand &a, int64_t aBase, bool ta, const Operand &b,
-                  int64_t bBase, bool tb, const Operand &out, int64_t cBase,
-                  int64_t m, int64_t n, int64_t k, bool add) {
+/// through FP32 SGEMM, where `a` and `b` read rows of A's and B's storage
+/// (widenBlock), in tiles of at most fallbackTileBytes() each: for every
+/// block of C, the products of K blocks added into it (FP32; a C of another
+/// type is rounded once, at the end). Operands are widened a block of their
+/// stored rows at a time, so no FP32 copy of a whole operand exists and the
+/// backend's temporaries stay within a few tiles whatever the shapes (the
+/// memory plan holds); each operand is widened about n / 4096 (A) or
+/// m / 4096 (B) times.
+template <typename RowsA, typename RowsB>
+void fallbackGemm(const RowsA &a, bool ta, const RowsB &b, bool tb,
+                  const Operand &out, int64_t cBase, int64_t m, int64_t n,
+                  int64_t k, bool add) {
   int64_t tile = std::max<int64_t>(fallbackTileBytes() / 4, 1);
   bool cFloat = out.dtype == INFIR2RT_F32;
   int64_t mb = std::min<int64_t>(m, 4096), nb = std::min<int64_t>(n, 4096);
@@ -184,10 +175,18 @@ void fallbackGemm(const Operand &a, int64_t aBase, bool ta, const Operand &b,
         int64_t depth = std::min(kb, k - k0);
         float *ap = aTile.resize(rows * depth),
               *bp = bTile.resize(depth * cols);
-        widenBlock(a, aBase, ta, m, k, i0, rows, k0, depth, ap);
-        widenBlock(b, bBase, tb, k, n, k0, depth, j0, cols, bp);
-        sgemm(false, false, rows, cols, depth, ap, depth, bp, cols, c, ldc,
-              add || k0 > 0);
+        // Each tile as stored: A is m x k (k x m when ta), B k x n (n x k
+        // when tb).
+        if (ta)
+          widenBlock(a, k0, depth, i0, rows, ap);
+        else
+          widenBlock(a, i0, rows, k0, depth, ap);
+        if (tb)
+          widenBlock(b, j0, cols, k0, depth, bp);
+        else
+          widenBlock(b, k0, depth, j0, cols, bp);
+        sgemm(ta, tb, rows, cols, depth, ap, ta ? rows : depth, bp,
+              tb ? depth : cols, c, ldc, add || k0 > 0);
       }
       if (!cFloat)
 #pragma omp parallel for if (rows * cols > 65536)
@@ -197,6 +196,45 @@ void fallbackGemm(const Operand &a, int64_t aBase, bool ta, const Operand &b,
     }
   }
 }
+
+/// Rows of `x` (`width` elements each, from element `base`) as FP32.
+struct StoredRows {
+  const Operand &x;
+  int64_t base, width;
+  void operator()(int64_t r, int64_t c0, int64_t cols, float *dst) const {
+    int64_t e = base + r * width + c0;
+    if (x.dtype == INFIR2RT_BF16) {
+      const auto *in = reinterpret_cast<const uint16_t *>(x.ptr) + e;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c)
+        dst[c] = bf16ToFloat(in[c]);
+    } else {
+      for (int64_t c = 0; c < cols; ++c)
+        dst[c] = x.get(e + c);
+    }
+  }
+};
+
+/// Rows of an FP8 operand times their scales (what dequantized() makes),
+/// from element `base`: exact under power-of-two scales, else rounded once.
+struct DequantizedRows {
+  const Operand &x;
+  const Blocks &g;
+  const float *table, *scales;
+  int64_t base;
+  void operator()(int64_t r, int64_t c0, int64_t cols, float *dst) const {
+    int64_t q = (base / g.C) + r;
+    const uint8_t *codes = x.ptr + q * g.C + c0;
+    if (g.fast()) {
+      int64_t rowBase = g.rowBase(q);
+      for (int64_t c = 0; c < cols; ++c)
+        dst[c] = table[codes[c]] * scales[rowBase + (c0 + c) / g.bc];
+    } else {
+      for (int64_t c = 0; c < cols; ++c)
+        dst[c] = table[codes[c]] * scales[g.index(q, c0 + c)];
+    }
+  }
+};
 
 } // namespace
 
@@ -217,11 +255,14 @@ int32_t matmul(const Call &c) {
                     reinterpret_cast<const uint16_t *>(a.ptr),
                     reinterpret_cast<const uint16_t *>(b.ptr), out, add))
     return 0;
+  int64_t aWidth = ta ? m : k, bWidth = tb ? k : n;
   if (sharedRhs && !ta) { // one GEMM, all rows
-    fallbackGemm(a, 0, false, b, 0, tb, out, 0, batch * m, n, k, add);
+    fallbackGemm(StoredRows{a, 0, aWidth}, false, StoredRows{b, 0, bWidth}, tb,
+                 out, 0, batch * m, n, k, add);
   } else {
     for (int64_t p = 0; p < batch; ++p)
-      fallbackGemm(a, p * m * k, ta, b, sharedRhs ? 0 : p * k * n, tb, out,
+      fallbackGemm(StoredRows{a, p * m * k, aWidth}, ta,
+                   StoredRows{b, sharedRhs ? 0 : p * k * n, bWidth}, tb, out,
                    p * m * n, m, n, k, add);
   }
   return 0;
@@ -365,18 +406,29 @@ int32_t scaled_matmul(const Call &c) {
                       k, out, add))
     return 0;
   // Otherwise the dequantized values (rounded once under FP32 scales),
-  // multiplied in FP32 SGEMM.
-  Buffer A = dequantized(a, sa, blockA.data());
-  Buffer B = dequantized(b, sb, blockB.data());
-  Buffer bo;
-  float *C = resultFloats(out, bo, add);
-  if (b.rank == 2)
-    sgemm(false, true, batch * m, n, k, A.data(), B.data(), C, add);
-  else
+  // multiplied in FP32 SGEMM a tile at a time (dequantized as they are
+  // widened: no whole FP32 copy of either operand).
+  Blocks ga(a, blockA.data()), gb(b, blockB.data());
+  std::vector<float> scaleA(sa.numel), scaleB(sb.numel);
+  for (int64_t i = 0; i < sa.numel; ++i)
+    scaleA[i] = sa.get(i);
+  for (int64_t i = 0; i < sb.numel; ++i)
+    scaleB[i] = sb.get(i);
+  auto tableOf = [](const Operand &x) {
+    return decodeTable(x.dtype == INFIR2RT_E5M2 ? FP8Format::E5M2
+                                                : FP8Format::E4M3);
+  };
+  if (b.rank == 2) {
+    fallbackGemm(DequantizedRows{a, ga, tableOf(a), scaleA.data(), 0}, false,
+                 DequantizedRows{b, gb, tableOf(b), scaleB.data(), 0}, true,
+                 out, 0, batch * m, n, k, add);
+  } else {
     for (int64_t p = 0; p < batch; ++p)
-      sgemm(false, true, m, n, k, A.data() + p * m * k, B.data() + p * n * k,
-            C + p * m * n, add);
-  out.store(C);
+      fallbackGemm(DequantizedRows{a, ga, tableOf(a), scaleA.data(), p * m * k},
+                   false,
+                   DequantizedRows{b, gb, tableOf(b), scaleB.data(), p * n * k},
+                   true, out, p * m * n, m, n, k, add);
+  }
   return 0;
 }
 
