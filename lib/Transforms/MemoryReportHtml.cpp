@@ -110,6 +110,8 @@ pre { background: #f6f6f6; padding: 8px; overflow-x: auto; }
 <p id="peak"></p>
 <div id="legend"></div>
 <svg id="chart" width="1150" height="380" role="img" aria-label="memory over the step"></svg>
+<h2>The step's own memory (the scratch arena, without the state)</h2>
+<svg id="scratch" width="1150" height="380" role="img" aria-label="scratch memory over the step"></svg>
 <h2>Live at the peak (the largest scratch buffers)</h2>
 <table id="live"><tr><th>op</th><th>where</th><th>type</th><th>category</th><th>MiB</th></tr></table>
 <h2>GEMMs and their precision</h2>
@@ -160,37 +162,50 @@ plan.categories.forEach((name, c) => {
   s.appendChild(i); s.appendChild(document.createTextNode(name));
   legend.appendChild(s);
 });
-const svg = document.getElementById("chart");
-const W = 1150, H = 380, L = 60, B = 30, T = 10, n = Math.max(plan.timeline.length, 1);
-const x = i => L + (W - L - 10) * i / n, y = b => H - B - (H - B - T) * b / (peak || 1);
-const base = new Array(n + 1).fill(0);
-plan.categories.forEach((name, c) => {
-  const top = base.map((v, i) => v + plan.state[c] +
-      (plan.timeline.length ? plan.timeline[Math.min(i, n - 1)][c] : 0));
-  if (top.every((v, i) => v === base[i])) return;
-  let d = `M ${x(0)} ${y(base[0])}`;
-  for (let i = 0; i <= n; ++i) d += ` L ${x(i)} ${y(top[i])}`;
-  for (let i = n; i >= 0; --i) d += ` L ${x(i)} ${y(base[i])}`;
-  const p = el("path", {svg: 1, d: d + " Z", fill: colors[c], stroke: "none"});
-  p.appendChild(el("title", {svg: 1}, name));
-  svg.appendChild(p);
-  for (let i = 0; i <= n; ++i) base[i] = top[i];
-});
-for (let g = 0; g <= 4; ++g) {
-  const b = peak * g / 4;
-  svg.appendChild(el("text", {svg: 1, x: 4, y: y(b) + 4, "font-size": 11},
-                      `${(b / GiB).toFixed(1)} GiB`));
-}
-const mark = (i, label, color) => {
-  svg.appendChild(el("line", {svg: 1, x1: x(i), x2: x(i), y1: T, y2: H - B,
-                               stroke: color, "stroke-dasharray": "4 3"}));
-  svg.appendChild(el("text", {svg: 1, x: x(i) + 4, y: H - 12, "font-size": 11,
-                               fill: color}, label));
+// A stacked chart of the categories over the step's ops into the SVG `id`;
+// with `withState` the state region lies under the step's scratch.
+const chart = (id, withState) => {
+  const svg = document.getElementById(id);
+  const W = 1150, H = 380, L = 70, B = 30, T = 10;
+  const n = Math.max(plan.timeline.length, 1);
+  const at = (i, c) => (withState ? plan.state[c] : 0) +
+      (plan.timeline.length ? plan.timeline[Math.min(i, n - 1)][c] : 0);
+  let top = 0;
+  for (let i = 0; i < n; ++i)
+    top = Math.max(top, plan.categories.reduce((a, _, c) => a + at(i, c), 0));
+  const x = i => L + (W - L - 10) * i / n, y = b => H - B - (H - B - T) * b / (top || 1);
+  const base = new Array(n + 1).fill(0);
+  plan.categories.forEach((name, c) => {
+    const upper = base.map((v, i) => v + at(i, c));
+    if (upper.every((v, i) => v === base[i])) return;
+    let d = `M ${x(0)} ${y(base[0])}`;
+    for (let i = 0; i <= n; ++i) d += ` L ${x(i)} ${y(upper[i])}`;
+    for (let i = n; i >= 0; --i) d += ` L ${x(i)} ${y(base[i])}`;
+    const p = el("path", {svg: 1, d: d + " Z", fill: colors[c], stroke: "none"});
+    p.appendChild(el("title", {svg: 1}, name));
+    svg.appendChild(p);
+    for (let i = 0; i <= n; ++i) base[i] = upper[i];
+  });
+  const unit = top >= GiB ? [GiB, "GiB", 1] : [MiB, "MiB", 0];
+  for (let g = 0; g <= 4; ++g) {
+    const b = top * g / 4;
+    svg.appendChild(el("text", {svg: 1, x: 4, y: y(b) + 4, "font-size": 11},
+                        `${(b / unit[0]).toFixed(unit[2])} ${unit[1]}`));
+  }
+  const mark = (i, label, color) => {
+    svg.appendChild(el("line", {svg: 1, x1: x(i), x2: x(i), y1: T, y2: H - B,
+                                 stroke: color, "stroke-dasharray": "4 3"}));
+    svg.appendChild(el("text", {svg: 1, x: x(i) + 4, y: H - 12, "font-size": 11,
+                                 fill: color}, label));
+  };
+  if (plan.lossAt >= 0) mark(plan.lossAt, "loss: the backward pass starts", "#555");
+  const shown = withState ? peak : peak - stateTotal;
+  mark(plan.peakAt, `peak ${(shown / unit[0]).toFixed(unit[2] + 2)} ${unit[1]}`, "#c00");
+  svg.appendChild(el("text", {svg: 1, x: L, y: H - 1, "font-size": 11},
+                      `the training step's ${n} ops, in the order they run`));
 };
-if (plan.lossAt >= 0) mark(plan.lossAt, "loss: the backward pass starts", "#555");
-mark(plan.peakAt, `peak ${(peak / GiB).toFixed(2)} GiB`, "#c00");
-svg.appendChild(el("text", {svg: 1, x: L, y: H - 1, "font-size": 11},
-                    `the training step's ${n} ops, in the order they run`));
+chart("chart", true);
+chart("scratch", false);
 plan.atPeak.forEach(b => row("live", [b.op, b.where, b.type, b.category,
                                       (b.bytes / MiB).toFixed(1)], [4]));
 const counts = {};
