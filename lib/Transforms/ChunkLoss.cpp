@@ -283,6 +283,8 @@ struct ChunkLossPass : public infir2::impl::ChunkLossPassBase<ChunkLossPass> {
       }
       int64_t logitBytes = storedBytes(RankedTensorType::get(
           {m->vocab}, typeOf(op.getLogits()).getElementType()));
+      if (logitBytes == 0) // an empty vocabulary: nothing to chunk
+        continue;
       int64_t chunk = tokens ? int64_t(tokens)
                              : chunkFor(m->tokens, chunkBytes / logitBytes);
       if (chunk < m->tokens)

@@ -54,7 +54,9 @@ FailureOr<int64_t> parseSize(StringRef text) {
   StringRef number = text.take_front(end),
             unit = text.drop_front(number.size());
   double value;
-  if (number.empty() || number.getAsDouble(value) || value <= 0)
+  // Positive and finite, at most an exbibyte (no int64 overflow below).
+  if (number.empty() || number.getAsDouble(value) || !(value > 0) ||
+      value > 1e18)
     return failure();
   static const std::pair<StringRef, double> units[] = {
       {"", 1},          {"B", 1},         {"KiB", 1024.0},
@@ -62,7 +64,7 @@ FailureOr<int64_t> parseSize(StringRef text) {
       {"KB", 1e3},      {"MB", 1e6},      {"GB", 1e9},
       {"TB", 1e12}};
   for (auto [name, scale] : units)
-    if (unit.trim() == name)
+    if (unit.trim() == name && value * scale <= 1.0e18)
       return int64_t(value * scale);
   return failure();
 }

@@ -34,3 +34,14 @@ func.func @awkward(%h: tensor<2x67x8xbf16>, %w: tensor<16x8xbf16>, %t: tensor<2x
   %loss = infir2.cross_entropy %l, %t : tensor<2x67x16xf32>, tensor<2x67xi32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// An empty vocabulary: nothing to chunk, no division by its zero bytes.
+// AUTO-LABEL: func.func @no_vocab
+// AUTO-NOT: infir2.slice
+func.func @no_vocab(%h: tensor<6x8xbf16>, %w: tensor<0x8xbf16>, %t: tensor<6xi32>) -> tensor<f32> {
+  %l = infir2.matmul %h, %w {transpose_rhs} : tensor<6x8xbf16>, tensor<0x8xbf16> -> tensor<6x0xf32>
+  %loss = infir2.cross_entropy %l, %t : tensor<6x0xf32>, tensor<6xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

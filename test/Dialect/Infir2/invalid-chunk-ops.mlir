@@ -122,3 +122,12 @@ func.func @recompute_not_string(%x: tensor<8x4xbf16>) {
   %0 = infir2.silu %x {infir2.recompute = 1 : i64} : tensor<8x4xbf16>
   return
 }
+
+// -----
+
+// Tests that a start past any row count is refused, not overflowed.
+func.func @slice_huge_start(%x: tensor<8x4xbf16>) {
+  // expected-error @+1 {{inside the input's 8 rows}}
+  %0 = infir2.slice %x[9223372036854775807] : tensor<8x4xbf16> -> tensor<2x4xbf16>
+  return
+}

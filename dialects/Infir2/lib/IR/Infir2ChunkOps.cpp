@@ -38,7 +38,7 @@ LogicalResult SliceOp::verify() {
   if (failed(checkRowsOf(*this, "result", getResult(), "input", getInput())))
     return failure();
   int64_t rows = shapeOf(getInput())[0], n = shapeOf(getResult())[0];
-  if (getStart() + n > rows)
+  if (n > rows || getStart() > rows - n)
     return emitOpError() << "expects rows [" << getStart() << ", "
                          << getStart() + n << ") inside the input's " << rows
                          << " rows";
