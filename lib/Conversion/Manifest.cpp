@@ -107,6 +107,20 @@ infir2::buildManifest(rtir::PlanAttr plan, ArrayRef<func::FuncOp> planned,
   m.seq = plan.getSeq();
   m.vocab = plan.getVocab();
   m.zero1WorldSize = plan.getZero1WorldSize();
+  // A tensor-parallel model's shards, by parameter name; the parameter's
+  // state (master, moments, gradient) is split the same way.
+  llvm::StringMap<int64_t> tpDims;
+  for (func::FuncOp fn : planned)
+    for (auto [i, param] : getParams(fn))
+      if (auto dim = fn.getArgAttrOfType<IntegerAttr>(
+              i, Infir2Dialect::getTPShardAttrName()))
+        tpDims[param.getName()] = dim.getInt();
+  if (!planned.empty())
+    if (auto size = planned.front()
+                        ->getParentOfType<ModuleOp>()
+                        ->getAttrOfType<IntegerAttr>(
+                            Infir2Dialect::getTensorParallelAttrName()))
+      m.tensorParallel = size.getInt();
   for (auto s : plan.getSlots().getAsRange<rtir::SlotAttr>()) {
     rt::ManifestSlot slot;
     std::optional<rt::SlotKind> kind =
@@ -128,6 +142,12 @@ infir2::buildManifest(rtir::PlanAttr plan, ArrayRef<func::FuncOp> planned,
       slot.init = stringifyInitKind(p.getInit()).str();
       slot.std = p.getStd().convertToDouble();
     }
+    if (llvm::is_contained({rt::SlotKind::Param, rt::SlotKind::Master,
+                            rt::SlotKind::Moment1, rt::SlotKind::Moment2,
+                            rt::SlotKind::Grad},
+                           slot.kind))
+      if (auto it = tpDims.find(slot.name); it != tpDims.end())
+        slot.tpDim = it->second;
     m.slots.push_back(std::move(slot));
   }
   for (func::FuncOp fn : planned) {

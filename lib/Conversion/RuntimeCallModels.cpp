@@ -113,6 +113,10 @@ RuntimeCall callOf(MulOp op) { return callTo(op, "mul"); }
 RuntimeCall callOf(SiluGradOp op) { return callTo(op, "silu_grad"); }
 RuntimeCall callOf(SwigluGradOp op) { return callTo(op, "swiglu_grad"); }
 RuntimeCall callOf(AllReduceOp op) { return callTo(op, "all_reduce"); }
+// Entering a tensor-parallel region reads the tensor where it lies (a view);
+// leaving it sums over the group.
+RuntimeCall callOf(TPCopyOp) { return {}; }
+RuntimeCall callOf(TPReduceOp op) { return callTo(op, "tp_reduce"); }
 
 RuntimeCall callOf(TransposeOp op) {
   std::vector<double> words(op.getPermutation().begin(),
@@ -236,6 +240,7 @@ RuntimeCall callOf(EmbeddingGradOp op) {
 RuntimeCall callOf(GlobalNormOp op) {
   attrs::global_norm a;
   a.across_ranks = op.getAcrossRanks();
+  a.tp_shards = op.getTpShards();
   return callTo(op, "global_norm", encoded(a));
 }
 
@@ -413,7 +418,7 @@ void infir2::registerRuntimeCallModels(DialectRegistry &registry) {
                  CrossEntropyGradOp, ReduceSumOp, SiluGradOp, SwigluGradOp,
                  RMSNormGradOp, EmbeddingGradOp, GlobalNormOp, AllReduceOp,
                  ReduceScatterOp, AllGatherOp, AdamWOp, AdamWGroupOp, SGDOp,
-                 SliceOp, ConcatOp, LossWeightOp>(ctx);
+                 SliceOp, ConcatOp, LossWeightOp, TPCopyOp, TPReduceOp>(ctx);
     RMSNormOp::attachInterface<FusingRuntimeCallModel<RMSNormOp>>(*ctx);
     SwigluOp::attachInterface<FusingRuntimeCallModel<SwigluOp>>(*ctx);
   });

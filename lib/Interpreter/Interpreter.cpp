@@ -164,6 +164,16 @@ LogicalResult Interpreter::run(Operation *op) {
           set(out, get(in));
         return success();
       })
+      .Case([&](TPCopyOp o) {
+        set(o.getResult(), get(o.getInput()));
+        return success();
+      })
+      .Case([&](TPReduceOp o) {
+        return o.emitOpError() << "sums over " << o.getSize()
+                               << " tensor-parallel ranks: interpret the "
+                                  "function with runRanks, one input set a "
+                                  "rank";
+      })
       .Case([&](ReduceScatterOp o) { return oneRankShards(o); })
       .Case([&](AllGatherOp o) { return oneRankShards(o); })
       .Case([&](fp8::QuantizeOp o) { return quantize(o); })
@@ -184,36 +194,83 @@ LogicalResult Interpreter::run(Operation *op) {
 
 FailureOr<SmallVector<Tensor>> infir2::interp::run(FunctionOpInterface fn,
                                                    ArrayRef<Tensor> inputs) {
+  SmallVector<SmallVector<Tensor>> one{SmallVector<Tensor>(inputs)};
+  FailureOr<SmallVector<SmallVector<Tensor>>> results = runRanks(fn, one);
+  if (failed(results))
+    return failure();
+  return std::move(results->front());
+}
+
+FailureOr<SmallVector<SmallVector<Tensor>>>
+infir2::interp::runRanks(FunctionOpInterface fn,
+                         ArrayRef<SmallVector<Tensor>> inputs) {
   if (fn.isExternal())
     return fn.emitError() << "cannot interpret a function without a body";
-  ArrayRef<Type> argTypes = fn.getArgumentTypes();
-  if (inputs.size() != argTypes.size())
-    return fn.emitError() << "expects " << argTypes.size() << " inputs, got "
-                          << inputs.size();
-  Interpreter interp;
-  Block &entry = fn.getFunctionBody().front();
-  for (auto [i, arg, input] : llvm::enumerate(entry.getArguments(), inputs)) {
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type || !type.hasStaticShape())
-      return fn.emitError()
-             << "argument #" << i << " is not a statically shaped tensor";
-    if (type.getShape() != ArrayRef<int64_t>(input.shape) ||
-        static_cast<int64_t>(input.data.size()) != type.getNumElements())
-      return fn.emitError()
-             << "input #" << i << " does not have shape " << type;
-    interp.env[arg] = input;
-  }
   if (!llvm::hasSingleElement(fn.getFunctionBody()))
     return fn.emitError() << "the interpreter runs single-block functions only";
+  ArrayRef<Type> argTypes = fn.getArgumentTypes();
+  Block &entry = fn.getFunctionBody().front();
+  // One interpreter a rank, all running the same ops in step.
+  std::vector<Interpreter> ranks(inputs.size());
+  for (auto [interp, rankInputs] : llvm::zip_equal(ranks, inputs)) {
+    if (rankInputs.size() != argTypes.size())
+      return fn.emitError() << "expects " << argTypes.size() << " inputs, got "
+                            << rankInputs.size();
+    for (auto [i, arg, input] :
+         llvm::enumerate(entry.getArguments(), rankInputs)) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || !type.hasStaticShape())
+        return fn.emitError()
+               << "argument #" << i << " is not a statically shaped tensor";
+      if (type.getShape() != ArrayRef<int64_t>(input.shape) ||
+          static_cast<int64_t>(input.data.size()) != type.getNumElements())
+        return fn.emitError()
+               << "input #" << i << " does not have shape " << type;
+      interp.env[arg] = input;
+    }
+  }
   for (Operation &op : entry) {
     if (op.hasTrait<OpTrait::IsTerminator>()) {
-      SmallVector<Tensor> results;
-      for (Value v : op.getOperands())
-        results.push_back(interp.env.find(v)->second);
+      SmallVector<SmallVector<Tensor>> results(ranks.size());
+      for (auto [interp, out] : llvm::zip_equal(ranks, results))
+        for (Value v : op.getOperands())
+          out.push_back(interp.env.find(v)->second);
       return results;
     }
-    if (failed(interp.run(&op)))
-      return failure();
+    if (auto reduce = dyn_cast<TPReduceOp>(op);
+        reduce && reduce.getSize() == static_cast<int64_t>(ranks.size())) {
+      // The sum over the group, in rank order, the same on every rank.
+      Tensor sum = ranks.front().env.find(reduce.getInput())->second;
+      for (Interpreter &interp : llvm::drop_begin(ranks)) {
+        const Tensor &part = interp.env.find(reduce.getInput())->second;
+        for (auto [s, p] : llvm::zip_equal(sum.data, part.data))
+          s += p;
+      }
+      for (Interpreter &interp : ranks)
+        interp.env[reduce.getResult()] = sum;
+      continue;
+    }
+    for (Interpreter &interp : ranks)
+      if (failed(interp.run(&op)))
+        return failure();
+    // A tensor-parallel global norm: each rank's squares of its shards
+    // (the first tp_shards gradients) summed over the ranks, the whole
+    // gradients' counted once.
+    if (auto norm = dyn_cast<GlobalNormOp>(op);
+        norm && norm.getTpShards() > 0 && ranks.size() > 1) {
+      double shards = 0.0, whole = 0.0;
+      double scale = ranks.front().env.find(norm.getScale())->second.data[0];
+      for (auto [r, interp] : llvm::enumerate(ranks))
+        for (auto [g, grad] : llvm::enumerate(norm.getGrads())) {
+          if (int64_t(g) >= norm.getTpShards() && r > 0)
+            continue;
+          for (double x : interp.env.find(grad)->second.data)
+            (int64_t(g) < norm.getTpShards() ? shards : whole) +=
+                (scale * x) * (scale * x);
+        }
+      for (Interpreter &interp : ranks)
+        interp.env[norm.getNorm()] = Tensor({}, std::sqrt(shards + whole));
+    }
   }
   return fn.emitError() << "function body has no terminator";
 }

@@ -55,7 +55,20 @@ std::optional<std::string> infir2::checkDecodeLength(int64_t value) {
 /// it data-parallel when asked.
 template <typename Derived>
 static void addTrainingStep(OpPassManager &pm,
-                            const TrainingStepOptions<Derived> &options) {
+                            const TrainingStepOptions<Derived> &options,
+                            int64_t fp8Block) {
+  if (options.tensorParallel != 1 && options.zero1) {
+    pm.addPass(std::make_unique<BadPipelineOptionPass>(
+        "tensor-parallel with zero1 is not implemented yet: shard the "
+        "optimizer state of one or the other"));
+    return;
+  }
+  if (options.tensorParallel != 1) {
+    TensorParallelPassOptions tp;
+    tp.size = options.tensorParallel;
+    tp.fp8Block = fp8Block;
+    pm.addPass(createTensorParallelPass(tp));
+  }
   AutodiffPassOptions autodiff;
   autodiff.skipIfPresent = true;
   pm.addPass(createAutodiffPass(autodiff));
@@ -104,7 +117,16 @@ static void addRecompute(OpPassManager &pm,
 template <typename Derived>
 static void addFP8Recipe(OpPassManager &pm,
                          const FP8OptionsBase<Derived> &options) {
-  addTrainingStep(pm, options);
+  // A shard's scales are the whole tensor's only where a block or group
+  // never spans two ranks: the recipe's 128-wide blocks, each whole on one.
+  if (options.tensorParallel != 1 &&
+      options.granularity != Granularity::blockwise) {
+    pm.addPass(std::make_unique<BadPipelineOptionPass>(
+        "tensor-parallel needs granularity=blockwise: a per-tensor or "
+        "per-row scale of a shard would need the maximum over the ranks"));
+    return;
+  }
+  addTrainingStep(pm, options, /*fp8Block=*/128);
   AssignPrecisionPassOptions assign;
   assign.granularity = options.granularity;
   assign.format = options.format;
@@ -140,7 +162,7 @@ static void addFP8Recipe(OpPassManager &pm,
 template <typename Derived>
 static void addBF16Recipe(OpPassManager &pm,
                           const TrainingStepOptions<Derived> &options) {
-  addTrainingStep(pm, options);
+  addTrainingStep(pm, options, /*fp8Block=*/0);
   pm.addPass(createCSEPass());
   pm.addPass(createFuseAccumulationPass());
   if (options.foldConversions)
@@ -170,8 +192,17 @@ void infir2::buildTrainerPipeline(OpPassManager &pm,
     pm.addPass(std::make_unique<BadPipelineOptionPass>(*bad));
     return;
   }
+  // Generation runs one process: a tensor-parallel trainer has no decode
+  // step (its saved model folder, compiled at tensor-parallel=1, has).
+  if (options.tensorParallel != 1 && options.decodeLength > 0) {
+    pm.addPass(std::make_unique<BadPipelineOptionPass>(
+        "decode-length: a tensor-parallel trainer has no decode step "
+        "(generation runs one process); compile its saved model folder at "
+        "tensor-parallel=1 to generate"));
+    return;
+  }
   // From the forward as written, before the recipe rewrites its GEMMs.
-  if (options.decodeLength != 0) {
+  if (options.decodeLength != 0 && options.tensorParallel == 1) {
     DeriveDecodePassOptions decode;
     decode.maxLength = options.decodeLength == -1 ? 0 : options.decodeLength;
     decode.ifSupported = options.decodeLength == -1;

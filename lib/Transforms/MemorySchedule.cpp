@@ -74,6 +74,9 @@ static void scheduleOp(Operation *op, SmallVectorImpl<Operation *> &out,
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     alias[reshape.getResult()] = {reshape.getInput()};
+  // Entering a tensor-parallel region reads the tensor where it lies.
+  if (auto copy = dyn_cast<TPCopyOp>(op))
+    alias[copy.getResult()] = {copy.getInput()};
   if (auto slice = dyn_cast<SliceOp>(op))
     alias[slice.getResult()] = {slice.getInput(),
                                 int64_t(slice.getStart()) *

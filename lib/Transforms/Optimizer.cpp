@@ -145,7 +145,21 @@ LogicalResult OptimizerPass::build(ModuleOp module) {
   Value stepIndex = adamw ? body->getArgument(s + 1) : Value();
   Value gradScale = body->getArgument(s + (adamw ? 2 : 1));
 
-  Value norm = GlobalNormOp::create(b, loc, grads, gradScale);
+  // A tensor-parallel rank's shards first: their squares are summed over
+  // the group, the whole parameters' counted once.
+  SmallVector<Value> normOf;
+  for (bool sharded : {true, false})
+    for (auto [i, entry] : llvm::enumerate(params))
+      if (sharded == bool(forward.getArgAttr(
+                         entry.first, Infir2Dialect::getTPShardAttrName())))
+        normOf.push_back(grads[i]);
+  int64_t shards = llvm::count_if(params, [&](auto &entry) {
+    return bool(
+        forward.getArgAttr(entry.first, Infir2Dialect::getTPShardAttrName()));
+  });
+  auto globalNorm = GlobalNormOp::create(b, loc, normOf, gradScale);
+  globalNorm.setTpShards(shards);
+  Value norm = globalNorm;
   SmallVector<Value> newMasters, newM1, newM2, working;
   for (auto [i, entry] : llvm::enumerate(params)) {
     auto [index, param] = entry;

@@ -194,7 +194,8 @@ int64_t allocatedBytes(const ModelPlan &plan) {
 }
 
 /// Why nothing fits, and what would: the state alone, or the activations.
-std::string whatWouldFit(const ModelPlan &plan, int64_t budget) {
+std::string whatWouldFit(const ModelPlan &plan, int64_t budget,
+                         bool tensorParallel) {
   int64_t optimizer = 0;
   for (const StateSlot &s : plan.state)
     if (s.kind == "master" || s.kind == "moment1" || s.kind == "moment2")
@@ -214,6 +215,10 @@ std::string whatWouldFit(const ModelPlan &plan, int64_t budget) {
                          "more (optimizer-state=bf16 halves the moments)",
                          sizeText(optimizer), ranks, sizeText(optimizer / 2))
                .str();
+  else if (tensorParallel) // not combined with ZeRO-1 yet
+    out += "optimizer-state=bf16 would save " + sizeText(optimizer / 3) +
+           " (the moments halved; ZeRO-1 does not combine with "
+           "tensor-parallel yet)";
   else
     out += "ZeRO-1 over 8 ranks (zero1=true world-size=8) would save " +
            sizeText(optimizer - optimizer / 8) +
@@ -267,7 +272,9 @@ struct RecomputePass : public infir2::impl::RecomputePassBase<RecomputePass> {
             << "--memory-budget " << sizeText(*limit) << ": no plan fits: with "
             << count << " recomputations the step still plans "
             << sizeText(allocatedBytes(*plan)) << "; "
-            << whatWouldFit(*plan, *limit);
+            << whatWouldFit(
+                   *plan, *limit,
+                   module->hasAttr(Infir2Dialect::getTensorParallelAttrName()));
         return signalPassFailure();
       }
       const Candidate &c = candidates.front();

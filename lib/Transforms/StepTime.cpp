@@ -192,7 +192,8 @@ void collect(Block &block, const StepTimeTarget &t, std::vector<OpTime> &out) {
       collect(fused.getBody().front(), t, out);
       continue;
     }
-    if (isa<ReshapeOp, SliceOp, ConcatOp>(op) || op.getNumResults() == 0)
+    if (isa<ReshapeOp, SliceOp, ConcatOp, TPCopyOp>(op) ||
+        op.getNumResults() == 0)
       continue; // a view
     out.push_back(costOf(&op, t));
   }

@@ -140,6 +140,8 @@ std::string infir2::rt::toJson(const Manifest &m) {
   j["seq"] = m.seq;
   j["vocab"] = m.vocab;
   j["zero1_world_size"] = m.zero1WorldSize;
+  if (m.tensorParallel != 1)
+    j["tensor_parallel"] = m.tensorParallel;
   if (const auto &o = m.optimizer) {
     json opt;
     opt["kind"] = o->kind;
@@ -153,7 +155,7 @@ std::string infir2::rt::toJson(const Manifest &m) {
     j["optimizer"] = std::move(opt);
   }
   json slots = json::array();
-  for (const ManifestSlot &s : m.slots)
+  for (const ManifestSlot &s : m.slots) {
     slots.push_back({{"kind", slotKindName(s.kind)},
                      {"name", s.name},
                      {"dtype", s.dtype},
@@ -162,6 +164,9 @@ std::string infir2::rt::toJson(const Manifest &m) {
                      {"shape", s.shape},
                      {"init", s.init},
                      {"std", s.std}});
+    if (s.tpDim >= 0)
+      slots.back()["tp_dim"] = s.tpDim;
+  }
   j["slots"] = std::move(slots);
   json functions = json::array();
   for (const ManifestFunction &f : m.functions)
@@ -227,6 +232,11 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
   r.integer(j, "", "seq", m.seq);
   r.integer(j, "", "vocab", m.vocab);
   r.integer(j, "", "zero1_world_size", m.zero1WorldSize);
+  if (j.contains("tensor_parallel")) {
+    r.integer(j, "", "tensor_parallel", m.tensorParallel);
+    if (r.ok() && m.tensorParallel < 1)
+      r.mistyped("", "tensor_parallel", "a positive integer");
+  }
   if (const json *o = r.object(j, "", "optimizer", /*optional=*/true)) {
     ManifestOptimizer opt;
     r.string(*o, "optimizer", "kind", opt.kind);
@@ -276,6 +286,12 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
         }
       r.string(s, path, "init", slot.init);
       r.number(s, path, "std", slot.std);
+      if (s.contains("tp_dim")) {
+        r.integer(s, path, "tp_dim", slot.tpDim);
+        if (r.ok() &&
+            (slot.tpDim < 0 || slot.tpDim >= int64_t(slot.shape.size())))
+          r.mistyped(path, "tp_dim", "a dimension of the slot's shape");
+      }
       m.slots.push_back(std::move(slot));
     }
   if (const json *fns = r.array(j, "", "functions"))

@@ -34,7 +34,7 @@
 // SGD: weight decay 0.1, clipping at 1.0; the update is both the new master
 // and (the model being FP32) the working copy.
 // CHECK-LABEL: func.func @infir2_optimizer_step() {
-// CHECK-NEXT: infir2rt.call "global_norm" {{.*}} attributes [0.000000e+00]
+// CHECK-NEXT: infir2rt.call "global_norm" {{.*}} attributes [0.000000e+00, 0.000000e+00]
 // CHECK-NEXT: infir2rt.call "sgd" {{.*}} attributes [1.000000e-01, 1.000000e+00]
 // CHECK-NEXT: infir2rt.call "copy" {{.*}} at "result master embed"
 // CHECK-NEXT: infir2rt.call "copy" {{.*}} at "result param embed"

@@ -90,10 +90,10 @@ LogicalResult infir2::run::fillWeightCache(ModuleOp module, func::FuncOp fn,
   return success();
 }
 
-Tensor infir2::run::drawInput(BlockArgument arg, infir2::ParamAttr param,
+Tensor infir2::run::drawInput(BlockArgument arg, RankedTensorType type,
+                              infir2::ParamAttr param,
                               std::pair<std::string, std::string> role,
                               std::mt19937_64 &rng, double perturbInit) {
-  auto type = cast<RankedTensorType>(arg.getType());
   Tensor t(type.getShape());
   // Optimizer inputs need values of their kind: a small positive learning
   // rate, a 1-based step, 1/K for K micro-batches, non-negative second
@@ -159,4 +159,3 @@ Tensor infir2::run::drawInput(BlockArgument arg, infir2::ParamAttr param,
     x = isMask ? (keep(rng) ? 1.0 : 0.0) : normal(rng);
   return t;
 }
-

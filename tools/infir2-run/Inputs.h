@@ -34,7 +34,8 @@ std::pair<std::string, std::string> roleOf(mlir::func::FuncOp fn,
 /// A value for `arg` drawn from `rng` by its role: `param`'s rule (plus
 /// normal noise of std `perturbInit`), `role`'s range, or the range its
 /// uses imply for an integer input.
-interp::Tensor drawInput(mlir::BlockArgument arg, ParamAttr param,
+interp::Tensor drawInput(mlir::BlockArgument arg, mlir::RankedTensorType type,
+                         ParamAttr param,
                          std::pair<std::string, std::string> role,
                          std::mt19937_64 &rng, double perturbInit);
 

@@ -26,6 +26,7 @@
 #include "infir2/runtime/Checkpoint.h"
 
 #include "Inputs.h"
+#include "TensorParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -48,6 +49,7 @@ using infir2::interp::Tensor;
 using infir2::run::drawInput;
 using infir2::run::fillWeightCache;
 using infir2::run::roleOf;
+using infir2::run::wholeArgType;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("infir2-run options");
@@ -248,6 +250,25 @@ static int runGradcheck(func::FuncOp forward, func::FuncOp step,
   return ok ? 0 : 1;
 }
 
+/// `fn`'s results on `inputs` (whole tensors), over `tp` tensor-parallel
+/// ranks in step: each rank gets its slices (and fills its own FP8 weight
+/// cache), and the results are put back together.
+static FailureOr<SmallVector<Tensor>> runGroup(ModuleOp module, func::FuncOp fn,
+                                               ArrayRef<std::string> names,
+                                               ArrayRef<Tensor> inputs,
+                                               int64_t tp) {
+  if (tp == 1)
+    return infir2::interp::run(fn, inputs);
+  auto ranks = infir2::run::sliceForRanks(fn, inputs, tp);
+  for (SmallVector<Tensor> &rank : ranks)
+    if (failed(fillWeightCache(module, fn, names, rank)))
+      return failure();
+  auto results = infir2::interp::runRanks(fn, ranks);
+  if (failed(results))
+    return failure();
+  return infir2::run::gatherRanks(fn, *results);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   infir2::setUpToolOptions({&category});
@@ -291,6 +312,7 @@ int main(int argc, char **argv) {
   llvm::outs() << "infir2-run: @" << entry << " with inputs drawn from seed "
                << seed << "\n";
   std::mt19937_64 rng(seed);
+  int64_t tp = infir2::run::tensorParallelSize(*module);
   SmallVector<Tensor> inputs;
   SmallVector<std::string> names;
   Block &body = fn.getBody().front();
@@ -309,7 +331,10 @@ int main(int argc, char **argv) {
       names.push_back("fp8_cache." + cache.getValue().str());
       continue;
     }
-    inputs.push_back(drawInput(arg, param, role, rng, perturbInit));
+    // A tensor-parallel rank's shard is drawn whole, as the unsharded
+    // module draws it, and sliced below.
+    inputs.push_back(drawInput(arg, wholeArgType(fn, arg.getArgNumber(), tp),
+                               param, role, rng, perturbInit));
     names.push_back(param ? param.getName().str()
                     : role.first.empty()
                         ? "arg" + std::to_string(arg.getArgNumber())
@@ -343,7 +368,10 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (failed(fillWeightCache(*module, fn, names, inputs)))
+  if (tp > 1 && gradcheck)
+    return fail("--gradcheck runs one rank: run it on the module before "
+                "--infir2-tensor-parallel");
+  if (tp == 1 && failed(fillWeightCache(*module, fn, names, inputs)))
     return 1;
 
   if (gradcheck && llvm::any_of(names, [](const std::string &n) {
@@ -362,7 +390,8 @@ int main(int argc, char **argv) {
     return runGradcheck(fn, step, inputs);
   }
 
-  FailureOr<SmallVector<Tensor>> results = infir2::interp::run(fn, inputs);
+  FailureOr<SmallVector<Tensor>> results =
+      runGroup(*module, fn, names, inputs, tp);
   if (failed(results))
     return 1; // Diagnosed at the op.
   for (auto [i, r] : llvm::enumerate(*results)) {

@@ -52,6 +52,14 @@ constexpr float kAmaxFloor = 1e-12f;
 llvm::FailureOr<llvm::SmallVector<Tensor>> run(mlir::FunctionOpInterface fn,
                                                llvm::ArrayRef<Tensor> inputs);
 
+/// Runs `fn` once a rank of a tensor-parallel group, `inputs[r]` being rank
+/// r's inputs, all ranks in step: an `infir2.tp_reduce` over the group gives
+/// every rank the sum of the ranks' operands (in rank order). Returns each
+/// rank's results. `run` is this with one rank.
+llvm::FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
+runRanks(mlir::FunctionOpInterface fn,
+         llvm::ArrayRef<llvm::SmallVector<Tensor>> inputs);
+
 /// Rounds `value` to FP8 (f8E4M3FN when `e5m2` is false, f8E5M2 otherwise)
 /// with round-to-nearest-even, saturating finite values to the format's
 /// largest magnitude; NaN stays NaN. Uses LLVM's APFloat, independently of

@@ -98,6 +98,12 @@ struct TrainingStepOptions : public OptimizerOptionsBase<Derived> {
       *this, "world-size",
       llvm::cl::desc("The number of data-parallel ranks, for zero1"),
       llvm::cl::init(0)};
+  Option<int64_t> tensorParallel{
+      *this, "tensor-parallel",
+      llvm::cl::desc("Shard the layers over this many tensor-parallel ranks "
+                     "(Megatron-LM's layout: heads and MLP width split, "
+                     "--infir2-tensor-parallel); 1: none"),
+      llvm::cl::init(1)};
   Option<bool> fuseOptimizer{
       *this, "fuse-optimizer",
       llvm::cl::desc("One AdamW update over all the optimizer's state, with "

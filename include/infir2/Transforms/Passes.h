@@ -24,6 +24,11 @@ namespace infir2 {
 #define GEN_PASS_REGISTRATION
 #include "infir2/Transforms/Passes.h.inc"
 
+/// Checks `fn`, one rank's forward of a tensor-parallel group of `size`,
+/// as --infir2-verify-tensor-parallel does; emits an error at the first op
+/// where sharded and whole values meet without a collective.
+mlir::LogicalResult verifyTensorParallel(mlir::func::FuncOp fn, int64_t size);
+
 } // namespace infir2
 
 #endif // INFIR2_TRANSFORMS_PASSES_H

@@ -363,61 +363,6 @@ def FuseCastsPass : Pass<"infir2-fuse-casts", "mlir::ModuleOp"> {
   let dependentDialects = ["infir2::Infir2Dialect", "infir2::fp8::FP8Dialect"];
 }
 
-def DataParallelPass : Pass<"infir2-data-parallel", "mlir::ModuleOp"> {
-  let summary = "Sums the gradient accumulators across data-parallel ranks before the optimizer step.";
-  let description = [{
-    Inserts, at the top of `@optimizer_step`, `infir2.all_reduce` ops on the
-    FP32 gradient accumulators (the arguments carrying `infir2.grad_of`), in
-    buckets of at most `bucket-mb` MiB taken in argument order (a tensor larger
-    than a bucket is a bucket of its own), and makes the rest of the step read
-    the sums. Every rank then applies the same update to the same weights.
-
-    The sum over R ranks of K micro-batches each is averaged by the step's
-    `grad_scale` input, which the trainer sets to 1/(K·R). Running the pass
-    again changes nothing.
-
-    ```mlir
-    %r:2 = infir2.all_reduce %arg26, %arg27 : tensor<256x256xf32>, tensor<256xf32>
-    ```
-
-    With `zero1=true world-size=N` it shards the optimizer state instead
-    (ZeRO stage 1): each FP32 master weight and its moments become the row
-    shard `ceil(d0/N)` of the rank that updates them, so their memory is
-    divided by N. The step then
-    - reduce-scatters the gradient accumulators (`infir2.reduce_scatter`,
-      same buckets): each rank gets the summed rows it owns;
-    - takes the clipping norm over all ranks' shards
-      (`infir2.global_norm {across_ranks}`);
-    - updates its shards only;
-    - all-gathers the updated working weights (`infir2.all_gather`), so that
-      every rank starts the next step with all of them.
-
-    The shard shapes depend on N, so a ZeRO-1 trainer runs at the world
-    size it was compiled for (the trainer checks); its checkpoints hold
-    whole tensors and load at any world size.
-
-    ```mlir
-    %s:2 = infir2.reduce_scatter %arg26, %arg27 {world_size = 2 : i64}
-        : tensor<256x256xf32>, tensor<256xf32> -> tensor<128x256xf32>, tensor<128xf32>
-    ...
-    %w = infir2.all_gather %5, %6 {world_size = 2 : i64}
-        : tensor<128x256xbf16>, tensor<128xbf16> -> tensor<256x256xbf16>, tensor<256xbf16>
-    ```
-  }];
-  let options = [
-    Option<"stepName", "step-name", "std::string", "\"optimizer_step\"",
-           "The optimizer step function">,
-    Option<"bucketMB", "bucket-mb", "double", "25.0",
-           "Largest bucket, in MiB of FP32 gradients">,
-    Option<"zero1", "zero1", "bool", "false",
-           "Shard the optimizer state over the ranks (ZeRO-1) instead of "
-           "all-reducing the gradients">,
-    Option<"worldSize", "world-size", "int64_t", "0",
-           "The number of data-parallel ranks (required by zero1)">
-  ];
-  let dependentDialects = ["infir2::Infir2Dialect"];
-}
-
 def PlanMemoryPass : Pass<"infir2-plan-memory", "mlir::ModuleOp"> {
   let summary = "Places every tensor of the training step: a state region and one liveness-planned arena per step.";
   let description = [{
@@ -467,5 +412,6 @@ def PlanMemoryPass : Pass<"infir2-plan-memory", "mlir::ModuleOp"> {
 // The passes that plan the step as a whole: GEMMs that accumulate, one
 // optimizer update, the FP8 weight cache.
 include "infir2/Transforms/StepPasses.td"
+include "infir2/Transforms/ParallelPasses.td"
 
 #endif // INFIR2_TRANSFORMS_PASSES_TD

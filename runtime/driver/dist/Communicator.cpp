@@ -71,6 +71,11 @@ int waitFor(void *impl, int rc, MPI_Request &request, const char *call) {
   return static_cast<Communicator *>(impl)->watch()->wait(request, call);
 }
 
+/// The communicator's group.
+MPI_Comm groupOf(void *group) {
+  return group ? *static_cast<MPI_Comm *>(group) : MPI_COMM_WORLD;
+}
+
 int32_t mpiAllReduce(void *impl, float *data, int64_t n, char *error,
                      int64_t errorSize) {
   // Large buckets go in pieces.
@@ -78,8 +83,9 @@ int32_t mpiAllReduce(void *impl, float *data, int64_t n, char *error,
   for (int64_t at = 0; at < n; at += chunk) {
     int count = int(std::min(chunk, n - at));
     MPI_Request request;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT, MPI_SUM,
-                            MPI_COMM_WORLD, &request);
+    int rc = MPI_Iallreduce(
+        MPI_IN_PLACE, data + at, count, MPI_FLOAT, MPI_SUM,
+        groupOf(static_cast<Communicator *>(impl)->mpiGroup()), &request);
     if (mpiFailed(waitFor(impl, rc, request, "an all-reduce"), "MPI_Allreduce",
                   error, errorSize))
       return 1;
@@ -92,8 +98,9 @@ int32_t mpiReduceScatter(void *impl, const float *send, float *recv, int64_t n,
   if (mpiCount(n, "a reduce-scatter block", error, errorSize))
     return 1;
   MPI_Request request;
-  int rc = MPI_Ireduce_scatter_block(send, recv, int(n), MPI_FLOAT, MPI_SUM,
-                                     MPI_COMM_WORLD, &request);
+  int rc = MPI_Ireduce_scatter_block(
+      send, recv, int(n), MPI_FLOAT, MPI_SUM,
+      groupOf(static_cast<Communicator *>(impl)->mpiGroup()), &request);
   return mpiFailed(waitFor(impl, rc, request, "a reduce-scatter"),
                    "MPI_Reduce_scatter_block", error, errorSize);
 }
@@ -103,8 +110,9 @@ int32_t mpiAllGather(void *impl, const void *send, void *recv, int64_t bytes,
   if (mpiCount(bytes, "an all-gather block", error, errorSize))
     return 1;
   MPI_Request request;
-  int rc = MPI_Iallgather(send, int(bytes), MPI_BYTE, recv, int(bytes),
-                          MPI_BYTE, MPI_COMM_WORLD, &request);
+  int rc = MPI_Iallgather(
+      send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE,
+      groupOf(static_cast<Communicator *>(impl)->mpiGroup()), &request);
   return mpiFailed(waitFor(impl, rc, request, "an all-gather"), "MPI_Allgather",
                    error, errorSize);
 }
@@ -167,7 +175,12 @@ int32_t ncclAllGatherBytes(void *impl, const void *send, void *recv,
 } // namespace
 
 Communicator::Communicator() = default;
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+#ifdef INFIR2_HAVE_MPI
+  // The handle only: MPI_Finalize frees the communicators themselves.
+  delete static_cast<MPI_Comm *>(group_);
+#endif
+}
 
 void Communicator::setTimeout(double seconds) {
 #ifdef INFIR2_HAVE_MPI
@@ -297,7 +310,10 @@ void Communicator::finalize() {
 }
 
 void Communicator::attach(infir2rt_context &ctx) {
-  ctx.comm = nullptr;
+  ctx.comm = runtimeInterface();
+}
+
+const infir2rt_communicator *Communicator::runtimeInterface() {
 #ifdef INFIR2_HAVE_MPI
   if (size_ > 1) {
     interface_.impl = this;
@@ -306,9 +322,33 @@ void Communicator::attach(infir2rt_context &ctx) {
     interface_.all_reduce_sum = mpiAllReduce;
     interface_.reduce_scatter_sum = mpiReduceScatter;
     interface_.all_gather = mpiAllGather;
-    ctx.comm = &interface_;
+    return &interface_;
   }
 #endif
+  return nullptr;
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+  auto group = std::make_unique<Communicator>();
+  group->parent_ = this;
+#ifdef INFIR2_HAVE_MPI
+  if (size_ > 1) {
+    auto *comm = new MPI_Comm;
+    if (MPI_Comm_split(groupOf(group_), color, key, comm) != MPI_SUCCESS) {
+      std::fprintf(stderr, "trainer (rank %d): error: MPI_Comm_split failed\n",
+                   rank_);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(*comm, &group->rank_);
+    MPI_Comm_size(*comm, &group->size_);
+    group->group_ = comm;
+  }
+#else
+  (void)color;
+  (void)key;
+#endif
+  return group;
 }
 
 Status Communicator::allGather(const void *send, void *recv, int64_t bytes) {
@@ -330,8 +370,8 @@ Status Communicator::allGather(const void *send, void *recv, int64_t bytes) {
 static double reduced(Communicator &comm, double v, MPI_Op op,
                       const char *what) {
   MPI_Request request;
-  int rc = MPI_Iallreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, op, MPI_COMM_WORLD,
-                          &request);
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, op,
+                          groupOf(comm.mpiGroup()), &request);
   char error[MPI_MAX_ERROR_STRING + 64] = {0};
   if (mpiFailed(waitFor(&comm, rc, request, what), "MPI_Allreduce", error,
                 sizeof error)) {

@@ -37,9 +37,20 @@ public:
   /// Seconds a collective may wait for the other ranks; past it, the job
   /// ends naming the ranks that never arrived (see CollectiveWatch.h).
   void setTimeout(double seconds);
-  CollectiveWatch *watch() { return watch_.get(); }
+  CollectiveWatch *watch() { return parent_ ? parent_->watch() : watch_.get(); }
+
+  /// The subgroup of the ranks that pass the same `color`, ordered by `key`
+  /// (MPI_Comm_split), sharing this group's collective deadline: the
+  /// tensor-parallel and data-parallel groups of a 2-D layout. Alone, a
+  /// group of one.
+  std::unique_ptr<Communicator> split(int color, int key);
+
+  /// The collectives as the runtime calls them; null for a group of one.
+  const infir2rt_communicator *runtimeInterface();
 
   int rank() const { return rank_; }
+  /// The group's MPI_Comm, held on the heap (null: MPI_COMM_WORLD).
+  void *mpiGroup() const { return group_; }
   int size() const { return size_; }
 
   /// Installs the collectives into a runtime context (nothing for one rank).
@@ -66,6 +77,10 @@ public:
 private:
   int rank_ = 0, size_ = 1;
   bool mpi_ = false;
+  /// The group's MPI_Comm (heap-held, so this header needs no MPI), null for
+  /// MPI_COMM_WORLD; and the group it was split from.
+  void *group_ = nullptr;
+  Communicator *parent_ = nullptr;
   infir2rt_communicator interface_{};
   void *nccl_ = nullptr; ///< the ncclComm_t, when device collectives run
   std::unique_ptr<CollectiveWatch> watch_; ///< with MPI

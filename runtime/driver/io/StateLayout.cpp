@@ -220,6 +220,13 @@ void normals(uint64_t key, float std, int64_t begin, int64_t count,
 
 } // namespace
 
+std::vector<int64_t> StateLayout::wholeShape(const ManifestSlot &s) const {
+  std::vector<int64_t> shape = s.shape;
+  if (s.tpDim >= 0)
+    shape[s.tpDim] *= m_.tensorParallel;
+  return shape;
+}
+
 Status StateLayout::writeParameter(
     const ManifestSlot &param, uint8_t *state, int rank,
     const std::function<void(int64_t, int64_t, float *)> &values) const {
@@ -230,13 +237,31 @@ Status StateLayout::writeParameter(
   uint8_t *mw = state + (*master)->offset;
   uint8_t *w = state + param.offset;
   Kind kind = kindOf(param.dtype);
+  // A tensor-parallel shard's element i is element o * wholeInner +
+  // rank * inner + k of the whole tensor (i = o * inner + k): runs of
+  // `inner` elements, each drawn or read where it lies in the whole.
+  int64_t inner = 1;
+  for (size_t d = std::max<int64_t>(param.tpDim, 0); d < param.shape.size();
+       ++d)
+    inner *= param.shape[d];
+  int64_t wholeInner = inner * m_.tensorParallel;
+  auto wholeValues = [&](int64_t begin, int64_t count, float *out) {
+    if (param.tpDim < 0)
+      return values(begin, count, out);
+    for (int64_t i = begin; i < begin + count;) {
+      int64_t o = i / inner, k = i % inner;
+      int64_t run = std::min(inner - k, begin + count - i);
+      values(o * wholeInner + tpRank_ * inner + k, run, out + (i - begin));
+      i += run;
+    }
+  };
   constexpr int64_t kChunk = 16384;
   int64_t n = param.numel(), chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     float chunk[kChunk];
     int64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
-    values(begin, count, chunk);
+    wholeValues(begin, count, chunk);
     int64_t lo = std::max(begin, e.begin),
             hi = std::min(begin + count, e.begin + e.count);
     if (hi > lo) // this rank's rows of the FP32 master
@@ -275,9 +300,9 @@ Status StateLayout::initialize(uint8_t *state, std::mt19937_64 &rng,
 Status StateLayout::loadParameter(const ManifestSlot &s, const StoredTensor &t,
                                   const std::string &path, uint8_t *state,
                                   int rank) const {
-  if (t.shape != s.shape) {
+  if (t.shape != wholeShape(s)) {
     std::string want, got;
-    for (int64_t d : s.shape)
+    for (int64_t d : wholeShape(s))
       want += (want.empty() ? "" : "x") + std::to_string(d);
     for (int64_t d : t.shape)
       got += (got.empty() ? "" : "x") + std::to_string(d);

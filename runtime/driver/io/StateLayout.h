@@ -80,6 +80,13 @@ public:
            : s.kind == SlotKind::Moment2 ? "exp_avg_sq."
                                          : nullptr;
   }
+  /// This process's rank in its tensor-parallel group: it holds slice
+  /// `rank` of each sharded parameter (the manifest's `tp_dim`).
+  void setTensorParallelRank(int rank) { tpRank_ = rank; }
+  /// The whole tensor's shape of slot `s` (its own without tensor
+  /// parallelism).
+  std::vector<int64_t> wholeShape(const ManifestSlot &s) const;
+
   /// The whole tensor of slot `s` and the part of it `rank` holds.
   Extent extentOf(const ManifestSlot &s, int rank) const;
 
@@ -113,6 +120,7 @@ private:
       const std::function<void(int64_t, int64_t, float *)> &values) const;
 
   Manifest m_;
+  int tpRank_ = 0;
 };
 
 } // namespace infir2::rt

@@ -27,6 +27,21 @@ Status Session::open(std::string &notice) {
     recorder = std::make_unique<CallRecorder>(device.backend());
     device.wrap(recorder->backend());
   }
+  if (m.tensorParallel > 1) {
+    int size = int(m.tensorParallel);
+    if (comm.size() % size)
+      return fail("this trainer is tensor-parallel over %d ranks, but was "
+                  "started as %d: run it with mpirun -np N, N a multiple of "
+                  "%d (N / %d data-parallel groups)",
+                  size, comm.size(), size, size);
+    if (device.onGpu())
+      return fail("tensor parallelism runs on the CPU backend for now: "
+                  "start it with --device cpu");
+    tp = comm.split(comm.rank() / size, comm.rank() % size);
+    dpGroup = comm.split(comm.rank() % size, comm.rank() / size);
+    dp = dpGroup.get();
+    layout.setTensorParallelRank(tp->rank());
+  }
   device.attach(ctx);
   if (!device.onGpu() && comm.rank() == 0)
     std::fprintf(stderr, "trainer: CPU GEMMs: %s\n", infir2rt_cpu_gemm_info());
@@ -36,7 +51,8 @@ Status Session::open(std::string &notice) {
     if (!why.empty() && comm.rank() == 0)
       std::fprintf(stderr, "trainer: %s\n", why.c_str());
   }
-  comm.attach(ctx);
+  dp->attach(ctx);
+  ctx.tp_comm = tp ? tp->runtimeInterface() : nullptr;
   return Status::ok();
 }
 

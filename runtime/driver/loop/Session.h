@@ -55,6 +55,11 @@ struct Session {
   RunConfig o;
   ModelEntryPoints model;
   Communicator &comm;
+  /// A tensor-parallel model's two groups (consecutive ranks share a
+  /// tensor-parallel group; a data-parallel group holds one rank of each):
+  /// `dp` is `comm` itself without tensor parallelism, and `tp` null.
+  Communicator *dp = &comm;
+  std::unique_ptr<Communicator> tp, dpGroup;
   Device device;
   infir2rt_context ctx{};
   /// With --record-calls: counts what the steps ask of the backend.

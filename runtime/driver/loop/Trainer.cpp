@@ -61,8 +61,8 @@ Status Trainer::fillBatch(TokenSource &source, int64_t &position, bool shard) {
               perToken ? s_.at<int32_t>(*pos) : positions_.data(),
               seg ? s_.at<int32_t>(*seg) : segments_.data()};
   INFIR2_RETURN_IF_ERROR(fillSequences(source, position, s_.m.batch, s_.m.seq,
-                                       shard ? s_.comm.size() : 1,
-                                       shard ? s_.comm.rank() : 0, batch));
+                                       shard ? s_.dp->size() : 1,
+                                       shard ? s_.dp->rank() : 0, batch));
   if (pos && !perToken)
     for (int64_t i = 0, n = pos->numel(); i < n; ++i)
       s_.at<int32_t>(*pos)[i] = int32_t(i % s_.m.seq);
@@ -149,6 +149,16 @@ Status Trainer::run() {
                 "micro-batch %lld (recompile with infir2-import "
                 "--micro-batch)",
                 (long long)s_.o.microBatch, (long long)s_.m.batch);
+  if (s_.m.tensorParallel > 1)
+    for (auto [set, flag] : {std::pair{!s_.o.save.empty(), "--save"},
+                             std::pair{!s_.o.load.empty(), "--load"},
+                             std::pair{!s_.o.exportFp8.empty(), "--export-fp8"},
+                             std::pair{s_.o.generate, "--generate"},
+                             std::pair{!s_.o.dumpStep.empty(), "--dump-step"}})
+      if (set)
+        return fail("%s is not implemented for a tensor-parallel trainer "
+                    "yet (it trains and evaluates from a fresh start)",
+                    flag);
   if (s_.m.zero1WorldSize && s_.m.zero1WorldSize != s_.comm.size())
     return fail("this trainer shards its optimizer state over %lld ranks "
                 "(ZeRO-1, compiled with world-size=%lld) but was started as "
@@ -180,7 +190,7 @@ Status Trainer::run() {
   if (!s_.o.save.empty() && s_.comm.rank() == 0)
     INFIR2_RETURN_IF_ERROR(prepareSaveDir(s_.o.save));
   INFIR2_RETURN_IF_ERROR(
-      s_.layout.initialize(s_.device.state(), s_.rng, s_.comm.rank()));
+      s_.layout.initialize(s_.device.state(), s_.rng, s_.dp->rank()));
   if (!s_.o.load.empty())
     INFIR2_RETURN_IF_ERROR(checkpoints_.load(s_.o.load));
   INFIR2_RETURN_IF_ERROR(s_.check(s_.device.upload(0, s_.m.stateBytes)));
@@ -228,8 +238,9 @@ Status Trainer::trainLoop() {
   bool lead = s_.comm.rank() == 0;
   if (!s_.o.logJsonl.empty() && lead)
     INFIR2_RETURN_IF_ERROR(jsonl.open(s_.o.logJsonl, /*append=*/s_.step > 0));
+  // The ranks of a tensor-parallel group read the same tokens.
   int64_t tokensPerStep =
-      s_.m.batch * s_.m.seq * s_.o.gradAccum * s_.comm.size();
+      s_.m.batch * s_.m.seq * s_.o.gradAccum * s_.dp->size();
   if (lead)
     std::printf("training: %lld steps of %lld tokens (micro-batch %lld x %lld, "
                 "%lld accumulated, %d rank%s), %.1f MiB state, %.1f MiB "
@@ -239,6 +250,9 @@ Status Trainer::trainLoop() {
                 (long long)s_.o.gradAccum, s_.comm.size(),
                 s_.comm.size() > 1 ? "s" : "", s_.m.stateBytes / 1048576.0,
                 s_.m.scratchBytes / 1048576.0, s_.device.name().c_str());
+  if (lead && s_.tp)
+    std::printf("layout: tensor-parallel %d x data-parallel %d\n",
+                s_.tp->size(), s_.dp->size());
   if (lead)
     std::printf("data: %s\n", train_->describe().c_str());
   auto start = std::chrono::steady_clock::now();
@@ -343,7 +357,9 @@ Status Trainer::trainLoop() {
     // AdamW's bias correction; SGD has none.
     if (s_.layout.find(SlotKind::Input, "step"))
       INFIR2_RETURN_IF_ERROR(s_.setScalar("step", float(s_.updates)));
-    double gradScale = 1.0 / double(s_.o.gradAccum * s_.comm.size());
+    // The mean over the data-parallel ranks' micro-batches (a
+    // tensor-parallel group's ranks hold shards of one gradient).
+    double gradScale = 1.0 / double(s_.o.gradAccum * s_.dp->size());
     INFIR2_RETURN_IF_ERROR(s_.setScalar("grad_scale", float(gradScale)));
     if (!s_.o.traceOptimizer.empty())
       INFIR2_RETURN_IF_ERROR(trace_.traceGradients(lr, gradScale));

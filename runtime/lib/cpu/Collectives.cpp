@@ -58,6 +58,28 @@ int32_t all_reduce(const Call &c) {
   return 0;
 }
 
+int32_t tp_reduce(const Call &c) {
+  if (!c.ctx->tp_comm) // a shard's partial sum is not the sum
+    return c.fail("a tensor-parallel step runs on its group, and this context "
+                  "has none");
+  Operand in = c.operand(0), out = c.operand(1);
+  Buffer staged;
+  // The sum in FP32 (a BF16 partial widened exactly), rounded once.
+  float *sum = staged.resize(in.numel);
+  Buffer widened;
+  std::memcpy(sum, in.floats(widened), in.numel * sizeof(float));
+  char error[256] = {0};
+  if (c.ctx->tp_comm->all_reduce_sum(c.ctx->tp_comm->impl, sum, in.numel, error,
+                                     sizeof error) != 0)
+    return c.fail("tensor-parallel all-reduce of %lld values failed: %s",
+                  (long long)in.numel, error);
+  Buffer result;
+  float *o = out.output(result);
+  std::memcpy(o, sum, in.numel * sizeof(float));
+  out.store(o);
+  return 0;
+}
+
 namespace {
 
 /// ZeRO-1's bucket: operand i is a whole tensor (`wholeFirst`) or a shard,

@@ -25,8 +25,28 @@ namespace infir2::rt::cpu {
 int32_t global_norm(const Call &c) {
   int64_t n = c.numOperands();
   float scale = c.operand(n - 2).get(0);
+  auto a = c.attrs<attrs::global_norm>();
+  // Sums `ss` over a group in place (FP32 on the wire).
+  auto overGroup = [&](const infir2rt_communicator *comm, double &ss,
+                       const char *what) -> int32_t {
+    float all = float(ss);
+    char error[256] = {0};
+    if (comm->all_reduce_sum(comm->impl, &all, 1, error, sizeof error))
+      return c.fail("all-reduce of %s squared norm failed: %s", what, error);
+    ss = all;
+    return 0;
+  };
+  if (a.tp_shards > 0 && !c.ctx->tp_comm)
+    return c.fail("a tensor-parallel step runs on its group, and this context "
+                  "has none");
   double ss = 0.0;
-  for (int64_t g = 0; g < n - 2; ++g) {
+  for (int64_t g = 0; g <= n - 2; ++g) {
+    // After the tensor-parallel shards: their squares, over the group.
+    if (g == a.tp_shards && g > 0)
+      if (int32_t rc = overGroup(c.ctx->tp_comm, ss, "the shards'"))
+        return rc;
+    if (g == n - 2)
+      break;
     Operand o = c.operand(g);
     Buffer buf;
     const float *x = o.floats(buf);
@@ -36,15 +56,9 @@ int32_t global_norm(const Call &c) {
       local += double(scale * x[i]) * double(scale * x[i]);
     ss += local;
   }
-  if (c.attrs<attrs::global_norm>().across_ranks &&
-      c.ctx->comm) { // ZeRO-1: every rank's shards
-    float all = float(ss);
-    char error[256] = {0};
-    if (c.ctx->comm->all_reduce_sum(c.ctx->comm->impl, &all, 1, error,
-                                    sizeof error))
-      return c.fail("all-reduce of the squared norm failed: %s", error);
-    ss = all;
-  }
+  if (a.across_ranks && c.ctx->comm) // ZeRO-1: every rank's shards
+    if (int32_t rc = overGroup(c.ctx->comm, ss, "the"))
+      return rc;
   c.operand(n - 1).set(0, float(std::sqrt(ss)));
   return 0;
 }

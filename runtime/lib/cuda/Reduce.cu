@@ -129,6 +129,10 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
   // Each gradient's blocks write partial sums of squares (at most 256 per
   // gradient), one block adds them in order and takes the root: on the
   // device, with the scale read there.
+  if (attrs::decode<attrs::global_norm>(desc).tp_shards > 0)
+    return setCallError(ctx, where, "%s",
+                        "tensor parallelism is not implemented on the CUDA "
+                        "backend yet (run it with --device cpu)");
   int64_t n = desc[0], count = 0;
   auto blocksOf = [](int64_t numel) {
     return std::clamp<int64_t>(blocksFor(numel), 1, kThreads);

@@ -243,3 +243,26 @@ TEST(Manifest, SlotKindsAreSpelledAsTheCompilerWritesThem) {
             "master, moment1, moment2, grad, input, output, cache or "
             "fp8_cache");
 }
+
+TEST(Manifest, TensorParallelShardsRoundTripAndAreChecked) {
+  Manifest m = sample();
+  m.tensorParallel = 2;
+  m.slots[0].tpDim = 1;
+  std::string error;
+  std::optional<Manifest> back = parseManifest(toJson(m), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->tensorParallel, 2);
+  EXPECT_EQ(back->slots[0].tpDim, 1);
+  EXPECT_EQ(back->slots[1].tpDim, -1);
+  // Absent: one rank, no shard (the JSON of a model without them).
+  json plain = json::parse(toJson(sample()));
+  EXPECT_FALSE(plain.contains("tensor_parallel"));
+  EXPECT_FALSE(plain["slots"][0].contains("tp_dim"));
+  EXPECT_EQ(parseError(edited([](json &j) { j["slots"][0]["tp_dim"] = 2; })),
+            "the compiled model's manifest: slots[0].tp_dim must be a "
+            "dimension of the "
+            "slot's shape");
+  EXPECT_EQ(parseError(edited([](json &j) { j["tensor_parallel"] = 0; })),
+            "the compiled model's manifest: tensor_parallel must be a positive "
+            "integer");
+}

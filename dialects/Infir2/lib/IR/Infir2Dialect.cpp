@@ -111,7 +111,7 @@ infir2::getParams(FunctionOpInterface fn) {
 SmallVector<OpOperand *> infir2::getUsesThroughViews(Value v) {
   SmallVector<OpOperand *> uses;
   for (OpOperand &use : v.getUses()) {
-    if (isa<ReshapeOp, SliceOp>(use.getOwner()))
+    if (isa<ReshapeOp, SliceOp, TPCopyOp>(use.getOwner()))
       uses.append(getUsesThroughViews(use.getOwner()->getResult(0)));
     else
       uses.push_back(&use);
@@ -261,6 +261,16 @@ LogicalResult Infir2Dialect::verifyRegionArgAttribute(Operation *op,
           verifyStateAttr(op, "argument", argIndex, attr,
                           signatureType(op, argIndex, /*isResult=*/false)))
     return *r;
+  if (attr.getName() == getTPShardAttrName()) {
+    auto dim = dyn_cast<IntegerAttr>(attr.getValue());
+    auto tensor = dyn_cast_or_null<RankedTensorType>(
+        signatureType(op, argIndex, /*isResult=*/false));
+    if (!dim || !tensor || dim.getInt() < 0 || dim.getInt() >= tensor.getRank())
+      return op->emitError()
+             << "'" << getTPShardAttrName() << "' on argument #" << argIndex
+             << " must be a dimension of the argument's tensor";
+    return success();
+  }
   if (attr.getName() != getParamAttrName())
     return op->emitError() << "unknown argument attribute '"
                            << attr.getName().getValue() << "' on argument #"
@@ -345,6 +355,14 @@ LogicalResult Infir2Dialect::verifyOperationAttribute(Operation *op,
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError()
              << "'" << getRecomputeAttrName() << "' must be a string (why)";
+    return success();
+  }
+  if (attr.getName() == getTensorParallelAttrName()) {
+    auto size = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !size || size.getInt() < 2)
+      return op->emitError() << "'" << getTensorParallelAttrName()
+                             << "' is an integer of at least 2 (the group's "
+                                "size) on the module";
     return success();
   }
   if (attr.getName() == getModelConfigAttrName()) {

@@ -268,3 +268,17 @@ LogicalResult ReduceSumOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     operandGrads.push_back(resultGrads[0]);
   return success();
 }
+
+// Megatron's f and g: each is the other's gradient.
+LogicalResult TPCopyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(TPReduceOp::create(
+      b, getLoc(), resultGrads[0].getType(), resultGrads[0], getSizeAttr()));
+  return success();
+}
+
+LogicalResult TPReduceOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(resultGrads[0]);
+  return success();
+}

@@ -24,6 +24,10 @@ using namespace infir2;
 LogicalResult GlobalNormOp::verify() {
   if (getGrads().empty())
     return emitOpError() << "expects at least one gradient";
+  if (getTpShards() > int64_t(getGrads().size()))
+    return emitOpError() << "tp_shards (" << getTpShards()
+                         << ") counts more gradients than it has ("
+                         << getGrads().size() << ")";
   return success();
 }
 

@@ -43,7 +43,7 @@ extern "C" {
 // groups of (input, out[, acc]).
 // 10: cross_entropy and cross_entropy_grad take an optional divisor (a
 // trailing has_divisor attribute); loss_weight (the entries after it move).
-enum { INFIR2RT_ABI_VERSION = 10 };
+enum { INFIR2RT_ABI_VERSION = 11 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
@@ -128,8 +128,12 @@ typedef struct infir2rt_context {
   /// infir2::rt::callError() (Error.h).
   const char *error_where;
   char error_message[512];
-  /// Null when the trainer runs as one process: collectives are then copies.
+  /// The data-parallel group. Null when the trainer runs as one process:
+  /// collectives are then copies.
   const infir2rt_communicator *comm;
+  /// The tensor-parallel group (infir2rt_tp_reduce, the global norm's
+  /// shards); null without tensor parallelism.
+  const infir2rt_communicator *tp_comm;
   /// The backend the regions belong to and every infir2rt_<name> runs on
   /// (Backend.h); null is the CPU backend.
   const struct infir2rt_backend *backend;

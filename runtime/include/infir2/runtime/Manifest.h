@@ -75,6 +75,10 @@ struct ManifestSlot {
   /// For parameters: normal (with `std`), ones or zeros.
   std::string init = "zeros";
   double std = 0.0;
+  /// In a tensor-parallel model, for a parameter and its state: the
+  /// dimension of the whole tensor this rank holds a contiguous 1/N of (rank
+  /// r of N: [r·n, (r+1)·n)); -1 when every rank holds it whole.
+  int64_t tpDim = -1;
 
   int64_t numel() const;
 };
@@ -107,6 +111,9 @@ struct Manifest {
   int64_t batch = 0, seq = 0, vocab = 0;
   /// The ranks the masters and moments are row-sharded over (ZeRO-1), or 0.
   int64_t zero1WorldSize = 0;
+  /// The ranks of a tensor-parallel group (1: none); the slots' shapes are
+  /// one rank's.
+  int64_t tensorParallel = 1;
   std::vector<ManifestSlot> slots;
   std::vector<ManifestFunction> functions;
   std::optional<ManifestOptimizer> optimizer;

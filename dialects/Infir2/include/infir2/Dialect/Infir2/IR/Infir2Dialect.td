@@ -120,6 +120,18 @@ def Infir2_Dialect : Dialect {
       return ::llvm::StringLiteral("infir2.recompute");
     }
 
+    /// On a parameter of a tensor-parallel model (--infir2-tensor-parallel):
+    /// the dimension along which each rank holds its contiguous 1/N of the
+    /// whole tensor (rank r: indices [r*n, (r+1)*n) of that dimension).
+    static constexpr ::llvm::StringLiteral getTPShardAttrName() {
+      return ::llvm::StringLiteral("infir2.tp_shard");
+    }
+    /// On a module: the size N of its tensor-parallel group; the shapes in
+    /// the module are one rank's.
+    static constexpr ::llvm::StringLiteral getTensorParallelAttrName() {
+      return ::llvm::StringLiteral("infir2.tensor_parallel");
+    }
+
     void registerAttributes();
   }];
 }

@@ -358,5 +358,6 @@ include "infir2/Dialect/Infir2/IR/Infir2GradientOps.td"
 include "infir2/Dialect/Infir2/IR/Infir2OptimizerOps.td"
 include "infir2/Dialect/Infir2/IR/Infir2DecodeOps.td"
 include "infir2/Dialect/Infir2/IR/Infir2ChunkOps.td"
+include "infir2/Dialect/Infir2/IR/Infir2ParallelOps.td"
 
 #endif // INFIR2_DIALECT_INFIR2_IR_INFIR2OPS_TD

@@ -38,13 +38,19 @@ def Infir2_GlobalNormOp : Infir2_Op<"global_norm"> {
     the op is therefore not `Pure` (it is never dead in an optimizer step
     anyway).
 
+    With `tp_shards = k`, the first `k` gradients are this rank's shards of
+    a tensor-parallel group's parameters (`--infir2-tensor-parallel`): their
+    sums of squares are added over the group's ranks, the others' (whole on
+    every rank) counted once.
+
     ```mlir
     %n = infir2.global_norm %g0, %g1 scale %s : tensor<8x4xf32>, tensor<4xf32>
     %m = infir2.global_norm %s0 scale %s {across_ranks} : tensor<4x4xf32>
     ```
   }];
   let arguments = (ins Variadic<Infir2_FP32Tensor>:$grads, Infir2_Scalar:$scale,
-                       UnitAttr:$across_ranks);
+                       UnitAttr:$across_ranks,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntNonNegative]>, "0">:$tp_shards);
   let results = (outs Infir2_Scalar:$norm);
   let assemblyFormat = "$grads `scale` $scale attr-dict `:` type($grads)";
   let hasVerifier = 1;

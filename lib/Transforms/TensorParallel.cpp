@@ -1,0 +1,287 @@
+//===- TensorParallel.cpp - A model's layers over a tensor-parallel group -===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Megatron-LM's tensor parallelism, derived from the unsharded forward:
+// attention heads and the MLP's width are split over the ranks, the GEMMs
+// that make them column-parallel, the GEMMs that read them row-parallel,
+// with infir2.tp_copy where a layer's input enters and infir2.tp_reduce
+// where its output leaves. The shapes in the result are one rank's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Transforms/Passes.h"
+
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace infir2 {
+#define GEN_PASS_DEF_TENSORPARALLELPASS
+#include "infir2/Transforms/Passes.h.inc"
+} // namespace infir2
+
+using namespace mlir;
+using namespace infir2;
+
+namespace {
+
+RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// `v`'s type with dimension `dim` divided by `size`.
+RankedTensorType divided(Value v, int64_t dim, int64_t size) {
+  SmallVector<int64_t> shape(tensorOf(v).getShape());
+  shape[dim] /= size;
+  return tensorOf(v).clone(shape);
+}
+
+/// What the pass shards: parameters (with the dimension split), values
+/// whose last dimension is split, and the GEMMs and ops around them.
+struct Plan {
+  llvm::MapVector<BlockArgument, int64_t> params;
+  llvm::SetVector<Value> shardedValues;
+  llvm::SetVector<MatmulOp> columnGemms, rowGemms;
+  SmallVector<AttentionOp> attentions;
+};
+
+class Sharder {
+public:
+  Sharder(func::FuncOp fn, int64_t size, int64_t block)
+      : fn(fn), size(size), block(block) {}
+
+  LogicalResult plan() {
+    WalkResult r = fn.walk([&](Operation *op) {
+      if (auto a = dyn_cast<AttentionOp>(op)) {
+        if (failed(attention(a)))
+          return WalkResult::interrupt();
+      } else if (auto s = dyn_cast<SwigluOp>(op)) {
+        if (failed(column(s.getGate(), s, "gate")) ||
+            failed(column(s.getUp(), s, "up")) ||
+            failed(rows(s.getResult(), s)))
+          return WalkResult::interrupt();
+        p.shardedValues.insert(s.getResult());
+      }
+      return WalkResult::advance();
+    });
+    return failure(r.wasInterrupted());
+  }
+
+  void rewrite();
+
+private:
+  /// A parameter argument read by `user` alone, or null.
+  BlockArgument soleParam(Value v, Operation *user) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg ||
+        !fn.getArgAttr(arg.getArgNumber(), Infir2Dialect::getParamAttrName()))
+      return nullptr;
+    return arg.hasOneUse() && *arg.getUsers().begin() == user ? arg : nullptr;
+  }
+
+  StringRef nameOf(BlockArgument arg) {
+    return fn
+        .getArgAttrOfType<ParamAttr>(arg.getArgNumber(),
+                                     Infir2Dialect::getParamAttrName())
+        .getName();
+  }
+
+  /// Splits `arg`'s dimension `dim` over the ranks, if it divides into
+  /// whole FP8 blocks.
+  LogicalResult shardParam(BlockArgument arg, int64_t dim, Operation *at) {
+    int64_t n = tensorOf(arg).getDimSize(dim);
+    bool twoD = tensorOf(arg).getRank() == 2;
+    if (n % size == 0 && (!twoD || block == 0 || (n / size) % block == 0)) {
+      p.params[arg] = dim;
+      return success();
+    }
+    SmallVector<int64_t> work;
+    for (int64_t s = 2; s <= n && work.size() < 6; ++s)
+      if (n % s == 0 && (!twoD || block == 0 || (n / s) % block == 0))
+        work.push_back(s);
+    InFlightDiagnostic d = at->emitOpError()
+                           << "cannot split dimension " << dim << " (" << n
+                           << ") of '" << nameOf(arg) << "' over " << size
+                           << " ranks: ";
+    if (n % size)
+      d << "it does not divide";
+    else
+      d << "each rank's " << n / size << " would not be whole " << block
+        << "-wide FP8 blocks, so the scales would differ from "
+           "the unsharded run's (fp8-block=0 lifts this for the "
+           "bf16 recipe)";
+    d << "; sizes that work: ";
+    if (work.empty())
+      d << "none but 1";
+    else
+      llvm::interleaveComma(work, d);
+    return failure();
+  }
+
+  /// The GEMM (with its bias add and rotary embedding) that makes `v`, the
+  /// `what` operand of `consumer`, made column-parallel.
+  LogicalResult column(Value v, Operation *consumer, StringRef what) {
+    Operation *user = consumer;
+    while (true) {
+      if (!v.hasOneUse())
+        return consumer->emitOpError()
+               << "cannot shard its " << what
+               << " operand: a value on its way from the projection is "
+                  "also read elsewhere, which needs it whole";
+      p.shardedValues.insert(v);
+      Operation *def = v.getDefiningOp();
+      if (auto rope = dyn_cast_or_null<RopeOp>(def)) {
+        user = rope;
+        v = rope.getInput();
+        continue;
+      }
+      if (auto add = dyn_cast_or_null<AddOp>(def)) {
+        BlockArgument bias = soleParam(add.getRhs(), add);
+        if (!bias || tensorOf(bias).getRank() != 1)
+          break;
+        if (failed(shardParam(bias, 0, add)))
+          return failure();
+        user = add;
+        v = add.getLhs();
+        continue;
+      }
+      auto gemm = dyn_cast_or_null<MatmulOp>(def);
+      BlockArgument w = gemm ? soleParam(gemm.getRhs(), gemm) : nullptr;
+      if (!gemm || !gemm.getTransposeRhs() || !w || tensorOf(w).getRank() != 2)
+        break;
+      if (failed(shardParam(w, 0, gemm)))
+        return failure();
+      p.columnGemms.insert(gemm);
+      return success();
+    }
+    return consumer->emitOpError()
+           << "cannot shard its " << what
+           << " operand: it is not made by a GEMM of a weight parameter "
+              "(with transpose_rhs), an optional bias add and rotary "
+              "embedding, each read once";
+  }
+
+  /// The GEMMs that read `v`, the sharded output of `producer`, made
+  /// row-parallel.
+  LogicalResult rows(Value v, Operation *producer) {
+    for (Operation *user : v.getUsers()) {
+      auto gemm = dyn_cast<MatmulOp>(user);
+      BlockArgument w = gemm ? soleParam(gemm.getRhs(), gemm) : nullptr;
+      if (!gemm || gemm.getLhs() != v || !gemm.getTransposeRhs() || !w ||
+          tensorOf(w).getRank() != 2)
+        return producer->emitOpError()
+               << "cannot shard its result: '" << user->getName()
+               << "' reads it, where only GEMMs of a weight parameter (the "
+                  "output or down projection) may";
+      if (failed(shardParam(w, 1, gemm)))
+        return failure();
+      p.rowGemms.insert(gemm);
+    }
+    return success();
+  }
+
+  LogicalResult attention(AttentionOp a) {
+    for (auto [what, n] : {std::pair{"query heads", a.getNumHeads()},
+                           std::pair{"key/value heads", a.getNumKvHeads()}})
+      if (int64_t(n) % size)
+        return a.emitOpError()
+               << "cannot split its " << n << " " << what << " over " << size
+               << " ranks (a grouped-query group stays whole on one rank)";
+    if (failed(column(a.getQuery(), a, "query")) ||
+        failed(column(a.getKey(), a, "key")) ||
+        failed(column(a.getValue(), a, "value")) ||
+        failed(rows(a.getResult(), a)))
+      return failure();
+    p.attentions.push_back(a);
+    p.shardedValues.insert(a.getResult());
+    return success();
+  }
+
+  func::FuncOp fn;
+  int64_t size, block;
+  Plan p;
+};
+
+void Sharder::rewrite() {
+  MLIRContext *ctx = fn.getContext();
+  Builder attrs(ctx);
+  IntegerAttr sizeAttr = attrs.getI64IntegerAttr(size);
+  for (auto [arg, dim] : p.params) {
+    arg.setType(divided(arg, dim, size));
+    fn.setArgAttr(arg.getArgNumber(), Infir2Dialect::getTPShardAttrName(),
+                  attrs.getI64IntegerAttr(dim));
+  }
+  for (Value v : p.shardedValues)
+    v.setType(divided(v, tensorOf(v).getRank() - 1, size));
+  for (AttentionOp a : p.attentions) {
+    a.setNumHeads(a.getNumHeads() / size);
+    a.setNumKvHeads(a.getNumKvHeads() / size);
+  }
+  // One tp_copy per input that enters, after it is made.
+  llvm::DenseMap<Value, Value> entered;
+  for (MatmulOp gemm : p.columnGemms) {
+    Value x = gemm.getLhs();
+    Value &copy = entered[x];
+    if (!copy) {
+      OpBuilder b(ctx);
+      b.setInsertionPointAfterValue(x);
+      copy = TPCopyOp::create(b, x.getLoc(), x.getType(), x, sizeAttr);
+    }
+    gemm.getLhsMutable().assign(copy);
+  }
+  for (MatmulOp gemm : p.rowGemms) {
+    OpBuilder b(gemm->getContext());
+    b.setInsertionPointAfter(gemm);
+    auto sum = TPReduceOp::create(b, gemm.getLoc(), gemm.getType(),
+                                  gemm.getResult(), sizeAttr);
+    gemm.getResult().replaceAllUsesExcept(sum, sum);
+  }
+  fn.setFunctionType(FunctionType::get(
+      ctx, fn.getBody().front().getArgumentTypes(), fn.getResultTypes()));
+}
+
+struct TensorParallelPass
+    : public infir2::impl::TensorParallelPassBase<TensorParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (size < 1 || fp8Block < 0) {
+      module.emitError() << "--infir2-tensor-parallel: size must be at least "
+                            "1 and fp8-block at least 0";
+      return signalPassFailure();
+    }
+    if (size == 1)
+      return;
+    if (module->hasAttr(Infir2Dialect::getTensorParallelAttrName())) {
+      module.emitError() << "the module is already tensor-parallel";
+      return signalPassFailure();
+    }
+    auto fn = module.lookupSymbol<func::FuncOp>(forwardName);
+    if (!fn || fn.isExternal()) {
+      module.emitError() << "no function named '" << forwardName
+                         << "' to shard";
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol("train_step")) {
+      module.emitError() << "--infir2-tensor-parallel shards the forward "
+                            "before --infir2-autodiff derives the step";
+      return signalPassFailure();
+    }
+    Sharder sharder(fn, size, fp8Block);
+    if (failed(sharder.plan()))
+      return signalPassFailure();
+    sharder.rewrite();
+    module->setAttr(Infir2Dialect::getTensorParallelAttrName(),
+                    Builder(module).getI64IntegerAttr(size));
+    if (failed(verifyTensorParallel(fn, size)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,213 @@
+//===- VerifyTensorParallel.cpp - Shards meet only through collectives ----===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Follows every value of one rank's forward from its arguments and says how
+// the ranks of the tensor-parallel group hold it; an op that would combine
+// a shard or a partial sum with a whole tensor, without the collective
+// between them, is an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Transforms/Passes.h"
+
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace infir2 {
+#define GEN_PASS_DEF_VERIFYTENSORPARALLELPASS
+#include "infir2/Transforms/Passes.h.inc"
+} // namespace infir2
+
+using namespace mlir;
+using namespace infir2;
+
+namespace {
+
+/// How the ranks hold a value.
+enum class Layout {
+  Whole,   ///< every rank holds the same whole tensor
+  Entered, ///< whole, read through infir2.tp_copy (gradient summed)
+  Shard,   ///< each rank its slice of the last dimension (or a parameter's
+           ///< `infir2.tp_shard` dimension)
+  Partial, ///< each rank a partial sum of the whole tensor
+};
+
+StringRef describe(Layout l) {
+  switch (l) {
+  case Layout::Whole:
+    return "a whole tensor";
+  case Layout::Entered:
+    return "a whole tensor entered through 'infir2.tp_copy'";
+  case Layout::Shard:
+    return "a shard";
+  case Layout::Partial:
+    return "a partial sum";
+  }
+  llvm_unreachable("layout");
+}
+
+bool isWhole(Layout l) { return l == Layout::Whole || l == Layout::Entered; }
+
+class Checker {
+public:
+  explicit Checker(func::FuncOp fn) : fn(fn) {}
+
+  LogicalResult run() {
+    Block &body = fn.getBody().front();
+    for (BlockArgument arg : body.getArguments()) {
+      auto dim = fn.getArgAttrOfType<IntegerAttr>(
+          arg.getArgNumber(), Infir2Dialect::getTPShardAttrName());
+      layouts[arg] = dim ? Layout::Shard : Layout::Whole;
+      if (dim)
+        shardDims[arg] = dim.getInt();
+    }
+    for (Operation &op : body)
+      if (failed(visit(op)))
+        return failure();
+    return success();
+  }
+
+private:
+  Layout of(Value v) { return layouts.lookup(v); }
+
+  InFlightDiagnostic error(Operation &op, unsigned operand, Layout got) {
+    return op.emitOpError()
+           << "operand #" << operand << " is " << describe(got) << ": ";
+  }
+
+  /// Every float operand in one layout: all whole (results whole) or all
+  /// shards (results shards). Integer operands (ids, positions, segments)
+  /// are whole and do not count.
+  LogicalResult elementwise(Operation &op) {
+    std::optional<Layout> common;
+    for (OpOperand &use : op.getOpOperands()) {
+      auto type = cast<ShapedType>(use.get().getType());
+      if (!isa<FloatType>(type.getElementType()))
+        continue;
+      Layout l = of(use.get());
+      if (l == Layout::Partial)
+        return error(op, use.getOperandNumber(), l)
+               << "a partial sum must be summed by 'infir2.tp_reduce' first";
+      bool shard = l == Layout::Shard;
+      if (common && (*common == Layout::Shard) != shard)
+        return error(op, use.getOperandNumber(), l)
+               << "the op mixes shards and whole tensors";
+      common = shard ? Layout::Shard : Layout::Whole;
+    }
+    for (Value r : op.getResults())
+      layouts[r] = common.value_or(Layout::Whole);
+    return success();
+  }
+
+  /// Ops that run on whole tensors only.
+  LogicalResult wholeOnly(Operation &op) {
+    for (OpOperand &use : op.getOpOperands())
+      if (Layout l = of(use.get()); !isWhole(l))
+        return error(op, use.getOperandNumber(), l)
+               << "'" << op.getName()
+               << "' runs on whole tensors (insert the collective that "
+                  "makes it whole)";
+    for (Value r : op.getResults())
+      layouts[r] = Layout::Whole;
+    return success();
+  }
+
+  LogicalResult matmul(MatmulOp op) {
+    Layout a = of(op.getLhs()), b = of(op.getRhs());
+    // The rhs's dimension that holds the output features: 0 when it is
+    // transposed ([N, K]), 1 otherwise ([K, N]).
+    int64_t outDim = op.getTransposeRhs() ? 0 : 1;
+    if (a == Layout::Partial || b == Layout::Partial)
+      return error(*op, a == Layout::Partial ? 0 : 1, Layout::Partial)
+             << "a partial sum must be summed by 'infir2.tp_reduce' first";
+    if (isWhole(a) && isWhole(b)) {
+      layouts[op.getResult()] = Layout::Whole;
+      return success();
+    }
+    if (b == Layout::Shard && !shardDims.count(op.getRhs()))
+      return error(*op, 1, b) << "a GEMM's sharded right-hand side must be a "
+                                 "parameter with 'infir2.tp_shard'";
+    if (b == Layout::Shard && shardDims.lookup(op.getRhs()) == outDim) {
+      if (a != Layout::Entered)
+        return error(*op, 0, a)
+               << "a column-parallel GEMM reads its input through "
+                  "'infir2.tp_copy', so that the input's gradient is summed "
+                  "over the ranks";
+      layouts[op.getResult()] = Layout::Shard;
+      return success();
+    }
+    if (b == Layout::Shard && a == Layout::Shard) {
+      layouts[op.getResult()] = Layout::Partial;
+      return success();
+    }
+    return error(*op, a == Layout::Shard ? 0 : 1, Layout::Shard)
+           << "a GEMM takes a shard on the left only with a weight sharded "
+              "along the contraction (row-parallel), and a shard on the "
+              "right only along its output features (column-parallel)";
+  }
+
+  LogicalResult visit(Operation &op) {
+    return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+        .Case([&](TPCopyOp o) -> LogicalResult {
+          if (Layout l = of(o.getInput()); !isWhole(l))
+            return error(op, 0, l) << "only a whole tensor enters a "
+                                      "tensor-parallel region";
+          layouts[o.getResult()] = Layout::Entered;
+          return success();
+        })
+        .Case([&](TPReduceOp o) -> LogicalResult {
+          if (Layout l = of(o.getInput()); l != Layout::Partial)
+            return error(op, 0, l)
+                   << "'infir2.tp_reduce' sums partial sums (of a whole "
+                      "tensor it would make "
+                   << o.getSize() << " times the value)";
+          layouts[o.getResult()] = Layout::Whole;
+          return success();
+        })
+        .Case([&](MatmulOp o) { return matmul(o); })
+        .Case<AddOp, MulOp, RopeOp, AttentionOp, SwigluOp, SiluOp>(
+            [&](Operation *) { return elementwise(op); })
+        .Default([&](Operation *) { return wholeOnly(op); });
+  }
+
+  func::FuncOp fn;
+  llvm::DenseMap<Value, Layout> layouts;
+  llvm::DenseMap<Value, int64_t> shardDims;
+};
+
+struct VerifyTensorParallelPass
+    : public infir2::impl::VerifyTensorParallelPassBase<
+          VerifyTensorParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto size = module->getAttrOfType<IntegerAttr>(
+        Infir2Dialect::getTensorParallelAttrName());
+    auto fn = module.lookupSymbol<func::FuncOp>(forwardName);
+    if (!size || !fn || fn.isExternal())
+      return;
+    if (failed(verifyTensorParallel(fn, size.getInt())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+LogicalResult infir2::verifyTensorParallel(func::FuncOp fn, int64_t size) {
+  for (Operation &op : fn.getBody().front()) {
+    int64_t over =
+        llvm::TypeSwitch<Operation *, int64_t>(&op)
+            .Case<TPCopyOp, TPReduceOp>([](auto o) { return o.getSize(); })
+            .Default(size);
+    if (over != size)
+      return op.emitOpError()
+             << "is over " << over
+             << " ranks in a module of tensor-parallel size " << size;
+  }
+  return Checker(fn).run();
+}
