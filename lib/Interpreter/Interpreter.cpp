@@ -250,9 +250,6 @@ infir2::interp::runRanks(FunctionOpInterface fn,
         interp.env[reduce.getResult()] = sum;
       continue;
     }
-    for (Interpreter &interp : ranks)
-      if (failed(interp.run(&op)))
-        return failure();
     // A tensor-parallel global norm: each rank's squares of its shards
     // (the first tp_shards gradients) summed over the ranks, the whole
     // gradients' counted once.
@@ -270,7 +267,11 @@ infir2::interp::runRanks(FunctionOpInterface fn,
         }
       for (Interpreter &interp : ranks)
         interp.env[norm.getNorm()] = Tensor({}, std::sqrt(shards + whole));
+      continue;
     }
+    for (Interpreter &interp : ranks)
+      if (failed(interp.run(&op)))
+        return failure();
   }
   return fn.emitError() << "function body has no terminator";
 }

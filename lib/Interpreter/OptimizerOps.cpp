@@ -37,6 +37,10 @@ template LogicalResult Interpreter::oneRankShards(ReduceScatterOp op);
 template LogicalResult Interpreter::oneRankShards(AllGatherOp op);
 
 LogicalResult Interpreter::globalNorm(GlobalNormOp op) {
+  if (op.getTpShards() > 0) // runRanks sums the shards' squares
+    return op.emitOpError() << "sums its first " << op.getTpShards()
+                            << " gradients' squares over the tensor-parallel "
+                               "ranks: interpret the function with runRanks";
   double scale = get(op.getScale()).data[0], ss = 0.0;
   for (Value g : op.getGrads())
     for (double x : get(g).data)

@@ -50,11 +50,11 @@ StringRef describe(Layout l) {
   llvm_unreachable("layout");
 }
 
-bool isWhole(Layout l) { return l == Layout::Whole || l == Layout::Entered; }
+bool isWhole(Layout l) { return l == Layout::Whole; }
 
 class Checker {
 public:
-  explicit Checker(func::FuncOp fn) : fn(fn) {}
+  Checker(func::FuncOp fn, int64_t size) : fn(fn), size(size) {}
 
   LogicalResult run() {
     Block &body = fn.getBody().front();
@@ -79,6 +79,14 @@ private:
            << "operand #" << operand << " is " << describe(got) << ": ";
   }
 
+  /// An entered value read by anything but a column-parallel GEMM.
+  LogicalResult enteredError(Operation &op, unsigned operand) {
+    return error(op, operand, Layout::Entered)
+           << "only column-parallel GEMMs read it (its gradient is summed "
+              "over the ranks: another reader's would be counted "
+           << size << " times)";
+  }
+
   /// Every float operand in one layout: all whole (results whole) or all
   /// shards (results shards). Integer operands (ids, positions, segments)
   /// are whole and do not count.
@@ -89,6 +97,8 @@ private:
       if (!isa<FloatType>(type.getElementType()))
         continue;
       Layout l = of(use.get());
+      if (l == Layout::Entered)
+        return enteredError(op, use.getOperandNumber());
       if (l == Layout::Partial)
         return error(op, use.getOperandNumber(), l)
                << "a partial sum must be summed by 'infir2.tp_reduce' first";
@@ -106,7 +116,9 @@ private:
   /// Ops that run on whole tensors only.
   LogicalResult wholeOnly(Operation &op) {
     for (OpOperand &use : op.getOpOperands())
-      if (Layout l = of(use.get()); !isWhole(l))
+      if (Layout l = of(use.get()); l == Layout::Entered)
+        return enteredError(op, use.getOperandNumber());
+      else if (!isWhole(l))
         return error(op, use.getOperandNumber(), l)
                << "'" << op.getName()
                << "' runs on whole tensors (insert the collective that "
@@ -124,6 +136,12 @@ private:
     if (a == Layout::Partial || b == Layout::Partial)
       return error(*op, a == Layout::Partial ? 0 : 1, Layout::Partial)
              << "a partial sum must be summed by 'infir2.tp_reduce' first";
+    bool column = b == Layout::Shard && shardDims.count(op.getRhs()) &&
+                  shardDims.lookup(op.getRhs()) == outDim;
+    if (a == Layout::Entered && !column)
+      return enteredError(*op, 0);
+    if (b == Layout::Entered)
+      return enteredError(*op, 1);
     if (isWhole(a) && isWhole(b)) {
       layouts[op.getResult()] = Layout::Whole;
       return success();
@@ -175,6 +193,7 @@ private:
   }
 
   func::FuncOp fn;
+  int64_t size;
   llvm::DenseMap<Value, Layout> layouts;
   llvm::DenseMap<Value, int64_t> shardDims;
 };
@@ -209,5 +228,5 @@ LogicalResult infir2::verifyTensorParallel(func::FuncOp fn, int64_t size) {
              << "is over " << over
              << " ranks in a module of tensor-parallel size " << size;
   }
-  return Checker(fn).run();
+  return Checker(fn, size).run();
 }

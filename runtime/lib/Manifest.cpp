@@ -236,6 +236,9 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
     r.integer(j, "", "tensor_parallel", m.tensorParallel);
     if (r.ok() && m.tensorParallel < 1)
       r.mistyped("", "tensor_parallel", "a positive integer");
+    else if (r.ok() && m.tensorParallel > 1 && m.zero1WorldSize > 0)
+      r.mistyped("", "tensor_parallel",
+                 "1 with zero1_world_size (they do not combine yet)");
   }
   if (const json *o = r.object(j, "", "optimizer", /*optional=*/true)) {
     ManifestOptimizer opt;
@@ -288,9 +291,17 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
       r.number(s, path, "std", slot.std);
       if (s.contains("tp_dim")) {
         r.integer(s, path, "tp_dim", slot.tpDim);
+        bool state =
+            slot.kind == SlotKind::Param || slot.kind == SlotKind::Master ||
+            slot.kind == SlotKind::Moment1 || slot.kind == SlotKind::Moment2 ||
+            slot.kind == SlotKind::Grad;
         if (r.ok() &&
             (slot.tpDim < 0 || slot.tpDim >= int64_t(slot.shape.size())))
           r.mistyped(path, "tp_dim", "a dimension of the slot's shape");
+        else if (r.ok() && (!state || m.tensorParallel < 2))
+          r.mistyped(path, "tp_dim",
+                     "absent (only a parameter or its state of a "
+                     "tensor-parallel model is sharded)");
       }
       m.slots.push_back(std::move(slot));
     }

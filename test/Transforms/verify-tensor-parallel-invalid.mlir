@@ -131,3 +131,83 @@ func.func @f(%x: tensor<4x64xbf16>) -> tensor<4x64xbf16> {
   %s = infir2.tp_reduce %x {size = 1 : i64} : tensor<4x64xbf16>
   return %s : tensor<4x64xbf16>
 }
+
+// -----
+
+// An entered value read by a norm: its gradient would be summed twice.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%x: tensor<4x64xbf16>, %n: tensor<64xbf16>) -> tensor<4x64xbf16> {
+  %xin = infir2.tp_copy %x {size = 2 : i64} : tensor<4x64xbf16>
+  // expected-error@+1 {{operand #0 is a whole tensor entered through 'infir2.tp_copy': only column-parallel GEMMs read it (its gradient is summed over the ranks: another reader's would be counted 2 times)}}
+  %y = infir2.rms_norm %xin, %n {epsilon = 1.0e-06 : f64} : tensor<4x64xbf16>, tensor<64xbf16>
+  return %y : tensor<4x64xbf16>
+}
+}
+
+// -----
+
+// An entered value read by a GEMM of a whole weight.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%x: tensor<4x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<4x64xbf16> {
+  %xin = infir2.tp_copy %x {size = 2 : i64} : tensor<4x64xbf16>
+  // expected-error@+1 {{operand #0 is a whole tensor entered through 'infir2.tp_copy': only column-parallel GEMMs read it}}
+  %y = infir2.matmul %xin, %w {transpose_rhs} : tensor<4x64xbf16>, tensor<64x64xbf16> -> tensor<4x64xbf16>
+  return %y : tensor<4x64xbf16>
+}
+}
+
+// -----
+
+// Entering twice.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%x: tensor<4x64xbf16>) -> tensor<4x64xbf16> {
+  %a = infir2.tp_copy %x {size = 2 : i64} : tensor<4x64xbf16>
+  // expected-error@+1 {{operand #0 is a whole tensor entered through 'infir2.tp_copy': only a whole tensor enters a tensor-parallel region}}
+  %b = infir2.tp_copy %a {size = 2 : i64} : tensor<4x64xbf16>
+  return %b : tensor<4x64xbf16>
+}
+}
+
+// -----
+
+// A shard on the right that is not a parameter.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%x: tensor<32x64xbf16>, %y: tensor<4x64xbf16>,
+    %wg: tensor<32x64xbf16> {infir2.param = #infir2.param<"up", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<4x32xbf16> {
+  %s = infir2.add %wg, %wg : tensor<32x64xbf16>, tensor<32x64xbf16>
+  // expected-error@+1 {{operand #1 is a shard: a GEMM's sharded right-hand side must be a parameter with 'infir2.tp_shard'}}
+  %h = infir2.matmul %y, %s {transpose_rhs} : tensor<4x64xbf16>, tensor<32x64xbf16> -> tensor<4x32xbf16>
+  return %h : tensor<4x32xbf16>
+}
+}
+
+// -----
+
+// A partial sum into a GEMM.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%x: tensor<4x64xbf16>, %w: tensor<64x64xbf16>,
+    %wg: tensor<32x64xbf16> {infir2.param = #infir2.param<"up", normal(std = 0.02)>, infir2.tp_shard = 0 : i64},
+    %wd: tensor<64x32xbf16> {infir2.param = #infir2.param<"down", normal(std = 0.02)>, infir2.tp_shard = 1 : i64}) -> tensor<4x64xbf16> {
+  %xin = infir2.tp_copy %x {size = 2 : i64} : tensor<4x64xbf16>
+  %h = infir2.matmul %xin, %wg {transpose_rhs} : tensor<4x64xbf16>, tensor<32x64xbf16> -> tensor<4x32xbf16>
+  %d = infir2.matmul %h, %wd {transpose_rhs} : tensor<4x32xbf16>, tensor<64x32xbf16> -> tensor<4x64xbf16>
+  // expected-error@+1 {{operand #0 is a partial sum: a partial sum must be summed by 'infir2.tp_reduce' first}}
+  %e = infir2.matmul %d, %w {transpose_rhs} : tensor<4x64xbf16>, tensor<64x64xbf16> -> tensor<4x64xbf16>
+  return %e : tensor<4x64xbf16>
+}
+}
+
+// -----
+
+// expected-error@+1 {{'infir2.tensor_parallel' is an integer of at least 2 (the group's size) on the module}}
+func.func @f() attributes {infir2.tensor_parallel = 2 : i64} {
+  return
+}
+
+// -----
+
+func.func @norm(%g: tensor<4xf32>, %s: tensor<f32>) -> tensor<f32> {
+  // expected-error@+1 {{tp_shards (2) counts more gradients than it has (1)}}
+  %n = infir2.global_norm %g scale %s {tp_shards = 2 : i64} : tensor<4xf32>
+  return %n : tensor<f32>
+}

@@ -37,12 +37,16 @@ std::optional<int64_t> infir2::run::shardDimOf(func::FuncOp fn, unsigned index,
       owner = name;
   if (!owner)
     return std::nullopt;
-  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-    auto param =
-        fn.getArgAttrOfType<ParamAttr>(i, Infir2Dialect::getParamAttrName());
-    if (param && param.getName() == owner.getValue())
-      return shardDimOf(fn, i, /*isResult=*/false);
-  }
+  // The parameter, in whichever function of the module takes it (the
+  // optimizer step takes its masters, not the parameters).
+  auto module = fn->getParentOfType<ModuleOp>();
+  for (auto other : module.getOps<func::FuncOp>())
+    for (unsigned i = 0, e = other.getNumArguments(); i < e; ++i) {
+      auto param = other.getArgAttrOfType<ParamAttr>(
+          i, Infir2Dialect::getParamAttrName());
+      if (param && param.getName() == owner.getValue())
+        return shardDimOf(other, i, /*isResult=*/false);
+    }
   return std::nullopt;
 }
 

@@ -84,7 +84,10 @@ def VerifyTensorParallelPass
     - a column-parallel GEMM to read a whole input that did not enter
       through `infir2.tp_copy` (its gradient would not be summed);
     - a row-parallel GEMM to read a whole input (it would sum `size`
-      copies).
+      copies);
+    - a value entered through `infir2.tp_copy` to reach anything but a
+      column-parallel GEMM (its gradient is summed over the ranks: another
+      reader's would be counted `size` times).
     Each error names the op and the operand.
   }];
   let options = [

@@ -227,6 +227,32 @@ std::vector<int64_t> StateLayout::wholeShape(const ManifestSlot &s) const {
   return shape;
 }
 
+int64_t StateLayout::shardRun(const ManifestSlot &s) {
+  int64_t inner = 1;
+  for (size_t d = std::max<int64_t>(s.tpDim, 0); d < s.shape.size(); ++d)
+    inner *= s.shape[d];
+  return inner;
+}
+
+// A shard's element i = o * inner + k is element
+// o * inner * N + rank * inner + k of the whole tensor.
+int64_t StateLayout::wholeIndex(const ManifestSlot &s, int64_t i) const {
+  if (s.tpDim < 0)
+    return i;
+  int64_t inner = shardRun(s);
+  return (i / inner) * inner * m_.tensorParallel + tpRank_ * inner + i % inner;
+}
+
+void StateLayout::assembleWhole(const ManifestSlot &s, const uint8_t *gathered,
+                                int64_t elementBytes, uint8_t *whole) const {
+  int64_t n = s.numel(), inner = shardRun(s), size = m_.tensorParallel;
+  for (int64_t r = 0; r < size; ++r)
+    for (int64_t o = 0; o < n / inner; ++o)
+      std::memcpy(whole + ((o * size + r) * inner) * elementBytes,
+                  gathered + (r * n + o * inner) * elementBytes,
+                  size_t(inner * elementBytes));
+}
+
 Status StateLayout::writeParameter(
     const ManifestSlot &param, uint8_t *state, int rank,
     const std::function<void(int64_t, int64_t, float *)> &values) const {
@@ -237,21 +263,15 @@ Status StateLayout::writeParameter(
   uint8_t *mw = state + (*master)->offset;
   uint8_t *w = state + param.offset;
   Kind kind = kindOf(param.dtype);
-  // A tensor-parallel shard's element i is element o * wholeInner +
-  // rank * inner + k of the whole tensor (i = o * inner + k): runs of
-  // `inner` elements, each drawn or read where it lies in the whole.
-  int64_t inner = 1;
-  for (size_t d = std::max<int64_t>(param.tpDim, 0); d < param.shape.size();
-       ++d)
-    inner *= param.shape[d];
-  int64_t wholeInner = inner * m_.tensorParallel;
+  // A tensor-parallel shard's elements, in runs of `inner` consecutive
+  // elements of the whole tensor, each drawn or read where it lies there.
+  int64_t inner = shardRun(param);
   auto wholeValues = [&](int64_t begin, int64_t count, float *out) {
     if (param.tpDim < 0)
       return values(begin, count, out);
     for (int64_t i = begin; i < begin + count;) {
-      int64_t o = i / inner, k = i % inner;
-      int64_t run = std::min(inner - k, begin + count - i);
-      values(o * wholeInner + tpRank_ * inner + k, run, out + (i - begin));
+      int64_t run = std::min(inner - i % inner, begin + count - i);
+      values(wholeIndex(param, i), run, out + (i - begin));
       i += run;
     }
   };

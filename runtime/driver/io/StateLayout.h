@@ -86,6 +86,13 @@ public:
   /// The whole tensor's shape of slot `s` (its own without tensor
   /// parallelism).
   std::vector<int64_t> wholeShape(const ManifestSlot &s) const;
+  /// The element of the whole tensor that element `i` of this rank's slot
+  /// `s` is (`i` itself when the slot is not a tensor-parallel shard).
+  int64_t wholeIndex(const ManifestSlot &s, int64_t i) const;
+  /// Slot `s`'s whole tensor into `whole` from `gathered`, every
+  /// tensor-parallel rank's slice in rank order, `elementBytes` an element.
+  void assembleWhole(const ManifestSlot &s, const uint8_t *gathered,
+                     int64_t elementBytes, uint8_t *whole) const;
 
   /// The whole tensor of slot `s` and the part of it `rank` holds.
   Extent extentOf(const ManifestSlot &s, int rank) const;
@@ -118,6 +125,10 @@ private:
   Status writeParameter(
       const ManifestSlot &param, uint8_t *state, int rank,
       const std::function<void(int64_t, int64_t, float *)> &values) const;
+
+  /// Elements of slot `s` from its tensor-parallel dimension on: a shard's
+  /// runs of consecutive elements of the whole tensor.
+  static int64_t shardRun(const ManifestSlot &s);
 
   Manifest m_;
   int tpRank_ = 0;

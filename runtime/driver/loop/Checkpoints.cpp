@@ -35,10 +35,21 @@ constexpr const char *kRunConfigFile = "run_config.json";
 } // namespace
 
 Expected<std::vector<float>> Checkpoints::wholeState(const ManifestSlot &s) {
-  Extent e = s_.layout.extentOf(s, s_.comm.rank());
+  Extent e = s_.layout.extentOf(s, s_.dp->rank());
   int64_t numel = e.numel();
   // As FP32 whatever the slot holds (BF16 moments are widened exactly).
   std::vector<float> mine = s_.hostValues(s);
+  if (s.tpDim >= 0 && s_.tp) { // this rank's slice of the whole
+    std::vector<uint8_t> all = gatherSlices(s, mine.data(), 4);
+    if (all.empty())
+      return fail("gathering %s '%s' for the checkpoint over the "
+                  "tensor-parallel group failed",
+                  slotKindName(s.kind), s.name.c_str());
+    std::vector<float> whole(size_t(s.numel()) * s_.tp->size());
+    s_.layout.assembleWhole(s, all.data(), 4,
+                            reinterpret_cast<uint8_t *>(whole.data()));
+    return whole;
+  }
   if (!s_.layout.sharded()) {
     mine.resize(size_t(numel));
     return mine;
@@ -51,6 +62,15 @@ Expected<std::vector<float>> Checkpoints::wholeState(const ManifestSlot &s) {
     return fail("gathering %s '%s' for the checkpoint: %s",
                 slotKindName(s.kind), s.name.c_str(), got.message().c_str());
   all.resize(numel);
+  return all;
+}
+
+std::vector<uint8_t> Checkpoints::gatherSlices(const ManifestSlot &s,
+                                               const void *mine,
+                                               int64_t elementBytes) {
+  std::vector<uint8_t> all(size_t(s.numel() * elementBytes) * s_.tp->size());
+  if (!s_.tp->allGather(mine, all.data(), s.numel() * elementBytes))
+    all.clear();
   return all;
 }
 
@@ -78,7 +98,7 @@ Status Checkpoints::loadWeights(const std::string &path) {
       return fail("%s: tensor '%s' is missing", path.c_str(), s.name.c_str());
     INFIR2_RETURN_IF_ERROR(weights.read(s.name, t));
     INFIR2_RETURN_IF_ERROR(s_.layout.loadParameter(
-        s, t, weights.fileOf(s.name), s_.device.state(), s_.comm.rank()));
+        s, t, weights.fileOf(s.name), s_.device.state(), s_.dp->rank()));
   }
   return Status::ok();
 }
@@ -108,8 +128,10 @@ Status Checkpoints::loadOptimizerState(const std::string &optPath) {
     auto it = opt.tensors().find(name);
     if (it == opt.tensors().end())
       return fail("%s: tensor '%s' is missing", optPath.c_str(), name.c_str());
-    Extent e = s_.layout.extentOf(s, s_.comm.rank());
-    if (it->second.dtype != "F32" || it->second.shape != e.shape)
+    Extent e = s_.layout.extentOf(s, s_.dp->rank());
+    std::vector<int64_t> shape =
+        s.tpDim >= 0 ? s_.layout.wholeShape(s) : e.shape;
+    if (it->second.dtype != "F32" || it->second.shape != shape)
       return fail("%s: tensor '%s' is not F32 of the model's shape",
                   optPath.c_str(), name.c_str());
     if (!opt.read(name, bytes, error))
@@ -125,8 +147,10 @@ Status Checkpoints::loadOptimizerState(const std::string &optPath) {
     // the slot's type (BF16 moments take the FP32 values rounded to nearest
     // even).
     std::memset(s_.bytesAt(s), 0, s.bytes);
+    // A tensor-parallel rank's slice of the whole.
     for (int64_t i = 0; i < e.count; ++i)
-      writeElement(s.dtype, s_.bytesAt(s), i, values[e.begin + i]);
+      writeElement(s.dtype, s_.bytesAt(s), i,
+                   values[s_.layout.wholeIndex(s, e.begin + i)]);
   }
   return Status::ok();
 }
@@ -204,10 +228,16 @@ Status Checkpoints::load(const std::string &path) {
   return Status::ok();
 }
 
-std::vector<TensorSource> Checkpoints::weightSources() {
+std::vector<TensorSource>
+Checkpoints::weightSources(const decltype(TensorSource::data) &gatherShard) {
   std::vector<TensorSource> sources;
   for (const ManifestSlot &s : s_.m.slots)
-    if (s.kind == SlotKind::Param)
+    if (s.kind == SlotKind::Param && s.tpDim >= 0 && s_.tp) {
+      std::vector<int64_t> shape = s_.layout.wholeShape(s);
+      sources.push_back({s.name, storedDtype(s.dtype), shape,
+                         uint64_t(s.bytes) * uint64_t(s_.tp->size()),
+                         gatherShard});
+    } else if (s.kind == SlotKind::Param)
       // The working copy as it is stored: F32, BF16 or F16.
       sources.push_back({s.name, storedDtype(s.dtype), s.shape,
                          uint64_t(s.bytes),
@@ -248,17 +278,37 @@ Status Checkpoints::save(int64_t atStep) {
   // rank takes part in gathering the optimizer state, one tensor at a time,
   // as rank 0 writes it.
   INFIR2_RETURN_IF_ERROR(s_.check(s_.device.download(0, s_.m.stateBytes)));
-  std::vector<const ManifestSlot *> optimizerSlots;
+  // What is gathered, in this order on every rank: the optimizer state,
+  // then a tensor-parallel model's sharded working weights.
+  std::vector<const ManifestSlot *> optimizerSlots, shardedParams;
   for (const ManifestSlot &s : s_.m.slots)
     if (StateLayout::isOptimizerState(s))
       optimizerSlots.push_back(&s);
-  size_t gathered = 0;
+    else if (s.kind == SlotKind::Param && s.tpDim >= 0 && s_.tp)
+      shardedParams.push_back(&s);
+  bool collective = s_.layout.sharded() || s_.tp;
+  size_t gathered = 0, gatheredParams = 0;
   std::vector<float> whole;
+  std::vector<uint8_t> wholeParam;
+  auto gatherParam = [&](std::string &error) -> const void * {
+    const ManifestSlot &s = *shardedParams[gatheredParams++];
+    int64_t bytes = manifestDtypeSize(s.dtype);
+    wholeParam = std::vector<uint8_t>(); // one gathered tensor at a time
+    std::vector<uint8_t> all = gatherSlices(s, s_.bytesAt(s), bytes);
+    if (all.empty()) {
+      error = "gathering parameter '" + s.name +
+              "' over the tensor-parallel group failed";
+      return nullptr;
+    }
+    wholeParam.resize(all.size());
+    s_.layout.assembleWhole(s, all.data(), bytes, wholeParam.data());
+    return wholeParam.data();
+  };
   auto gatherNext = [&](std::string &error) -> const void * {
     const ManifestSlot &s = *optimizerSlots[gathered++];
-    // FP32 and whole: written as it lies; else gathered (ZeRO-1) and widened
-    // (BF16 moments) into `whole`.
-    if (!s_.layout.sharded() && s.dtype == "f32")
+    // FP32 and whole: written as it lies; else gathered (ZeRO-1, tensor
+    // parallelism) and widened (BF16 moments) into `whole`.
+    if (!collective && s.dtype == "f32")
       return s_.bytesAt(s);
     whole = std::vector<float>(); // one gathered tensor at a time
     Expected<std::vector<float>> all = wholeState(s);
@@ -272,7 +322,10 @@ Status Checkpoints::save(int64_t atStep) {
   auto gatherRest = [&]() -> Status {
     std::string error;
     while (gathered < optimizerSlots.size())
-      if (!gatherNext(error) && s_.layout.sharded())
+      if (!gatherNext(error) && collective)
+        return Failure{error};
+    while (gatheredParams < shardedParams.size())
+      if (!gatherParam(error))
         return Failure{error};
     return Status::ok();
   };
@@ -283,9 +336,14 @@ Status Checkpoints::save(int64_t atStep) {
     // for rank 0 to write the tensor before, never for the whole model.
     std::vector<TensorSource> opt;
     for (const ManifestSlot *s : optimizerSlots) {
-      Extent e = s_.layout.extentOf(*s, s_.comm.rank());
-      opt.push_back({optimizerPrefix(*s) + s->name, "F32", e.shape,
-                     uint64_t(e.numel()) * 4, gatherNext});
+      std::vector<int64_t> shape = s->tpDim >= 0
+                                       ? s_.layout.wholeShape(*s)
+                                       : s_.layout.extentOf(*s, 0).shape;
+      int64_t numel = 1;
+      for (int64_t d : shape)
+        numel *= d;
+      opt.push_back({optimizerPrefix(*s) + s->name, "F32", shape,
+                     uint64_t(numel) * 4, gatherNext});
     }
     std::string error;
     FileDigest optDigest;
@@ -293,7 +351,7 @@ Status Checkpoints::save(int64_t atStep) {
                           &optDigest))
       return Failure{error};
     Expected<FileDigests> digests =
-        writeModelWeights(tmp, weightSources(), s_.o.maxShardSize,
+        writeModelWeights(tmp, weightSources(gatherParam), s_.o.maxShardSize,
                           /*alwaysIndexed=*/true);
     if (!digests)
       return digests.failure();

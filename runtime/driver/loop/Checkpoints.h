@@ -42,8 +42,15 @@ private:
   /// Loads the parameters from a model folder or a .safetensors file.
   Status loadWeights(const std::string &path);
   Status loadOptimizerState(const std::string &path);
-  /// Every parameter's working copy, to write as a model's weights.
-  std::vector<TensorSource> weightSources();
+  /// Every parameter's working copy, to write as a model's weights; a
+  /// tensor-parallel shard's whole tensor read by `gatherShard` (which
+  /// every rank of the group must call, in the manifest's order).
+  std::vector<TensorSource>
+  weightSources(const decltype(TensorSource::data) &gatherShard);
+  /// Every tensor-parallel rank's `elementBytes`-byte elements of slot `s`,
+  /// rank after rank (empty when the gather failed).
+  std::vector<uint8_t> gatherSlices(const ManifestSlot &s, const void *mine,
+                                    int64_t elementBytes);
   /// The working weights' type as config.json's torch_dtype names it.
   std::string torchDtype() const;
   /// config.json and generation_config.json (when the model carries its

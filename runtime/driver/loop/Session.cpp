@@ -34,7 +34,9 @@ Status Session::open(std::string &notice) {
                   "started as %d: run it with mpirun -np N, N a multiple of "
                   "%d (N / %d data-parallel groups)",
                   size, comm.size(), size, size);
-    if (device.onGpu())
+    // Every rank decides alike (under --device auto one might have found a
+    // GPU), before the groups are made.
+    if (comm.max(device.onGpu() ? 1.0 : 0.0) != 0.0)
       return fail("tensor parallelism runs on the CPU backend for now: "
                   "start it with --device cpu");
     tp = comm.split(comm.rank() / size, comm.rank() % size);

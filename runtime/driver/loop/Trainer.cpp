@@ -150,14 +150,13 @@ Status Trainer::run() {
                 "--micro-batch)",
                 (long long)s_.o.microBatch, (long long)s_.m.batch);
   if (s_.m.tensorParallel > 1)
-    for (auto [set, flag] : {std::pair{!s_.o.save.empty(), "--save"},
-                             std::pair{!s_.o.load.empty(), "--load"},
-                             std::pair{!s_.o.exportFp8.empty(), "--export-fp8"},
+    for (auto [set, flag] : {std::pair{!s_.o.exportFp8.empty(), "--export-fp8"},
                              std::pair{s_.o.generate, "--generate"},
                              std::pair{!s_.o.dumpStep.empty(), "--dump-step"}})
       if (set)
         return fail("%s is not implemented for a tensor-parallel trainer "
-                    "yet (it trains and evaluates from a fresh start)",
+                    "yet (its checkpoints hold whole tensors: load one in a "
+                    "trainer compiled at tensor-parallel=1)",
                     flag);
   if (s_.m.zero1WorldSize && s_.m.zero1WorldSize != s_.comm.size())
     return fail("this trainer shards its optimizer state over %lld ranks "

@@ -108,6 +108,14 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
   }
   std::vector<float> s(scale.numel);
   for (int64_t b = 0; b < scale.numel; ++b) {
+    if (!std::isfinite(amax[b]) && c.ctx->tp_comm) {
+      // A tensor-parallel step must reach its collectives on every rank,
+      // whose shards may all be finite: the NaN flows on (NaN scale and
+      // codes) and the ranks skip the step on its non-finite gradients.
+      s[b] = std::numeric_limits<float>::quiet_NaN();
+      scale.set(b, s[b]);
+      continue;
+    }
     if (!std::isfinite(amax[b])) {
       c.fail("non-finite amax (%s) in scale block %lld: refusing to "
              "quantize it",

@@ -246,6 +246,7 @@ TEST(Manifest, SlotKindsAreSpelledAsTheCompilerWritesThem) {
 
 TEST(Manifest, TensorParallelShardsRoundTripAndAreChecked) {
   Manifest m = sample();
+  m.zero1WorldSize = 0;
   m.tensorParallel = 2;
   m.slots[0].tpDim = 1;
   std::string error;
@@ -258,11 +259,27 @@ TEST(Manifest, TensorParallelShardsRoundTripAndAreChecked) {
   json plain = json::parse(toJson(sample()));
   EXPECT_FALSE(plain.contains("tensor_parallel"));
   EXPECT_FALSE(plain["slots"][0].contains("tp_dim"));
+  const std::string what = "the compiled model's manifest: ";
   EXPECT_EQ(parseError(edited([](json &j) { j["slots"][0]["tp_dim"] = 2; })),
-            "the compiled model's manifest: slots[0].tp_dim must be a "
-            "dimension of the "
-            "slot's shape");
+            what + "slots[0].tp_dim must be a dimension of the slot's shape");
   EXPECT_EQ(parseError(edited([](json &j) { j["tensor_parallel"] = 0; })),
-            "the compiled model's manifest: tensor_parallel must be a positive "
-            "integer");
+            what + "tensor_parallel must be a positive integer");
+  // The sample shards its optimizer state (ZeRO-1).
+  EXPECT_EQ(parseError(edited([](json &j) { j["tensor_parallel"] = 2; })),
+            what + "tensor_parallel must be 1 with zero1_world_size (they "
+                   "do not combine yet)");
+  const std::string absent = "must be absent (only a parameter or its state "
+                             "of a tensor-parallel model is sharded)";
+  EXPECT_EQ(parseError(edited([](json &j) {
+              j["zero1_world_size"] = 0;
+              j["slots"][0]["tp_dim"] = 0;
+            })),
+            what + "slots[0].tp_dim " + absent);
+  EXPECT_EQ(parseError(edited([](json &j) {
+              j["zero1_world_size"] = 0;
+              j["tensor_parallel"] = 2;
+              j["slots"][2]["shape"] = {4};
+              j["slots"][2]["tp_dim"] = 0;
+            })),
+            what + "slots[2].tp_dim " + absent);
 }
