@@ -207,6 +207,14 @@ AutodiffPass::buildStep(OpBuilder &b, func::FuncOp forward,
     results.push_back(AddOp::create(b, loc, acc, toF32(b, loc, g)));
   }
   func::ReturnOp::create(b, forward.getLoc(), results);
+  // A tensor-parallel region's entries have done their part (their
+  // gradients are the backward pass's infir2.tp_reduce): in the step they
+  // are identities, dropped so that a norm fuses with the quantizations of
+  // its output as without tensor parallelism.
+  for (auto copy : llvm::make_early_inc_range(body->getOps<TPCopyOp>())) {
+    copy.getResult().replaceAllUsesWith(copy.getInput());
+    copy.erase();
+  }
   eraseDeadOps(*body);
   return success();
 }

@@ -32,7 +32,10 @@ def TensorParallelPass : Pass<"infir2-tensor-parallel", "mlir::ModuleOp"> {
       columns of the weight and makes a partial sum, which `infir2.tp_reduce`
       sums over the group;
     - a column-parallel GEMM's input enters through `infir2.tp_copy`, whose
-      gradient is the sum over the group.
+      gradient is the sum over the group. `--infir2-autodiff` drops the
+      entries from `@train_step` once their gradients are built: there they
+      are identities, and a norm then fuses with the quantizations of its
+      output as without tensor parallelism.
 
     Everything else (embedding, norms, residual adds, LM head, loss) stays
     whole on every rank. Sharded parameters get `infir2.tp_shard` (the

@@ -54,7 +54,9 @@ def AutodiffPass : Pass<"infir2-autodiff", "mlir::ModuleOp"> {
 
     A parameter that does not reach the loss gets a warning and a zero
     gradient. An op between the parameters and the loss without a gradient
-    rule is an error naming the op.
+    rule is an error naming the op. In a tensor-parallel forward, each
+    `infir2.tp_copy` gives its gradient's `infir2.tp_reduce` and is then
+    dropped from the step, where it is an identity.
   }];
   let options = [
     Option<"forwardName", "forward", "std::string", "\"forward\"",
