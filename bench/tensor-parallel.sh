@@ -5,7 +5,8 @@
 # rank: the same two cores). For each: one rank's planned memory and
 # measured peak resident memory (rank 0's "memory:" line), tokens/s, and the
 # last step's loss; then one rank's planned peak of Qwen2.5-7B at 32k tokens
-# (fp8) at tensor-parallel 1, 2 and 4, and at 4 under --memory-budget.
+# (fp8) at tensor-parallel 1, 2 and 4, at 4 under --memory-budget, and at 4
+# with ZeRO-1 over 2 data-parallel groups (8 ranks).
 #
 #   bash bench/tensor-parallel.sh [STEPS]   (default 5; docs/PERFORMANCE.md)
 set -euo pipefail
@@ -40,3 +41,6 @@ for tp in 1 2 4; do
 done
 "$bin/infir2-compile" "$tmp/q7.mlir" --recipe=fp8 --recipe-options="tensor-parallel=4" \
   --memory-budget=82GiB --report-memory 2>&1 | grep -E 'remark|peak \(training step\)'
+echo "qwen2.5-7b 32k fp8 tp4 x zero1 over 2: $("$bin/infir2-compile" "$tmp/q7.mlir" --recipe=fp8 \
+  --recipe-options="tensor-parallel=4 zero1=true world-size=2" --report-memory |
+  grep 'peak (training step)')"

@@ -57,12 +57,6 @@ template <typename Derived>
 static void addTrainingStep(OpPassManager &pm,
                             const TrainingStepOptions<Derived> &options,
                             int64_t fp8Block) {
-  if (options.tensorParallel != 1 && options.zero1) {
-    pm.addPass(std::make_unique<BadPipelineOptionPass>(
-        "tensor-parallel with zero1 is not implemented yet: shard the "
-        "optimizer state of one or the other"));
-    return;
-  }
   if (options.tensorParallel != 1) {
     TensorParallelPassOptions tp;
     tp.size = options.tensorParallel;

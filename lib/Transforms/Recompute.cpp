@@ -193,9 +193,16 @@ int64_t allocatedBytes(const ModelPlan &plan) {
   return plan.stateBytes + plan.scratchBytes;
 }
 
+/// The module's tensor-parallel group size (1 without one).
+int64_t tensorParallelSize(ModuleOp module) {
+  auto size = module->getAttrOfType<IntegerAttr>(
+      Infir2Dialect::getTensorParallelAttrName());
+  return size ? size.getInt() : 1;
+}
+
 /// Why nothing fits, and what would: the state alone, or the activations.
 std::string whatWouldFit(const ModelPlan &plan, int64_t budget,
-                         bool tensorParallel) {
+                         int64_t tensorParallel) {
   int64_t optimizer = 0;
   for (const StateSlot &s : plan.state)
     if (s.kind == "master" || s.kind == "moment1" || s.kind == "moment2")
@@ -215,13 +222,14 @@ std::string whatWouldFit(const ModelPlan &plan, int64_t budget,
                          "more (optimizer-state=bf16 halves the moments)",
                          sizeText(optimizer), ranks, sizeText(optimizer / 2))
                .str();
-  else if (tensorParallel) // not combined with ZeRO-1 yet
-    out += "optimizer-state=bf16 would save " + sizeText(optimizer / 3) +
-           " (the moments halved; ZeRO-1 does not combine with "
-           "tensor-parallel yet)";
   else
-    out += "ZeRO-1 over 8 ranks (zero1=true world-size=8) would save " +
-           sizeText(optimizer - optimizer / 8) +
+    out += "ZeRO-1 over 8 " +
+           std::string(tensorParallel > 1
+                           ? "data-parallel groups (zero1=true world-size=8, "
+                             "mpirun -np " +
+                                 std::to_string(8 * tensorParallel) + ")"
+                           : "ranks (zero1=true world-size=8)") +
+           " would save " + sizeText(optimizer - optimizer / 8) +
            " (the masters and moments sharded; optimizer-state=bf16 halves "
            "the moments)";
   if (room > 0 && plan.batch * plan.seqLen > 0) {
@@ -272,9 +280,7 @@ struct RecomputePass : public infir2::impl::RecomputePassBase<RecomputePass> {
             << "--memory-budget " << sizeText(*limit) << ": no plan fits: with "
             << count << " recomputations the step still plans "
             << sizeText(allocatedBytes(*plan)) << "; "
-            << whatWouldFit(
-                   *plan, *limit,
-                   module->hasAttr(Infir2Dialect::getTensorParallelAttrName()));
+            << whatWouldFit(*plan, *limit, tensorParallelSize(module));
         return signalPassFailure();
       }
       const Candidate &c = candidates.front();

@@ -236,9 +236,6 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
     r.integer(j, "", "tensor_parallel", m.tensorParallel);
     if (r.ok() && m.tensorParallel < 1)
       r.mistyped("", "tensor_parallel", "a positive integer");
-    else if (r.ok() && m.tensorParallel > 1 && m.zero1WorldSize > 0)
-      r.mistyped("", "tensor_parallel",
-                 "1 with zero1_world_size (they do not combine yet)");
   }
   if (const json *o = r.object(j, "", "optimizer", /*optional=*/true)) {
     ManifestOptimizer opt;

@@ -45,7 +45,9 @@ std::optional<int64_t> infir2::run::shardDimOf(func::FuncOp fn, unsigned index,
       auto param = other.getArgAttrOfType<ParamAttr>(
           i, Infir2Dialect::getParamAttrName());
       if (param && param.getName() == owner.getValue())
-        return shardDimOf(other, i, /*isResult=*/false);
+        if (auto dim = other.getArgAttrOfType<IntegerAttr>(
+                i, Infir2Dialect::getTPShardAttrName()))
+          return dim.getInt();
     }
   return std::nullopt;
 }

@@ -220,17 +220,25 @@ void normals(uint64_t key, float std, int64_t begin, int64_t count,
 
 } // namespace
 
+std::vector<int64_t> StateLayout::rankShape(const ManifestSlot &s) const {
+  if (isOptimizerState(s))
+    if (const ManifestSlot *param = find(SlotKind::Param, s.name))
+      return param->shape;
+  return s.shape;
+}
+
 std::vector<int64_t> StateLayout::wholeShape(const ManifestSlot &s) const {
-  std::vector<int64_t> shape = s.shape;
+  std::vector<int64_t> shape = rankShape(s);
   if (s.tpDim >= 0)
     shape[s.tpDim] *= m_.tensorParallel;
   return shape;
 }
 
-int64_t StateLayout::shardRun(const ManifestSlot &s) {
+int64_t StateLayout::shardRun(const ManifestSlot &s) const {
+  std::vector<int64_t> shape = rankShape(s);
   int64_t inner = 1;
-  for (size_t d = std::max<int64_t>(s.tpDim, 0); d < s.shape.size(); ++d)
-    inner *= s.shape[d];
+  for (size_t d = std::max<int64_t>(s.tpDim, 0); d < shape.size(); ++d)
+    inner *= shape[d];
   return inner;
 }
 
@@ -245,7 +253,9 @@ int64_t StateLayout::wholeIndex(const ManifestSlot &s, int64_t i) const {
 
 void StateLayout::assembleWhole(const ManifestSlot &s, const uint8_t *gathered,
                                 int64_t elementBytes, uint8_t *whole) const {
-  int64_t n = s.numel(), inner = shardRun(s), size = m_.tensorParallel;
+  int64_t n = 1, inner = shardRun(s), size = m_.tensorParallel;
+  for (int64_t d : rankShape(s))
+    n *= d;
   for (int64_t r = 0; r < size; ++r)
     for (int64_t o = 0; o < n / inner; ++o)
       std::memcpy(whole + ((o * size + r) * inner) * elementBytes,

@@ -83,8 +83,12 @@ public:
   /// This process's rank in its tensor-parallel group: it holds slice
   /// `rank` of each sharded parameter (the manifest's `tp_dim`).
   void setTensorParallelRank(int rank) { tpRank_ = rank; }
-  /// The whole tensor's shape of slot `s` (its own without tensor
-  /// parallelism).
+  /// The shape of the tensor this rank holds of slot `s`: the parameter's
+  /// for its optimizer state (whose slot holds only a row shard of it
+  /// under ZeRO-1), else the slot's own.
+  std::vector<int64_t> rankShape(const ManifestSlot &s) const;
+  /// The whole tensor's shape of slot `s`: rankShape() with the
+  /// tensor-parallel dimension times the group's size.
   std::vector<int64_t> wholeShape(const ManifestSlot &s) const;
   /// The element of the whole tensor that element `i` of this rank's slot
   /// `s` is (`i` itself when the slot is not a tensor-parallel shard).
@@ -126,9 +130,9 @@ private:
       const ManifestSlot &param, uint8_t *state, int rank,
       const std::function<void(int64_t, int64_t, float *)> &values) const;
 
-  /// Elements of slot `s` from its tensor-parallel dimension on: a shard's
-  /// runs of consecutive elements of the whole tensor.
-  static int64_t shardRun(const ManifestSlot &s);
+  /// Elements of slot `s`'s rankShape() from its tensor-parallel dimension
+  /// on: a shard's runs of consecutive elements of the whole tensor.
+  int64_t shardRun(const ManifestSlot &s) const;
 
   Manifest m_;
   int tpRank_ = 0;

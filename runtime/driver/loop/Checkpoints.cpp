@@ -39,37 +39,38 @@ Expected<std::vector<float>> Checkpoints::wholeState(const ManifestSlot &s) {
   int64_t numel = e.numel();
   // As FP32 whatever the slot holds (BF16 moments are widened exactly).
   std::vector<float> mine = s_.hostValues(s);
-  if (s.tpDim >= 0 && s_.tp) { // this rank's slice of the whole
-    std::vector<uint8_t> all = gatherSlices(s, mine.data(), 4);
-    if (all.empty())
-      return fail("gathering %s '%s' for the checkpoint over the "
-                  "tensor-parallel group failed",
-                  slotKindName(s.kind), s.name.c_str());
-    std::vector<float> whole(size_t(s.numel()) * s_.tp->size());
-    s_.layout.assembleWhole(s, all.data(), 4,
-                            reinterpret_cast<uint8_t *>(whole.data()));
-    return whole;
+  if (s_.layout.sharded()) {
+    // Rank r's shard is rows [r·rows, (r+1)·rows) of the data-parallel
+    // group's tensor: the shards in rank order are that tensor, then
+    // padding.
+    std::vector<float> all(size_t(s.numel()) * s_.dp->size());
+    if (Status got = s_.dp->allGather(mine.data(), all.data(), s.numel() * 4);
+        !got)
+      return fail("gathering %s '%s' for the checkpoint: %s",
+                  slotKindName(s.kind), s.name.c_str(), got.message().c_str());
+    mine = std::move(all);
   }
-  if (!s_.layout.sharded()) {
-    mine.resize(size_t(numel));
+  mine.resize(size_t(numel));
+  // Rank 0 writes: only its tensor-parallel group (data-parallel rank 0)
+  // gathers the slices.
+  if (s.tpDim < 0 || !s_.tp || s_.dp->rank() != 0)
     return mine;
-  }
-  // Rank r's shard is rows [r·rows, (r+1)·rows) of the whole: the shards
-  // in rank order are the whole tensor, then padding.
-  std::vector<float> all(size_t(s.numel()) * s_.comm.size());
-  if (Status got = s_.comm.allGather(mine.data(), all.data(), s.numel() * 4);
-      !got)
-    return fail("gathering %s '%s' for the checkpoint: %s",
-                slotKindName(s.kind), s.name.c_str(), got.message().c_str());
-  all.resize(numel);
-  return all;
+  // Then the tensor-parallel group's slices of the whole.
+  std::vector<uint8_t> all = gatherSlices(numel * 4, mine.data());
+  if (all.empty())
+    return fail("gathering %s '%s' for the checkpoint over the "
+                "tensor-parallel group failed",
+                slotKindName(s.kind), s.name.c_str());
+  std::vector<float> whole(size_t(numel) * s_.tp->size());
+  s_.layout.assembleWhole(s, all.data(), 4,
+                          reinterpret_cast<uint8_t *>(whole.data()));
+  return whole;
 }
 
-std::vector<uint8_t> Checkpoints::gatherSlices(const ManifestSlot &s,
-                                               const void *mine,
-                                               int64_t elementBytes) {
-  std::vector<uint8_t> all(size_t(s.numel() * elementBytes) * s_.tp->size());
-  if (!s_.tp->allGather(mine, all.data(), s.numel() * elementBytes))
+std::vector<uint8_t> Checkpoints::gatherSlices(int64_t bytes,
+                                               const void *mine) {
+  std::vector<uint8_t> all(size_t(bytes) * s_.tp->size());
+  if (!s_.tp->allGather(mine, all.data(), bytes))
     all.clear();
   return all;
 }
@@ -129,8 +130,7 @@ Status Checkpoints::loadOptimizerState(const std::string &optPath) {
     if (it == opt.tensors().end())
       return fail("%s: tensor '%s' is missing", optPath.c_str(), name.c_str());
     Extent e = s_.layout.extentOf(s, s_.dp->rank());
-    std::vector<int64_t> shape =
-        s.tpDim >= 0 ? s_.layout.wholeShape(s) : e.shape;
+    std::vector<int64_t> shape = s_.layout.wholeShape(s);
     if (it->second.dtype != "F32" || it->second.shape != shape)
       return fail("%s: tensor '%s' is not F32 of the model's shape",
                   optPath.c_str(), name.c_str());
@@ -294,7 +294,7 @@ Status Checkpoints::save(int64_t atStep) {
     const ManifestSlot &s = *shardedParams[gatheredParams++];
     int64_t bytes = manifestDtypeSize(s.dtype);
     wholeParam = std::vector<uint8_t>(); // one gathered tensor at a time
-    std::vector<uint8_t> all = gatherSlices(s, s_.bytesAt(s), bytes);
+    std::vector<uint8_t> all = gatherSlices(s.bytes, s_.bytesAt(s));
     if (all.empty()) {
       error = "gathering parameter '" + s.name +
               "' over the tensor-parallel group failed";
@@ -324,7 +324,7 @@ Status Checkpoints::save(int64_t atStep) {
     while (gathered < optimizerSlots.size())
       if (!gatherNext(error) && collective)
         return Failure{error};
-    while (gatheredParams < shardedParams.size())
+    while (s_.dp->rank() == 0 && gatheredParams < shardedParams.size())
       if (!gatherParam(error))
         return Failure{error};
     return Status::ok();
@@ -336,9 +336,7 @@ Status Checkpoints::save(int64_t atStep) {
     // for rank 0 to write the tensor before, never for the whole model.
     std::vector<TensorSource> opt;
     for (const ManifestSlot *s : optimizerSlots) {
-      std::vector<int64_t> shape = s->tpDim >= 0
-                                       ? s_.layout.wholeShape(*s)
-                                       : s_.layout.extentOf(*s, 0).shape;
+      std::vector<int64_t> shape = s_.layout.wholeShape(*s);
       int64_t numel = 1;
       for (int64_t d : shape)
         numel *= d;

@@ -47,10 +47,9 @@ private:
   /// every rank of the group must call, in the manifest's order).
   std::vector<TensorSource>
   weightSources(const decltype(TensorSource::data) &gatherShard);
-  /// Every tensor-parallel rank's `elementBytes`-byte elements of slot `s`,
-  /// rank after rank (empty when the gather failed).
-  std::vector<uint8_t> gatherSlices(const ManifestSlot &s, const void *mine,
-                                    int64_t elementBytes);
+  /// Every tensor-parallel rank's `bytes` bytes, rank after rank (empty
+  /// when the gather failed).
+  std::vector<uint8_t> gatherSlices(int64_t bytes, const void *mine);
   /// The working weights' type as config.json's torch_dtype names it.
   std::string torchDtype() const;
   /// config.json and generation_config.json (when the model carries its

@@ -158,12 +158,22 @@ Status Trainer::run() {
                     "yet (its checkpoints hold whole tensors: load one in a "
                     "trainer compiled at tensor-parallel=1)",
                     flag);
-  if (s_.m.zero1WorldSize && s_.m.zero1WorldSize != s_.comm.size())
-    return fail("this trainer shards its optimizer state over %lld ranks "
-                "(ZeRO-1, compiled with world-size=%lld) but was started as "
-                "%d; run it with mpirun -np %lld, or recompile for %d",
+  if (s_.m.zero1WorldSize && s_.m.zero1WorldSize != s_.dp->size()) {
+    // Under tensor parallelism the data-parallel group is the world over N.
+    int64_t tp = s_.m.tensorParallel, want = s_.m.zero1WorldSize * tp;
+    return fail("this trainer shards its optimizer state over %lld "
+                "data-parallel ranks (ZeRO-1, compiled with world-size=%lld) "
+                "but was started as %d%s; run it with mpirun -np %lld, or "
+                "recompile for %lld",
                 (long long)s_.m.zero1WorldSize, (long long)s_.m.zero1WorldSize,
-                s_.comm.size(), (long long)s_.m.zero1WorldSize, s_.comm.size());
+                s_.comm.size(),
+                tp > 1 ? (" (" + std::to_string(s_.dp->size()) +
+                          " data-parallel of tensor-parallel " +
+                          std::to_string(tp) + ")")
+                             .c_str()
+                       : "",
+                (long long)want, (long long)(s_.comm.size() / tp));
+  }
   SourceOptions data;
   data.seq = s_.m.seq;
   data.vocab = s_.m.vocab;

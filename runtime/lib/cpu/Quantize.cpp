@@ -106,22 +106,33 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
     for (int64_t b = 0; b < scale.numel; ++b)
       amax[b] = nanMax(amax[b], local[b]);
   }
-  std::vector<float> s(scale.numel);
-  for (int64_t b = 0; b < scale.numel; ++b) {
-    if (!std::isfinite(amax[b]) && c.ctx->tp_comm) {
-      // A tensor-parallel step must reach its collectives on every rank,
-      // whose shards may all be finite: the NaN flows on (NaN scale and
-      // codes) and the ranks skip the step on its non-finite gradients.
-      s[b] = std::numeric_limits<float>::quiet_NaN();
-      scale.set(b, s[b]);
-      continue;
-    }
-    if (!std::isfinite(amax[b])) {
-      c.fail("non-finite amax (%s) in scale block %lld: refusing to "
-             "quantize it",
-             std::isnan(amax[b]) ? "nan" : "inf", (long long)b);
+  int64_t bad = -1; // the first non-finite block
+  for (int64_t b = 0; b < scale.numel && bad < 0; ++b)
+    if (!std::isfinite(amax[b]))
+      bad = b;
+  // A tensor-parallel rank refuses with its group, whose shards may all be
+  // finite, so that no rank is left waiting in the step's next collective.
+  if (const infir2rt_communicator *tp = c.ctx->tp_comm) {
+    float refused = bad >= 0 ? 1.0f : 0.0f;
+    char error[256] = {0};
+    if (tp->all_reduce_sum(tp->impl, &refused, 1, error, sizeof error))
+      return c.fail("agreeing on the quantization over the tensor-parallel "
+                    "group failed: %s",
+                    error);
+    if (bad < 0 && refused > 0.0f) {
+      c.fail("a non-finite amax on another tensor-parallel rank: refusing "
+             "to quantize with it");
       return INFIR2RT_NONFINITE;
     }
+  }
+  if (bad >= 0) {
+    c.fail("non-finite amax (%s) in scale block %lld: refusing to "
+           "quantize it",
+           std::isnan(amax[bad]) ? "nan" : "inf", (long long)bad);
+    return INFIR2RT_NONFINITE;
+  }
+  std::vector<float> s(scale.numel);
+  for (int64_t b = 0; b < scale.numel; ++b) {
     s[b] = fp8Scale(amax[b], format, pow2);
     scale.set(b, s[b]);
   }

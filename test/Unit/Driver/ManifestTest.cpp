@@ -264,10 +264,6 @@ TEST(Manifest, TensorParallelShardsRoundTripAndAreChecked) {
             what + "slots[0].tp_dim must be a dimension of the slot's shape");
   EXPECT_EQ(parseError(edited([](json &j) { j["tensor_parallel"] = 0; })),
             what + "tensor_parallel must be a positive integer");
-  // The sample shards its optimizer state (ZeRO-1).
-  EXPECT_EQ(parseError(edited([](json &j) { j["tensor_parallel"] = 2; })),
-            what + "tensor_parallel must be 1 with zero1_world_size (they "
-                   "do not combine yet)");
   const std::string absent = "must be absent (only a parameter or its state "
                              "of a tensor-parallel model is sharded)";
   EXPECT_EQ(parseError(edited([](json &j) {

@@ -228,3 +228,63 @@ TEST(StateLayout, RunsOfAKindMergeNeighboursOnly) {
   EXPECT_EQ(layout.runsOf(SlotKind::Param), (Runs{{192, 64}}));
   EXPECT_EQ(layout.runsOf(SlotKind::Moment1), Runs{});
 }
+
+// A tensor-parallel parameter's slices, with ZeRO-1 rows over 2
+// data-parallel ranks on top (3 rows a rank: one rank holds padding): every
+// rank's working copy and master rows are the unsharded model's values where
+// wholeIndex() says, and the slices put back by assembleWhole() are the
+// whole tensor.
+TEST(StateLayout, TensorParallelSlicesOfTheWholeWithZero1Rows) {
+  for (int64_t tpDim : {0, 1}) {
+    // Whole [6, 4] split on dim 0, or [3, 8] split on dim 1: [3, 4] a rank.
+    std::vector<int64_t> whole =
+        tpDim == 0 ? std::vector<int64_t>{6, 4} : std::vector<int64_t>{3, 8};
+    Manifest unsharded;
+    unsharded.slots.push_back(
+        {SlotKind::Param, "w", "f32", 0, 96, whole, "normal", 0.5});
+    unsharded.slots.push_back(
+        {SlotKind::Master, "w", "f32", 128, 96, whole, "zeros", 0.0});
+    unsharded.stateBytes = 256;
+    StateLayout one(unsharded);
+    std::vector<uint8_t> ref(256, 0);
+    std::mt19937_64 r(9);
+    ASSERT_TRUE(one.initialize(ref.data(), r, 0));
+
+    Manifest m;
+    m.tensorParallel = 2;
+    m.zero1WorldSize = 2;
+    m.slots.push_back(
+        {SlotKind::Param, "w", "f32", 0, 48, {3, 4}, "normal", 0.5, tpDim});
+    m.slots.push_back(
+        {SlotKind::Master, "w", "f32", 64, 32, {2, 4}, "zeros", 0.0, tpDim});
+    m.stateBytes = 128;
+    std::vector<uint8_t> params; // the ranks' working copies, rank order
+    for (int tp = 0; tp < 2; ++tp)
+      for (int dp = 0; dp < 2; ++dp) {
+        StateLayout layout(m);
+        layout.setTensorParallelRank(tp);
+        EXPECT_EQ(layout.wholeShape(m.slots[1]), whole);
+        std::vector<uint8_t> state(128, 0);
+        std::mt19937_64 rr(9);
+        ASSERT_TRUE(layout.initialize(state.data(), rr, dp));
+        for (int64_t i = 0; i < 12; ++i)
+          EXPECT_EQ(
+              readElement("f32", state.data(), i),
+              readElement("f32", ref.data(), layout.wholeIndex(m.slots[0], i)))
+              << "dim " << tpDim << " tp " << tp << " element " << i;
+        Extent e = layout.extentOf(m.slots[1], dp);
+        EXPECT_EQ(e.count, dp == 0 ? 8 : 4); // rows 0-1, or row 2 + padding
+        for (int64_t i = 0; i < e.count; ++i)
+          EXPECT_EQ(readElement("f32", state.data() + 64, i),
+                    readElement("f32", ref.data(),
+                                layout.wholeIndex(m.slots[1], e.begin + i)));
+        if (dp == 0)
+          params.insert(params.end(), state.begin(), state.begin() + 48);
+      }
+    StateLayout layout(m);
+    std::vector<uint8_t> assembled(96);
+    layout.assembleWhole(m.slots[0], params.data(), 4, assembled.data());
+    EXPECT_EQ(0, std::memcmp(assembled.data(), ref.data(), 96))
+        << "dim " << tpDim;
+  }
+}
