@@ -78,8 +78,10 @@ MPI_Comm groupOf(void *group) {
 
 int32_t mpiAllReduce(void *impl, float *data, int64_t n, char *error,
                      int64_t errorSize) {
-  // Large buckets go in pieces.
-  const int64_t chunk = int64_t(1) << 30;
+  // In pieces of 64 MiB: Open MPI's all-reduce takes a temporary buffer
+  // the size of what it reduces, outside the plan, and an in-place run of
+  // gradient accumulators is all of them (the ~110 M model: 0.4 GiB).
+  const int64_t chunk = int64_t(1) << 24;
   for (int64_t at = 0; at < n; at += chunk) {
     int count = int(std::min(chunk, n - at));
     MPI_Request request;
