@@ -204,9 +204,15 @@ int64_t tensorParallelSize(ModuleOp module) {
 std::string whatWouldFit(const ModelPlan &plan, int64_t budget,
                          int64_t tensorParallel) {
   int64_t optimizer = 0;
+  bool bf16Moments = false;
   for (const StateSlot &s : plan.state)
-    if (s.kind == "master" || s.kind == "moment1" || s.kind == "moment2")
+    if (s.kind == "master" || s.kind == "moment1" || s.kind == "moment2") {
       optimizer += alignedBytes(s.bytes);
+      bf16Moments |= s.kind != "master" && s.type.getElementType().isBF16();
+    }
+  // Advice the run has not taken yet.
+  std::string halve =
+      bf16Moments ? "" : "; optimizer-state=bf16 halves the moments";
   int64_t room = budget - plan.stateBytes;
   std::string out;
   if (room <= 0)
@@ -219,8 +225,11 @@ std::string whatWouldFit(const ModelPlan &plan, int64_t budget,
   if (int64_t ranks = plan.zero1WorldSize)
     out += llvm::formatv("its masters and moments ({0}) are sharded over {1} "
                          "ranks already: twice the ranks would save {2} "
-                         "more (optimizer-state=bf16 halves the moments)",
-                         sizeText(optimizer), ranks, sizeText(optimizer / 2))
+                         "more{3}",
+                         sizeText(optimizer), ranks, sizeText(optimizer / 2),
+                         bf16Moments ? ""
+                                     : " (optimizer-state=bf16 halves "
+                                       "the moments)")
                .str();
   else
     out += "ZeRO-1 over 8 " +
@@ -230,8 +239,7 @@ std::string whatWouldFit(const ModelPlan &plan, int64_t budget,
                                  std::to_string(8 * tensorParallel) + ")"
                            : "ranks (zero1=true world-size=8)") +
            " would save " + sizeText(optimizer - optimizer / 8) +
-           " (the masters and moments sharded; optimizer-state=bf16 halves "
-           "the moments)";
+           " (the masters and moments sharded" + halve + ")";
   if (room > 0 && plan.batch * plan.seqLen > 0) {
     int64_t tokens = plan.batch * plan.seqLen;
     int64_t fit =
