@@ -20,12 +20,23 @@ namespace {
 constexpr int kAnnounceTag = 1;
 } // namespace
 
-void CollectiveWatch::start(int rank, int size) {
+void CollectiveWatch::start(int rank, int size, MPI_Comm base) {
   rank_ = rank;
   size_ = size;
   arrived_.assign(size_t(size), 0);
-  MPI_Comm_dup(MPI_COMM_WORLD, &announcements_);
+  MPI_Comm_dup(base, &announcements_);
   MPI_Comm_set_errhandler(announcements_, MPI_ERRORS_RETURN);
+  MPI_Group group, world;
+  MPI_Comm_group(base, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  std::vector<int> ranks(size_t(size), 0);
+  for (int r = 0; r < size; ++r)
+    ranks[size_t(r)] = r;
+  worldRanks_.assign(size_t(size), 0);
+  MPI_Group_translate_ranks(group, size, ranks.data(), world,
+                            worldRanks_.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
 }
 
 void CollectiveWatch::stop() {
@@ -111,19 +122,19 @@ void CollectiveWatch::timedOut(const char *what) const {
   std::vector<int> late = missing(seq_);
   std::string ranks;
   for (int r : late)
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(worldRanks_[r]);
   if (late.empty())
     std::fprintf(stderr,
                  "trainer (rank %d): error: %s (collective #%lld) did not "
                  "complete within %g s, though every rank reached it; "
                  "ending the job (--collective-timeout)\n",
-                 rank_, what, (long long)seq_, timeout_);
+                 worldRanks_[size_t(rank_)], what, (long long)seq_, timeout_);
   else
     std::fprintf(stderr,
                  "trainer (rank %d): error: %s (collective #%lld) did not "
                  "complete within %g s: rank%s %s never reached it (stopped, "
                  "hung or far slower); ending the job (--collective-timeout)\n",
-                 rank_, what, (long long)seq_, timeout_,
+                 worldRanks_[size_t(rank_)], what, (long long)seq_, timeout_,
                  late.size() > 1 ? "s" : "", ranks.c_str());
   std::fflush(stderr);
   // Every rank ends, the stalled ones too: the launcher kills the job.

@@ -30,9 +30,11 @@ namespace infir2::rt {
 
 class CollectiveWatch {
 public:
-  /// Joins the group (after MPI_Init): a communicator of its own carries
-  /// the announcements, apart from the collectives.
-  void start(int rank, int size);
+  /// Joins the group of `base` (after MPI_Init): a communicator of its own
+  /// carries the announcements, apart from the collectives. A subgroup (a
+  /// tensor- or data-parallel group) has its own watch: its ranks count
+  /// only their group's collectives, and are named by their world rank.
+  void start(int rank, int size, MPI_Comm base = MPI_COMM_WORLD);
   /// Frees what is still pending (before MPI_Finalize).
   void stop();
   void setTimeout(double seconds) { timeout_ = seconds; }
@@ -52,6 +54,8 @@ private:
   [[noreturn]] void timedOut(const char *what) const;
 
   int rank_ = 0, size_ = 1;
+  /// The world rank of each rank of the group.
+  std::vector<int> worldRanks_;
   double timeout_ = 600;
   MPI_Comm announcements_ = MPI_COMM_NULL;
   int64_t seq_ = 0;              ///< collectives this rank has entered

@@ -178,6 +178,10 @@ int32_t ncclAllGatherBytes(void *impl, const void *send, void *recv,
 
 Communicator::Communicator() = default;
 Communicator::~Communicator() {
+  if (parent_)
+    parent_->children_.erase(
+        std::remove(parent_->children_.begin(), parent_->children_.end(), this),
+        parent_->children_.end());
 #ifdef INFIR2_HAVE_MPI
   // The handle only: MPI_Finalize frees the communicators themselves.
   delete static_cast<MPI_Comm *>(group_);
@@ -304,6 +308,9 @@ void Communicator::finalize() {
   nccl_ = nullptr;
 #endif
 #ifdef INFIR2_HAVE_MPI
+  for (Communicator *group : children_)
+    if (group->watch_)
+      group->watch_->stop();
   if (watch_)
     watch_->stop();
   if (mpi_)
@@ -345,7 +352,13 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
     MPI_Comm_rank(*comm, &group->rank_);
     MPI_Comm_size(*comm, &group->size_);
     group->group_ = comm;
+    if (group->size_ > 1) {
+      group->watch_ = std::make_unique<CollectiveWatch>();
+      group->watch_->setTimeout(watch_->timeout());
+      group->watch_->start(group->rank_, group->size_, *comm);
+    }
   }
+  children_.push_back(group.get());
 #else
   (void)color;
   (void)key;

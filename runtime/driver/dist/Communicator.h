@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace infir2::rt {
 
@@ -37,12 +38,13 @@ public:
   /// Seconds a collective may wait for the other ranks; past it, the job
   /// ends naming the ranks that never arrived (see CollectiveWatch.h).
   void setTimeout(double seconds);
-  CollectiveWatch *watch() { return parent_ ? parent_->watch() : watch_.get(); }
+  CollectiveWatch *watch() { return watch_.get(); }
 
   /// The subgroup of the ranks that pass the same `color`, ordered by `key`
-  /// (MPI_Comm_split), sharing this group's collective deadline: the
+  /// (MPI_Comm_split), with this group's collective deadline and a watch of
+  /// its own (its ranks count their group's collectives): the
   /// tensor-parallel and data-parallel groups of a 2-D layout. Alone, a
-  /// group of one.
+  /// group of one. finalize() stops the subgroups' watches too.
   std::unique_ptr<Communicator> split(int color, int key);
 
   /// The collectives as the runtime calls them; null for a group of one.
@@ -81,6 +83,7 @@ private:
   /// MPI_COMM_WORLD; and the group it was split from.
   void *group_ = nullptr;
   Communicator *parent_ = nullptr;
+  std::vector<Communicator *> children_; ///< the live subgroups
   infir2rt_communicator interface_{};
   void *nccl_ = nullptr; ///< the ncclComm_t, when device collectives run
   std::unique_ptr<CollectiveWatch> watch_; ///< with MPI

@@ -258,7 +258,8 @@ TEST(StateLayout, TensorParallelSlicesOfTheWholeWithZero1Rows) {
     m.slots.push_back(
         {SlotKind::Master, "w", "f32", 64, 32, {2, 4}, "zeros", 0.0, tpDim});
     m.stateBytes = 128;
-    std::vector<uint8_t> params; // the ranks' working copies, rank order
+    std::vector<uint8_t> params;  // the ranks' working copies, rank order
+    std::vector<uint8_t> masters; // and their masters' rows
     for (int tp = 0; tp < 2; ++tp)
       for (int dp = 0; dp < 2; ++dp) {
         StateLayout layout(m);
@@ -280,11 +281,21 @@ TEST(StateLayout, TensorParallelSlicesOfTheWholeWithZero1Rows) {
                                 layout.wholeIndex(m.slots[1], e.begin + i)));
         if (dp == 0)
           params.insert(params.end(), state.begin(), state.begin() + 48);
+        // The rank's master rows, as a save gathers them over the
+        // data-parallel group (padding dropped): [3, 4] a rank.
+        masters.insert(masters.end(), state.begin() + 64,
+                       state.begin() + 64 + 4 * e.count);
       }
     StateLayout layout(m);
     std::vector<uint8_t> assembled(96);
     layout.assembleWhole(m.slots[0], params.data(), 4, assembled.data());
     EXPECT_EQ(0, std::memcmp(assembled.data(), ref.data(), 96))
         << "dim " << tpDim;
+    // The masters' slot is a row shard; the tensor a rank holds is the
+    // parameter's [3, 4] (rankShape), which assembleWhole puts together.
+    ASSERT_EQ(masters.size(), 96u);
+    layout.assembleWhole(m.slots[1], masters.data(), 4, assembled.data());
+    EXPECT_EQ(0, std::memcmp(assembled.data(), ref.data() + 128, 96))
+        << "masters, dim " << tpDim;
   }
 }
