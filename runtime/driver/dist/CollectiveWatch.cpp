@@ -17,7 +17,91 @@
 using namespace infir2::rt;
 
 namespace {
-constexpr int kAnnounceTag = 1;
+constexpr int kAnnounceTag = 1, kPingTag = 2, kPongTag = 3;
+
+/// Process-wide, over every rank of the job: who still answers. A rank
+/// waiting in any watched collective (of any group) answers pings, so the
+/// rank whose collective timed out can tell the ranks that are alive
+/// (waiting, perhaps on another group's collective) from the ones that
+/// stopped or hung. Created and freed with the watch of MPI_COMM_WORLD.
+MPI_Comm liveness = MPI_COMM_NULL;
+char emptyMessage = 0;
+
+void answerPings() {
+  if (liveness == MPI_COMM_NULL)
+    return;
+  for (;;) {
+    int pending = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kPingTag, liveness, &pending, &status) !=
+            MPI_SUCCESS ||
+        !pending ||
+        MPI_Recv(&emptyMessage, 0, MPI_BYTE, status.MPI_SOURCE, kPingTag,
+                 liveness, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;
+    MPI_Request reply;
+    MPI_Isend(&emptyMessage, 0, MPI_BYTE, status.MPI_SOURCE, kPongTag, liveness,
+              &reply);
+    MPI_Request_free(&reply);
+  }
+}
+
+/// Pings every other rank of the job and waits up to `grace` seconds for
+/// the answers (answering the others' pings meanwhile); returns the world
+/// ranks that did not answer.
+std::vector<int> silentRanks(double grace) {
+  std::vector<int> silent;
+  if (liveness == MPI_COMM_NULL)
+    return silent;
+  int self = 0, size = 1;
+  MPI_Comm_rank(liveness, &self);
+  MPI_Comm_size(liveness, &size);
+  std::vector<char> answered(size_t(size), 0);
+  answered[size_t(self)] = 1;
+  for (int r = 0; r < size; ++r) {
+    if (r == self)
+      continue;
+    MPI_Request ping;
+    MPI_Isend(&emptyMessage, 0, MPI_BYTE, r, kPingTag, liveness, &ping);
+    MPI_Request_free(&ping);
+  }
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(grace);
+  int waiting = size - 1;
+  while (waiting > 0 && std::chrono::steady_clock::now() < deadline) {
+    answerPings();
+    int pending = 0;
+    MPI_Status status;
+    // An error (a rank that has ended the job is gone) ends the wait: the
+    // ranks not heard from by then are the ones named.
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kPongTag, liveness, &pending, &status) !=
+        MPI_SUCCESS)
+      break;
+    if (!pending) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    int from = status.MPI_SOURCE;
+    if (from < 0 || from >= size ||
+        MPI_Recv(&emptyMessage, 0, MPI_BYTE, from, kPongTag, liveness,
+                 MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      break;
+    if (!answered[size_t(from)]++)
+      --waiting;
+  }
+  for (int r = 0; r < size; ++r)
+    if (!answered[size_t(r)])
+      silent.push_back(r);
+  return silent;
+}
+
+/// "rank 3" or "ranks 1, 3".
+std::string rankList(const std::vector<int> &ranks) {
+  std::string text = ranks.size() > 1 ? "ranks " : "rank ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
 } // namespace
 
 void CollectiveWatch::start(int rank, int size, MPI_Comm base) {
@@ -37,6 +121,11 @@ void CollectiveWatch::start(int rank, int size, MPI_Comm base) {
                             worldRanks_.data());
   MPI_Group_free(&group);
   MPI_Group_free(&world);
+  if (base == MPI_COMM_WORLD && liveness == MPI_COMM_NULL) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &liveness);
+    MPI_Comm_set_errhandler(liveness, MPI_ERRORS_RETURN);
+    ownsLiveness_ = true;
+  }
 }
 
 void CollectiveWatch::stop() {
@@ -45,13 +134,19 @@ void CollectiveWatch::stop() {
   // when the communicator goes. Sends still in flight are let go.
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration<double>(std::min(timeout_, 10.0));
-  while (!missing(seq_).empty() && std::chrono::steady_clock::now() < deadline)
+  while (!missing(seq_).empty() &&
+         std::chrono::steady_clock::now() < deadline) {
     receiveAnnouncements();
+    answerPings();
+  }
   for (auto &[request, value] : sends_)
     MPI_Request_free(&request);
   sends_.clear();
   if (announcements_ != MPI_COMM_NULL)
     MPI_Comm_free(&announcements_);
+  if (ownsLiveness_ && liveness != MPI_COMM_NULL)
+    MPI_Comm_free(&liveness);
+  ownsLiveness_ = false;
 }
 
 void CollectiveWatch::announce() {
@@ -107,6 +202,7 @@ int CollectiveWatch::wait(MPI_Request &request, const char *what) {
     int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     // Received on every wait, so that no rank's queue grows with them.
     receiveAnnouncements();
+    answerPings();
     if (rc != MPI_SUCCESS || done)
       return rc;
     if (std::chrono::steady_clock::now() > deadline)
@@ -119,23 +215,26 @@ int CollectiveWatch::wait(MPI_Request &request, const char *what) {
 }
 
 void CollectiveWatch::timedOut(const char *what) const {
-  std::vector<int> late = missing(seq_);
-  std::string ranks;
-  for (int r : late)
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(worldRanks_[r]);
-  if (late.empty())
-    std::fprintf(stderr,
-                 "trainer (rank %d): error: %s (collective #%lld) did not "
-                 "complete within %g s, though every rank reached it; "
-                 "ending the job (--collective-timeout)\n",
-                 worldRanks_[size_t(rank_)], what, (long long)seq_, timeout_);
-  else
-    std::fprintf(stderr,
-                 "trainer (rank %d): error: %s (collective #%lld) did not "
-                 "complete within %g s: rank%s %s never reached it (stopped, "
-                 "hung or far slower); ending the job (--collective-timeout)\n",
-                 worldRanks_[size_t(rank_)], what, (long long)seq_, timeout_,
-                 late.size() > 1 ? "s" : "", ranks.c_str());
+  std::vector<int> late;
+  for (int r : missing(seq_))
+    late.push_back(worldRanks_[size_t(r)]);
+  // A rank that never reached this collective may itself be waiting, on
+  // another group's collective, for the rank that stopped: the ranks that
+  // no longer answer are the ones to name.
+  std::vector<int> silent = silentRanks(std::min(timeout_, 5.0));
+  std::string why = late.empty() ? "though every rank reached it"
+                                 : rankList(late) + " never reached it";
+  if (!silent.empty())
+    why += "; " + rankList(silent) + (silent.size() > 1 ? " do" : " does") +
+           " not respond (stopped or hung)";
+  else if (!late.empty())
+    why += " (far slower, or waiting on another collective)";
+  std::fprintf(stderr,
+               "trainer (rank %d): error: %s (collective #%lld) did not "
+               "complete within %g s: %s; ending the job "
+               "(--collective-timeout)\n",
+               worldRanks_[size_t(rank_)], what, (long long)seq_, timeout_,
+               why.c_str());
   std::fflush(stderr);
   // Every rank ends, the stalled ones too: the launcher kills the job.
   MPI_Abort(MPI_COMM_WORLD, 1);

@@ -10,7 +10,10 @@
 // (--collective-timeout). On entering a collective, each rank announces its
 // sequence number to the others with a small message; so when one does not
 // complete in time, the ranks still waiting know which ranks never reached
-// it, say so, and end the whole job (MPI_Abort), the stalled rank included.
+// it; and since every waiting rank answers pings, which ranks no longer
+// respond (the stopped one, not the peers waiting for it on another
+// group's collective). They say so and end the whole job (MPI_Abort), the
+// stalled rank included.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +61,7 @@ private:
   std::vector<int> worldRanks_;
   double timeout_ = 600;
   MPI_Comm announcements_ = MPI_COMM_NULL;
+  bool ownsLiveness_ = false;    ///< the watch of MPI_COMM_WORLD
   int64_t seq_ = 0;              ///< collectives this rank has entered
   std::vector<int64_t> arrived_; ///< the latest each rank announced
   /// Sends in flight, with the buffers they send from.
