@@ -104,7 +104,6 @@ RuntimeCall callOf(ReshapeOp) { return {}; }
 RuntimeCall callOf(SliceOp) { return {}; }
 RuntimeCall callOf(ConcatOp) { return {}; }
 RuntimeCall callOf(ConvertOp op) { return callTo(op, "copy"); }
-RuntimeCall callOf(EmbeddingOp op) { return callTo(op, "embedding"); }
 RuntimeCall callOf(CacheWriteOp op) { return callTo(op, "cache_write"); }
 RuntimeCall callOf(SiluOp op) { return callTo(op, "silu"); }
 RuntimeCall callOf(SwigluOp op) { return callTo(op, "swiglu"); }
@@ -200,6 +199,7 @@ RuntimeCall crossEntropyCall(Op op, StringRef entry) {
   a.ignore_index = op.getIgnoreIndexAttr().getInt();
   a.has_mask = bool(op.getLossMask());
   a.has_divisor = bool(op.getDivisor());
+  a.vocab_shards = op.getVocabShards();
   return callTo(op, entry, encoded(a));
 }
 RuntimeCall callOf(LossWeightOp op) {
@@ -231,9 +231,16 @@ RuntimeCall callOf(RMSNormGradOp op) {
   return op.getResidual() ? moveLast(c, 3) : c;
 }
 
+RuntimeCall callOf(EmbeddingOp op) {
+  attrs::embedding a;
+  a.vocab_shards = op.getVocabShards();
+  return callTo(op, "embedding", encoded(a));
+}
+
 RuntimeCall callOf(EmbeddingGradOp op) {
   attrs::embedding_grad a;
   a.has_acc = hasAccumulator(op);
+  a.vocab_shards = op.getVocabShards();
   return callTo(op, "embedding_grad", encoded(a));
 }
 

@@ -99,6 +99,8 @@ LogicalResult Interpreter::attentionGrad(AttentionGradOp op) {
 
 LogicalResult Interpreter::crossEntropyGrad(CrossEntropyGradOp op) {
   const Tensor &logits = get(op.getLogits()), &targets = get(op.getTargets());
+  if (failed(wholeLogits(op, logits)))
+    return failure();
   const Tensor *mask = op.getLossMask() ? &get(op.getLossMask()) : nullptr;
   double dloss = get(op.getLossGrad()).data[0];
   int64_t vocab = logits.shape.back(), tokens = targets.getNumElements();
@@ -130,10 +132,17 @@ LogicalResult Interpreter::embeddingGrad(EmbeddingGradOp op) {
   Tensor out =
       op.getAcc() ? get(op.getAcc()) : Tensor(shapeOf(op.getTableGrad()));
   int64_t vocab = out.shape[0], dim = out.shape[1];
+  FailureOr<int64_t> first =
+      vocabOffset(op, int64_t(op.getVocabShards()), vocab);
+  if (failed(first))
+    return failure();
   for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
-    if (failed(checkIndex(op, "token id", ids.data[t], t, vocab)))
+    if (failed(checkIndex(op, "token id", ids.data[t], t,
+                          vocab * int64_t(op.getVocabShards()))))
       return failure();
-    int64_t row = static_cast<int64_t>(ids.data[t]);
+    int64_t row = static_cast<int64_t>(ids.data[t]) - *first;
+    if (row < 0 || row >= vocab)
+      continue; // another rank's row
     for (int64_t i = 0; i < dim; ++i)
       out.data[row * dim + i] += dy.data[t * dim + i];
   }

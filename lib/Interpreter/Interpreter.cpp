@@ -201,6 +201,53 @@ FailureOr<SmallVector<Tensor>> infir2::interp::run(FunctionOpInterface fn,
   return std::move(results->front());
 }
 
+/// The tensor-parallel ranks a loss's vocabulary is split over (1: none).
+static int64_t vocabShards(Operation &op) {
+  return llvm::TypeSwitch<Operation *, int64_t>(&op)
+      .Case<CrossEntropyOp, CrossEntropyGradOp>(
+          [](auto o) { return int64_t(o.getVocabShards()); })
+      .Default([](Operation *) { return int64_t(1); });
+}
+
+/// Runs the loss (or its gradient) `op` on the ranks' logits put side by
+/// side, on the first rank's interpreter; every rank gets the loss, or its
+/// columns of the gradient.
+static LogicalResult wholeVocabulary(Operation &op,
+                                     std::vector<Interpreter> &ranks) {
+  Value logits = op.getOperand(0), result = op.getResult(0);
+  Tensor own = ranks.front().env.find(logits)->second;
+  int64_t width = own.shape.back(), rows = own.getNumElements() / width,
+          n = static_cast<int64_t>(ranks.size());
+  SmallVector<int64_t> shape(own.shape);
+  shape.back() = width * n;
+  Tensor whole(shape);
+  for (auto [r, interp] : llvm::enumerate(ranks)) {
+    const Tensor &part = interp.env.find(logits)->second;
+    for (int64_t i = 0; i < rows; ++i)
+      std::copy_n(part.data.begin() + i * width, width,
+                  whole.data.begin() + (i * n + int64_t(r)) * width);
+  }
+  Interpreter &first = ranks.front();
+  first.env[logits] = std::move(whole);
+  LogicalResult ran = first.run(&op);
+  first.env[logits] = std::move(own);
+  if (failed(ran))
+    return failure();
+  Tensor value = first.env.find(result)->second;
+  for (auto [r, interp] : llvm::enumerate(ranks)) {
+    if (value.shape.empty()) { // the loss
+      interp.env[result] = value;
+      continue;
+    }
+    Tensor part(ranks.front().env.find(logits)->second.shape);
+    for (int64_t i = 0; i < rows; ++i)
+      std::copy_n(value.data.begin() + (i * n + int64_t(r)) * width, width,
+                  part.data.begin() + i * width);
+    interp.env[result] = std::move(part);
+  }
+  return success();
+}
+
 FailureOr<SmallVector<SmallVector<Tensor>>>
 infir2::interp::runRanks(FunctionOpInterface fn,
                          ArrayRef<SmallVector<Tensor>> inputs) {
@@ -212,6 +259,10 @@ infir2::interp::runRanks(FunctionOpInterface fn,
   Block &entry = fn.getFunctionBody().front();
   // One interpreter a rank, all running the same ops in step.
   std::vector<Interpreter> ranks(inputs.size());
+  for (auto [r, interp] : llvm::enumerate(ranks)) {
+    interp.tpRank = static_cast<int64_t>(r);
+    interp.tpSize = static_cast<int64_t>(ranks.size());
+  }
   for (auto [interp, rankInputs] : llvm::zip_equal(ranks, inputs)) {
     if (rankInputs.size() != argTypes.size())
       return fn.emitError() << "expects " << argTypes.size() << " inputs, got "
@@ -248,6 +299,14 @@ infir2::interp::runRanks(FunctionOpInterface fn,
       }
       for (Interpreter &interp : ranks)
         interp.env[reduce.getResult()] = sum;
+      continue;
+    }
+    // A vocabulary-parallel loss: the op on the whole logits (the ranks'
+    // columns side by side), a gradient's columns back to their ranks.
+    if (auto shards = vocabShards(op);
+        shards > 1 && shards == static_cast<int64_t>(ranks.size())) {
+      if (failed(wholeVocabulary(op, ranks)))
+        return failure();
       continue;
     }
     // A tensor-parallel global norm: each rank's squares of its shards

@@ -171,13 +171,21 @@ class Interpreter {
 public:
   mlir::LogicalResult run(mlir::Operation *op);
   llvm::DenseMap<mlir::Value, Tensor> env;
+  /// This interpreter's rank in its tensor-parallel group (runRanks).
+  int64_t tpRank = 0, tpSize = 1;
 
 private:
   const Tensor &get(mlir::Value v) { return env.find(v)->second; }
   void set(mlir::Value v, Tensor t) { env[v] = std::move(t); }
 
   // ModelOps.cpp
+  mlir::FailureOr<int64_t> vocabOffset(mlir::Operation *op, int64_t shards,
+                                       int64_t rows);
   mlir::LogicalResult embedding(EmbeddingOp op);
+  /// The logits `op` reads are its whole vocabulary's: runRanks puts the
+  /// ranks' columns side by side for a vocabulary-parallel loss.
+  template <typename LossOp>
+  mlir::LogicalResult wholeLogits(LossOp op, const Tensor &logits);
   mlir::LogicalResult matmul(MatmulOp op);
   mlir::LogicalResult rmsNorm(RMSNormOp op);
   mlir::LogicalResult rope(RopeOp op);

@@ -19,15 +19,35 @@ using namespace infir2;
 using namespace infir2::interp;
 using namespace infir2::interp::detail;
 
+FailureOr<int64_t> Interpreter::vocabOffset(Operation *op, int64_t shards,
+                                            int64_t rows) {
+  if (shards == 1)
+    return 0;
+  if (shards != tpSize)
+    return op->emitOpError()
+           << "splits the vocabulary over " << shards
+           << " tensor-parallel ranks: interpret the function with runRanks, "
+              "one input set a rank";
+  return tpRank * rows;
+}
+
 LogicalResult Interpreter::embedding(EmbeddingOp op) {
   const Tensor &table = get(op.getTable()), &ids = get(op.getIds());
   int64_t vocab = table.shape[0], dim = table.shape[1];
+  FailureOr<int64_t> first =
+      vocabOffset(op, int64_t(op.getVocabShards()), vocab);
+  if (failed(first))
+    return failure();
   Tensor out(shapeOf(op.getResult()));
   for (int64_t t = 0, n = ids.getNumElements(); t < n; ++t) {
-    if (failed(checkIndex(op, "token id", ids.data[t], t, vocab)))
+    if (failed(checkIndex(op, "token id", ids.data[t], t,
+                          vocab * int64_t(op.getVocabShards()))))
       return failure();
-    std::copy_n(table.data.begin() + static_cast<int64_t>(ids.data[t]) * dim,
-                dim, out.data.begin() + t * dim);
+    // Another rank's row: zero here, its own there.
+    int64_t row = static_cast<int64_t>(ids.data[t]) - *first;
+    if (row >= 0 && row < vocab)
+      std::copy_n(table.data.begin() + row * dim, dim,
+                  out.data.begin() + t * dim);
   }
   set(op.getResult(), std::move(out));
   return success();
@@ -184,8 +204,23 @@ LogicalResult Interpreter::cacheAttention(CacheAttentionOp op) {
   return success();
 }
 
+template <typename LossOp>
+LogicalResult Interpreter::wholeLogits(LossOp op, const Tensor &logits) {
+  if (logits.shape.back() ==
+      shapeOf(op.getLogits()).back() * int64_t(op.getVocabShards()))
+    return success();
+  return op.emitOpError()
+         << "splits the vocabulary over " << int64_t(op.getVocabShards())
+         << " tensor-parallel ranks: interpret the function with runRanks, "
+            "one input set a rank";
+}
+template LogicalResult Interpreter::wholeLogits(CrossEntropyGradOp,
+                                                const Tensor &);
+
 LogicalResult Interpreter::crossEntropy(CrossEntropyOp op) {
   const Tensor &logits = get(op.getLogits()), &targets = get(op.getTargets());
+  if (failed(wholeLogits(op, logits)))
+    return failure();
   const Tensor *mask = op.getLossMask() ? &get(op.getLossMask()) : nullptr;
   int64_t vocab = logits.shape.back(), tokens = targets.getNumElements();
   double total = 0.0, weight = 0.0;

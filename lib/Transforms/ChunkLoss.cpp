@@ -104,7 +104,8 @@ FailureOr<LossHead> match(CrossEntropyOp loss) {
     if (!grad || m.grad || grad.getLogits() != loss.getLogits() ||
         grad.getTargets() != loss.getTargets() ||
         grad.getLossMask() != loss.getLossMask() || grad.getDivisor() ||
-        grad.getIgnoreIndex() != loss.getIgnoreIndex())
+        grad.getIgnoreIndex() != loss.getIgnoreIndex() ||
+        grad.getVocabShards() != loss.getVocabShards())
       return failure();
     m.grad = grad;
   }
@@ -205,7 +206,8 @@ void rewrite(LossHead &m, int64_t chunk) {
     Value logits =
         gemmLike(b, m.head, {size, m.vocab}, rows, m.head.getRhs(), Value());
     Value part = CrossEntropyOp::create(b, loc, loss.getType(), logits, t, w,
-                                        weight, loss.getIgnoreIndexAttr());
+                                        weight, loss.getIgnoreIndexAttr(),
+                                        loss.getVocabShardsAttr());
     total = total ? AddOp::create(b, loc, total, part).getResult() : part;
     if (!m.grad)
       continue;
@@ -213,8 +215,8 @@ void rewrite(LossHead &m, int64_t chunk) {
         b, m.grad.getLoc(),
         RankedTensorType::get({size, m.vocab},
                               typeOf(m.grad.getLogitsGrad()).getElementType()),
-        logits, t, w, m.grad.getLossGrad(), weight,
-        m.grad.getIgnoreIndexAttr());
+        logits, t, w, m.grad.getLossGrad(), weight, m.grad.getIgnoreIndexAttr(),
+        m.grad.getVocabShardsAttr());
     inputGrads.push_back(gemmLike(b, m.inputGrad, {size, m.width}, grad,
                                   m.inputGrad.getRhs(), Value()));
     if (m.weightGrad)

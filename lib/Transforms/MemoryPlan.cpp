@@ -448,9 +448,12 @@ FailureOr<ModelPlan> infir2::planModel(ModuleOp module) {
       plan.batch = s.type.getDimSize(0);
       plan.seqLen = s.type.getDimSize(1);
     }
+  // The whole vocabulary, when the logits are a tensor-parallel rank's
+  // columns of it.
   train.walk([&](CrossEntropyOp ce) {
     plan.vocab =
-        cast<RankedTensorType>(ce.getLogits().getType()).getShape().back();
+        cast<RankedTensorType>(ce.getLogits().getType()).getShape().back() *
+        int64_t(ce.getVocabShards());
   });
   opt.walk([&](ReduceScatterOp r) { plan.zero1WorldSize = r.getWorldSize(); });
   if (!plan.batch || !plan.vocab)

@@ -8,7 +8,9 @@
 // attention heads and the MLP's width are split over the ranks, the GEMMs
 // that make them column-parallel, the GEMMs that read them row-parallel,
 // with infir2.tp_copy where a layer's input enters and infir2.tp_reduce
-// where its output leaves. The shapes in the result are one rank's.
+// where its output leaves; the vocabulary too: the embedding table and the
+// LM head by rows, the loss from each rank's columns of the logits. The
+// shapes in the result are one rank's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +50,10 @@ struct Plan {
   llvm::SetVector<Value> shardedValues;
   llvm::SetVector<MatmulOp> columnGemms, rowGemms;
   SmallVector<AttentionOp> attentions;
+  /// The vocabulary-parallel embedding (its result summed over the ranks)
+  /// and loss.
+  SmallVector<EmbeddingOp> embeddings;
+  SmallVector<CrossEntropyOp> losses;
 };
 
 class Sharder {
@@ -59,6 +65,12 @@ public:
     WalkResult r = fn.walk([&](Operation *op) {
       if (auto a = dyn_cast<AttentionOp>(op)) {
         if (failed(attention(a)))
+          return WalkResult::interrupt();
+      } else if (auto e = dyn_cast<EmbeddingOp>(op)) {
+        if (failed(embedding(e)))
+          return WalkResult::interrupt();
+      } else if (auto l = dyn_cast<CrossEntropyOp>(op)) {
+        if (failed(loss(l)))
           return WalkResult::interrupt();
       } else if (auto s = dyn_cast<SwigluOp>(op)) {
         if (failed(column(s.getGate(), s, "gate")) ||
@@ -93,9 +105,10 @@ private:
 
   /// Splits `arg`'s dimension `dim` over the ranks, if it divides into
   /// whole FP8 blocks.
-  LogicalResult shardParam(BlockArgument arg, int64_t dim, Operation *at) {
+  LogicalResult shardParam(BlockArgument arg, int64_t dim, Operation *at,
+                           bool fp8 = true) {
     int64_t n = tensorOf(arg).getDimSize(dim);
-    bool twoD = tensorOf(arg).getRank() == 2;
+    bool twoD = fp8 && tensorOf(arg).getRank() == 2;
     if (n % size == 0 && (!twoD || block == 0 || (n / size) % block == 0)) {
       p.params[arg] = dim;
       return success();
@@ -185,6 +198,62 @@ private:
     return success();
   }
 
+  /// A vocabulary table: an embedding's, or the LM head's (tied or not),
+  /// read by embeddings and LM-head GEMMs only, split by rows. Both stay in
+  /// high precision in the recipe, so no FP8 block rule applies.
+  LogicalResult vocabTable(BlockArgument table, Operation *at) {
+    if (p.params.count(table))
+      return success();
+    for (Operation *user : table.getUsers()) {
+      auto head = dyn_cast<MatmulOp>(user);
+      if (isa<EmbeddingOp>(user) ||
+          (head && head.getRhs() == table && head.getTransposeRhs() &&
+           head.getLhs() != table &&
+           llvm::any_of(head->getUsers(),
+                        [](auto *u) { return isa<CrossEntropyOp>(u); })))
+        continue;
+      return at->emitOpError()
+             << "cannot split the vocabulary of '" << nameOf(table) << "': '"
+             << user->getName()
+             << "' reads it, where only embeddings and the LM head may";
+    }
+    return shardParam(table, 0, at, /*fp8=*/false);
+  }
+
+  /// The embedding's table split by rows (ids outside a rank's rows give
+  /// zero rows), its result summed over the ranks.
+  LogicalResult embedding(EmbeddingOp e) {
+    auto table = dyn_cast<BlockArgument>(e.getTable());
+    if (!table ||
+        !fn.getArgAttr(table.getArgNumber(), Infir2Dialect::getParamAttrName()))
+      return e.emitOpError() << "cannot split its vocabulary: the table is "
+                                "not a parameter";
+    if (failed(vocabTable(table, e)))
+      return failure();
+    p.embeddings.push_back(e);
+    return success();
+  }
+
+  /// The LM head made column-parallel over the vocabulary, and the loss
+  /// computed from the ranks' columns of the logits.
+  LogicalResult loss(CrossEntropyOp l) {
+    Value logits = l.getLogits();
+    auto head = logits.getDefiningOp<MatmulOp>();
+    auto table = head ? dyn_cast<BlockArgument>(head.getRhs()) : nullptr;
+    if (!head || !head.getTransposeRhs() || !table || !logits.hasOneUse() ||
+        !fn.getArgAttr(table.getArgNumber(), Infir2Dialect::getParamAttrName()))
+      return l.emitOpError()
+             << "cannot split its vocabulary: the logits are not made by a "
+                "GEMM of a weight parameter (with transpose_rhs) read by the "
+                "loss alone";
+    if (failed(vocabTable(table, l)))
+      return failure();
+    p.columnGemms.insert(head);
+    p.shardedValues.insert(logits);
+    p.losses.push_back(l);
+    return success();
+  }
+
   LogicalResult attention(AttentionOp a) {
     for (auto [what, n] : {std::pair{"query heads", a.getNumHeads()},
                            std::pair{"key/value heads", a.getNumKvHeads()}})
@@ -221,6 +290,16 @@ void Sharder::rewrite() {
   for (AttentionOp a : p.attentions) {
     a.setNumHeads(a.getNumHeads() / size);
     a.setNumKvHeads(a.getNumKvHeads() / size);
+  }
+  for (CrossEntropyOp l : p.losses)
+    l.setVocabShards(size);
+  for (EmbeddingOp e : p.embeddings) {
+    e.setVocabShards(size);
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(e);
+    auto sum =
+        TPReduceOp::create(b, e.getLoc(), e.getType(), e.getResult(), sizeAttr);
+    e.getResult().replaceAllUsesExcept(sum, sum);
   }
   // One tp_copy per input that enters, after it is made.
   llvm::DenseMap<Value, Value> entered;

@@ -52,6 +52,10 @@ StringRef describe(Layout l) {
 
 bool isWhole(Layout l) { return l == Layout::Whole; }
 
+RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
 class Checker {
 public:
   Checker(func::FuncOp fn, int64_t size) : fn(fn), size(size) {}
@@ -168,6 +172,33 @@ private:
               "right only along its output features (column-parallel)";
   }
 
+  /// An op over the vocabulary (an embedding, a loss): whole, or with
+  /// `vocab_shards` equal to the group's size on a shard of `input` split
+  /// along `dim`, every other operand whole; the result is `result`.
+  LogicalResult vocabulary(Operation &op, Value input, int64_t shards,
+                           int64_t dim, Layout result) {
+    if (shards == 1)
+      return wholeOnly(op);
+    if (shards != size)
+      return op.emitOpError()
+             << "splits the vocabulary over " << shards
+             << " ranks in a module of tensor-parallel size " << size;
+    Layout l = of(input);
+    bool rowsOrColumns =
+        !shardDims.count(input) || shardDims.lookup(input) == dim;
+    if (l != Layout::Shard || !rowsOrColumns)
+      return error(op, 0, l) << "with vocab_shards, each rank holds its "
+                                "slice of the vocabulary (dimension "
+                             << dim << ")";
+    for (OpOperand &use : op.getOpOperands())
+      if (use.get() != input && !isWhole(of(use.get())))
+        return error(op, use.getOperandNumber(), of(use.get()))
+               << "only the vocabulary is split; ids, targets, masks and "
+                  "divisors are whole";
+    layouts[op.getResult(0)] = result;
+    return success();
+  }
+
   LogicalResult visit(Operation &op) {
     return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
         .Case([&](TPCopyOp o) -> LogicalResult {
@@ -187,6 +218,15 @@ private:
           return success();
         })
         .Case([&](MatmulOp o) { return matmul(o); })
+        .Case([&](EmbeddingOp o) {
+          return vocabulary(op, o.getTable(), int64_t(o.getVocabShards()), 0,
+                            Layout::Partial);
+        })
+        .Case([&](CrossEntropyOp o) {
+          return vocabulary(op, o.getLogits(), int64_t(o.getVocabShards()),
+                            tensorOf(o.getLogits()).getRank() - 1,
+                            Layout::Whole);
+        })
         .Case<AddOp, MulOp, RopeOp, AttentionOp, SwigluOp, SiluOp>(
             [&](Operation *) { return elementwise(op); })
         .Default([&](Operation *) { return wholeOnly(op); });

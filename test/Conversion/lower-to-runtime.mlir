@@ -12,11 +12,11 @@
 // CHECK-NOT: func.func @train_step
 
 // CHECK-LABEL: func.func @infir2_train_step() {
-// CHECK-NEXT: infir2rt.call "embedding" [#infir2rt.buffer<state, 0, tensor<8x4xf32>>, #infir2rt.buffer<state, 128, tensor<2x3xi32>>, #infir2rt.buffer<scratch, 0, tensor<2x3x4xf32>>] attributes [] at "infir2.embedding at {{.*}}lower-to-runtime.mlir:{{[0-9]+}}:{{[0-9]+}}"
+// CHECK-NEXT: infir2rt.call "embedding" [#infir2rt.buffer<state, 0, tensor<8x4xf32>>, #infir2rt.buffer<state, 128, tensor<2x3xi32>>, #infir2rt.buffer<scratch, 0, tensor<2x3x4xf32>>] attributes [1.000000e+00] at "infir2.embedding at {{.*}}lower-to-runtime.mlir:{{[0-9]+}}:{{[0-9]+}}"
 // The LM head: transpose_lhs 0, transpose_rhs 1, no accumulator.
 // CHECK-NEXT: infir2rt.call "matmul" [#infir2rt.buffer<scratch, 0, tensor<2x3x4xf32>>, #infir2rt.buffer<state, 0, tensor<8x4xf32>>, #infir2rt.buffer<scratch, 128, tensor<2x3x8xf32>>] attributes [0.000000e+00, 1.000000e+00, 0.000000e+00]
 // The loss: ignore_index -100, no mask, no divisor.
-// CHECK-NEXT: infir2rt.call "cross_entropy" [#infir2rt.buffer<scratch, 128, tensor<2x3x8xf32>>, #infir2rt.buffer<state, 192, tensor<2x3xi32>>, #infir2rt.buffer<scratch, 320, tensor<f32>>] attributes [-1.000000e+02, 0.000000e+00, 0.000000e+00]
+// CHECK-NEXT: infir2rt.call "cross_entropy" [#infir2rt.buffer<scratch, 128, tensor<2x3x8xf32>>, #infir2rt.buffer<state, 192, tensor<2x3xi32>>, #infir2rt.buffer<scratch, 320, tensor<f32>>] attributes [-1.000000e+02, 0.000000e+00, 0.000000e+00, 1.000000e+00]
 // A splat constant is a fill.
 // CHECK-NEXT: infir2rt.call "fill" [#infir2rt.buffer<scratch, 384, tensor<f32>>] attributes [1.000000e+00] at "arith.constant at
 // CHECK-NEXT: infir2rt.call "cross_entropy_grad"

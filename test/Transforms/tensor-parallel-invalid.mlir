@@ -75,3 +75,44 @@ func.func @forward(%x: tensor<4x128xbf16>,
   %a = infir2.swiglu %g, %u : tensor<4x384xbf16>
   return %a : tensor<4x384xbf16>
 }
+
+// -----
+
+// A vocabulary that does not divide by the size: the error lists the sizes
+// that do (no FP8 block rule: the embedding and the LM head stay in high
+// precision).
+func.func @forward(%ids: tensor<2x8xi32>,
+    %embed: tensor<64x128xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>}) -> tensor<2x8x128xbf16> {
+  // expected-error@+1 {{cannot split dimension 0 (64) of 'embed' over 3 ranks: it does not divide; sizes that work: 2, 4, 8, 16, 32, 64}}
+  %h = infir2.embedding %embed[%ids] : tensor<64x128xbf16>[tensor<2x8xi32>] -> tensor<2x8x128xbf16>
+  return %h : tensor<2x8x128xbf16>
+}
+
+// -----
+
+// An embedding table that is not a parameter.
+func.func @forward(%ids: tensor<2x8xi32>, %table: tensor<63x128xbf16>) -> tensor<2x8x128xbf16> {
+  // expected-error@+1 {{cannot split its vocabulary: the table is not a parameter}}
+  %h = infir2.embedding %table[%ids] : tensor<63x128xbf16>[tensor<2x8xi32>] -> tensor<2x8x128xbf16>
+  return %h : tensor<2x8x128xbf16>
+}
+
+// -----
+
+// A vocabulary table read by something other than embeddings and the LM head.
+func.func @forward(%ids: tensor<2x8xi32>, %other: tensor<63x128xbf16>,
+    %embed: tensor<63x128xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>}) -> (tensor<2x8x128xbf16>, tensor<63x128xbf16>) {
+  // expected-error@+1 {{cannot split the vocabulary of 'embed': 'infir2.add' reads it, where only embeddings and the LM head may}}
+  %h = infir2.embedding %embed[%ids] : tensor<63x128xbf16>[tensor<2x8xi32>] -> tensor<2x8x128xbf16>
+  %s = infir2.add %embed, %other : tensor<63x128xbf16>, tensor<63x128xbf16>
+  return %h, %s : tensor<2x8x128xbf16>, tensor<63x128xbf16>
+}
+
+// -----
+
+// Logits that no LM head GEMM makes: nothing to split by the vocabulary.
+func.func @forward(%logits: tensor<2x8x63xf32>, %targets: tensor<2x8xi32>) -> tensor<f32> {
+  // expected-error@+1 {{cannot split its vocabulary: the logits are not made by a GEMM of a weight parameter (with transpose_rhs) read by the loss alone}}
+  %loss = infir2.cross_entropy %logits, %targets : tensor<2x8x63xf32>, tensor<2x8xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

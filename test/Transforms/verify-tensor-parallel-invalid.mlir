@@ -211,3 +211,52 @@ func.func @norm(%g: tensor<4xf32>, %s: tensor<f32>) -> tensor<f32> {
   %n = infir2.global_norm %g scale %s {tp_shards = 2 : i64} : tensor<4xf32>
   return %n : tensor<f32>
 }
+
+// -----
+
+// A vocabulary-parallel loss on whole logits.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%logits: tensor<2x8x32xf32>, %targets: tensor<2x8xi32>) -> tensor<f32> {
+  // expected-error@+1 {{operand #0 is a whole tensor: with vocab_shards, each rank holds its slice of the vocabulary (dimension 2)}}
+  %loss = infir2.cross_entropy %logits, %targets {vocab_shards = 2 : i64} : tensor<2x8x32xf32>, tensor<2x8xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}
+}
+
+// -----
+
+// An embedding split over more ranks than the group has.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>,
+    %embed: tensor<32x64xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<2x8x64xbf16> {
+  // expected-error@+1 {{splits the vocabulary over 3 ranks in a module of tensor-parallel size 2}}
+  %h = infir2.embedding %embed[%ids] {vocab_shards = 3 : i64} : tensor<32x64xbf16>[tensor<2x8xi32>] -> tensor<2x8x64xbf16>
+  %s = infir2.tp_reduce %h {size = 2 : i64} : tensor<2x8x64xbf16>
+  return %s : tensor<2x8x64xbf16>
+}
+}
+
+// -----
+
+// A sharded table looked up as if it were whole.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>,
+    %embed: tensor<32x64xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<2x8x64xbf16> {
+  // expected-error@+1 {{operand #0 is a shard: 'infir2.embedding' runs on whole tensors (insert the collective that makes it whole)}}
+  %h = infir2.embedding %embed[%ids] : tensor<32x64xbf16>[tensor<2x8xi32>] -> tensor<2x8x64xbf16>
+  return %h : tensor<2x8x64xbf16>
+}
+}
+
+// -----
+
+// A vocabulary-parallel embedding's rows used before the ranks' are summed.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>, %r: tensor<2x8x64xbf16>,
+    %embed: tensor<32x64xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<2x8x64xbf16> {
+  %h = infir2.embedding %embed[%ids] {vocab_shards = 2 : i64} : tensor<32x64xbf16>[tensor<2x8xi32>] -> tensor<2x8x64xbf16>
+  // expected-error@+1 {{operand #1 is a partial sum: a partial sum must be summed by 'infir2.tp_reduce' first}}
+  %s = infir2.add %r, %h : tensor<2x8x64xbf16>, tensor<2x8x64xbf16>
+  return %s : tensor<2x8x64xbf16>
+}
+}

@@ -23,10 +23,15 @@ static int64_t integerBound(Value arg, IntegerInput &kind) {
   for (OpOperand *usePtr : infir2::getUsesThroughViews(arg)) {
     OpOperand &use = *usePtr;
     Operation *user = use.getOwner();
+    // A vocabulary split over tensor-parallel ranks: the whole one's ids.
     if (auto e = dyn_cast<infir2::EmbeddingOp>(user))
-      return cast<RankedTensorType>(e.getTable().getType()).getShape()[0];
+      return cast<RankedTensorType>(e.getTable().getType()).getShape()[0] *
+             int64_t(e.getVocabShards());
     if (auto ce = dyn_cast<infir2::CrossEntropyOp>(user))
-      return cast<RankedTensorType>(ce.getLogits().getType()).getShape().back();
+      return cast<RankedTensorType>(ce.getLogits().getType())
+                 .getShape()
+                 .back() *
+             int64_t(ce.getVocabShards());
     if (isa<infir2::RopeOp>(user)) {
       kind = IntegerInput::Positions;
       return 0;

@@ -114,14 +114,21 @@ int32_t transpose(const Call &c) {
 
 int32_t embedding(const Call &c) {
   Operand table = c.operand(0), ids = c.operand(1), out = c.operand(2);
-  int64_t vocab = table.dim(0), dim = table.dim(1);
+  int64_t vocab = table.dim(0), dim = table.dim(1), first = 0;
+  int64_t shards = c.attrs<attrs::embedding>().vocab_shards;
+  if (int32_t rc = vocabularyStart(c, shards, vocab, first))
+    return rc;
   int64_t size = infir2rt_dtype_size(table.dtype);
   for (int64_t t = 0; t < ids.numel; ++t) {
     int64_t id = ids.getIndex(t);
-    if (id < 0 || id >= vocab)
+    if (id < 0 || id >= vocab * shards)
       return c.fail("token id %lld at position %lld is out of range [0, %lld)",
-                    (long long)id, (long long)t, (long long)vocab);
-    if (table.dtype == out.dtype)
+                    (long long)id, (long long)t, (long long)(vocab * shards));
+    id -= first;
+    if (id < 0 || id >= vocab) // another rank's row: zero here
+      for (int64_t i = 0; i < dim; ++i)
+        out.set(t * dim + i, 0.0f);
+    else if (table.dtype == out.dtype)
       std::memcpy(out.ptr + t * dim * size, table.ptr + id * dim * size,
                   dim * size);
     else
@@ -133,15 +140,22 @@ int32_t embedding(const Call &c) {
 
 int32_t embedding_grad(const Call &c) {
   Operand ids = c.operand(0), dy = c.operand(1), out = c.operand(2);
-  int64_t vocab = out.dim(0), dim = out.dim(1), n = ids.numel;
-  std::vector<int64_t> order(n);
-  for (int64_t t = 0; t < n; ++t) {
+  int64_t vocab = out.dim(0), dim = out.dim(1), first = 0;
+  int64_t shards = c.attrs<attrs::embedding_grad>().vocab_shards;
+  if (int32_t rc = vocabularyStart(c, shards, vocab, first))
+    return rc;
+  // This rank's tokens (all of them, unless the vocabulary is split).
+  std::vector<int64_t> order;
+  order.reserve(ids.numel);
+  for (int64_t t = 0; t < ids.numel; ++t) {
     int64_t id = ids.getIndex(t);
-    if (id < 0 || id >= vocab)
+    if (id < 0 || id >= vocab * shards)
       return c.fail("token id %lld at position %lld is out of range [0, %lld)",
-                    (long long)id, (long long)t, (long long)vocab);
-    order[t] = t;
+                    (long long)id, (long long)t, (long long)(vocab * shards));
+    if (id >= first && id < first + vocab)
+      order.push_back(t);
   }
+  int64_t n = int64_t(order.size());
   // Tokens grouped by id, in position order within an id: each row of the
   // result is its tokens' rows summed in FP32 in that order, after the
   // accumulator's row when there is one, then rounded once; the other rows
@@ -170,14 +184,14 @@ int32_t embedding_grad(const Call &c) {
   const float *D = dy.floats(bd);
   std::vector<float> sum(dim);
   for (int64_t g = 0; g < n;) {
-    int64_t id = ids.getIndex(order[g]);
+    int64_t id = ids.getIndex(order[g]), row = id - first;
     for (int64_t i = 0; i < dim; ++i)
-      sum[i] = hasAcc ? out.get(id * dim + i) : 0.0f;
+      sum[i] = hasAcc ? out.get(row * dim + i) : 0.0f;
     for (; g < n && ids.getIndex(order[g]) == id; ++g)
       for (int64_t i = 0; i < dim; ++i)
         sum[i] += D[order[g] * dim + i];
     for (int64_t i = 0; i < dim; ++i)
-      out.set(id * dim + i, sum[i]);
+      out.set(row * dim + i, sum[i]);
   }
   return 0;
 }

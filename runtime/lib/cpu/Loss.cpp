@@ -6,7 +6,9 @@
 //
 // cross_entropy and its gradient, with the loss mask and the ignore index:
 // targets checked, the log-sum-exp and the sum over tokens in FP64; and
-// loss_weight, the divisor of a loss computed a chunk of tokens at a time.
+// loss_weight, the divisor of a loss computed a chunk of tokens at a time;
+// with the vocabulary split over tensor-parallel ranks, each token's
+// log-sum-exp and target logit combined over the group (one gather).
 // Logits are read, and gradients written, a row at a time: no FP32 copy of a
 // large vocabulary's logits.
 //
@@ -83,6 +85,61 @@ void useDivisor(const Call &c, bool hasDivisor, int64_t at, TokenWeights &w) {
     w.total = c.operand(at).get(0);
 }
 
+/// Each counted token's log-sum-exp over the whole vocabulary and its
+/// target's logit, where the logits are this rank's columns of a vocabulary
+/// split over `shards` tensor-parallel ranks (from column `first` on): each
+/// rank's (maximum, sum of exp(x - maximum), target logit or 0) per token,
+/// gathered over the group and combined in rank order, in FP64.
+int32_t overVocabulary(const Call &c, const Operand &logits,
+                       const Operand &targets, const TokenWeights &w,
+                       int64_t shards, int64_t first, std::vector<double> &lse,
+                       std::vector<double> &target) {
+  int64_t vocab = logits.last(), n = targets.numel;
+  std::vector<double> mine(size_t(3 * n), 0.0), all(size_t(3 * n * shards));
+#pragma omp parallel
+  {
+    Buffer rowBuffer;
+#pragma omp for
+    for (int64_t t = 0; t < n; ++t) {
+      if (w.w[t] == 0.0f)
+        continue;
+      const float *row = rowOf(logits, t, vocab, rowBuffer);
+      float mx = *std::max_element(row, row + vocab);
+      double sum = 0.0;
+      for (int64_t i = 0; i < vocab; ++i)
+        sum += std::exp(double(row[i] - mx));
+      int64_t id = targets.getIndex(t) - first;
+      mine[3 * t] = mx;
+      mine[3 * t + 1] = sum;
+      mine[3 * t + 2] = id >= 0 && id < vocab ? double(row[id]) : 0.0;
+    }
+  }
+  char error[256] = {0};
+  const infir2rt_communicator *tp = c.ctx->tp_comm;
+  if (tp->all_gather(tp->impl, mine.data(), all.data(),
+                     int64_t(mine.size() * sizeof(double)), error,
+                     sizeof error) != 0)
+    return c.fail("the loss's gather over the vocabulary's %lld ranks "
+                  "failed: %s",
+                  (long long)shards, error);
+  lse.assign(size_t(n), 0.0);
+  target.assign(size_t(n), 0.0);
+  for (int64_t t = 0; t < n; ++t) {
+    if (w.w[t] == 0.0f)
+      continue;
+    double mx = all[3 * t], sum = 0.0;
+    for (int64_t r = 1; r < shards; ++r)
+      mx = std::max(mx, all[3 * (r * n + t)]);
+    for (int64_t r = 0; r < shards; ++r) {
+      const double *part = &all[3 * (r * n + t)];
+      sum += part[1] * std::exp(part[0] - mx);
+      target[t] += part[2];
+    }
+    lse[t] = mx + std::log(sum);
+  }
+  return 0;
+}
+
 } // namespace
 
 int32_t loss_weight(const Call &c) {
@@ -101,12 +158,25 @@ int32_t cross_entropy(const Call &c) {
   bool hasMask = a.has_mask;
   int64_t at = hasMask ? 3 : 2;
   Operand out = c.operand(at + (a.has_divisor ? 1 : 0));
-  int64_t vocab = logits.last();
+  int64_t vocab = logits.last(), shards = a.vocab_shards, first = 0;
+  if (int32_t rc = vocabularyStart(c, shards, vocab, first))
+    return rc;
   TokenWeights w;
-  if (int32_t err = tokenWeights(c, 1, a.ignore_index, hasMask, vocab, w))
+  if (int32_t err =
+          tokenWeights(c, 1, a.ignore_index, hasMask, vocab * shards, w))
     return err;
   useDivisor(c, a.has_divisor, at, w);
   double total = 0.0; // FP64 sum over tokens: order-independent enough
+  if (shards > 1) {
+    std::vector<double> lse, target;
+    if (int32_t rc =
+            overVocabulary(c, logits, targets, w, shards, first, lse, target))
+      return rc;
+    for (int64_t t = 0; t < targets.numel; ++t)
+      total += double(w.w[t]) * (lse[t] - target[t]);
+    out.set(0, w.total == 0.0 ? 0.0f : float(total / w.total));
+    return 0;
+  }
 #pragma omp parallel reduction(+ : total)
   {
     Buffer rowBuffer;
@@ -129,11 +199,21 @@ int32_t cross_entropy_grad(const Call &c) {
   bool hasMask = a.has_mask;
   int64_t at = hasMask ? 3 : 2;
   Operand dloss = c.operand(at), out = c.operand(at + (a.has_divisor ? 2 : 1));
-  int64_t vocab = logits.last();
+  int64_t vocab = logits.last(), shards = a.vocab_shards, first = 0;
+  if (int32_t rc = vocabularyStart(c, shards, vocab, first))
+    return rc;
   TokenWeights w;
-  if (int32_t err = tokenWeights(c, 1, a.ignore_index, hasMask, vocab, w))
+  if (int32_t err =
+          tokenWeights(c, 1, a.ignore_index, hasMask, vocab * shards, w))
     return err;
   useDivisor(c, a.has_divisor, at + 1, w);
+  // Split over the ranks, each token's log-sum-exp is the whole
+  // vocabulary's.
+  std::vector<double> wholeLse, unused;
+  if (shards > 1)
+    if (int32_t rc = overVocabulary(c, logits, targets, w, shards, first,
+                                    wholeLse, unused))
+      return rc;
   float g = dloss.get(0);
   bool direct = out.dtype == INFIR2RT_F32;
 #pragma omp parallel
@@ -148,8 +228,9 @@ int32_t cross_entropy_grad(const Call &c) {
         std::fill(o, o + vocab, 0.0f);
       } else {
         const float *row = rowOf(logits, t, vocab, rowBuffer);
-        float lse = logSumExp(row, vocab), coeff = float(g * w.w[t] / w.total);
-        int64_t target = targets.getIndex(t);
+        float lse = shards > 1 ? float(wholeLse[t]) : logSumExp(row, vocab),
+              coeff = float(g * w.w[t] / w.total);
+        int64_t target = targets.getIndex(t) - first;
         for (int64_t i = 0; i < vocab; ++i)
           o[i] = coeff * (std::exp(row[i] - lse) - (i == target ? 1.0f : 0.0f));
       }

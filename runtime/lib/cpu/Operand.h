@@ -166,6 +166,23 @@ struct Call {
   }
 };
 
+/// The first of this rank's `rows` rows of a vocabulary split over `shards`
+/// tensor-parallel ranks (0 when it is whole); the call fails where the
+/// context's group is not of that size.
+inline int32_t vocabularyStart(const Call &c, int64_t shards, int64_t rows,
+                               int64_t &first) {
+  first = 0;
+  if (shards == 1)
+    return 0;
+  const infir2rt_communicator *tp = c.ctx->tp_comm;
+  if (!tp || tp->size != shards)
+    return c.fail("the vocabulary is split over %lld tensor-parallel ranks, "
+                  "and this context's group has %d",
+                  (long long)shards, tp ? int(tp->size) : 1);
+  first = int64_t(tp->rank) * rows;
+  return 0;
+}
+
 /// A gradient's accumulator `acc` for `out` (reduce_sum, rms_norm_grad,
 /// embedding_grad): both FP32, of one size; else the call fails.
 inline int32_t checkAccumulator(const Call &c, const Operand &acc,

@@ -138,6 +138,11 @@ extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
                                            const char *where) {
   Operand table = descOperand(ctx, desc, 0), ids = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
+  if (attrs::decode<attrs::embedding>(desc).vocab_shards > 1)
+    return setCallError(ctx, where, "%s",
+                        "a vocabulary-parallel embedding (tensor "
+                        "parallelism) is not implemented on the CUDA backend "
+                        "yet (run it with --device cpu)");
   if (ids.dtype != INFIR2RT_I32)
     return setCallError(ctx, where, "%s", "the CUDA embedding takes i32 ids");
   int64_t vocab = table.shape[0], dim = table.shape[1];

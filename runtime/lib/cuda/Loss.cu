@@ -318,12 +318,24 @@ extern "C" int32_t infir2rt_cuda_loss_weight(infir2rt_context *ctx,
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
+// Tensor parallelism runs on the CPU backend only for now (as tp_reduce,
+// Layout.cu): a rank's columns of the logits are not the loss's.
+static int32_t vocabularyParallelRefused(infir2rt_context *ctx,
+                                         const char *where) {
+  return setCallError(ctx, where, "%s",
+                      "a vocabulary-parallel embedding or loss (tensor "
+                      "parallelism) is not implemented on the CUDA backend "
+                      "yet (run it with --device cpu)");
+}
+
 extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
                                                const int64_t *desc,
                                                const char *where) {
   Operand logits = descOperand(ctx, desc, 0),
           targets = descOperand(ctx, desc, 1);
   auto a = attrs::decode<attrs::cross_entropy>(desc);
+  if (a.vocab_shards > 1)
+    return vocabularyParallelRefused(ctx, where);
   bool hasMask = a.has_mask;
   int64_t at = hasMask ? 3 : 2;
   Operand out = descOperand(ctx, desc, at + (a.has_divisor ? 1 : 0));
@@ -350,6 +362,8 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
   Operand logits = descOperand(ctx, desc, 0),
           targets = descOperand(ctx, desc, 1);
   auto a = attrs::decode<attrs::cross_entropy_grad>(desc);
+  if (a.vocab_shards > 1)
+    return vocabularyParallelRefused(ctx, where);
   bool hasMask = a.has_mask;
   int64_t at = hasMask ? 3 : 2;
   Operand dloss = descOperand(ctx, desc, at),
@@ -415,6 +429,8 @@ extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
                                                 const char *where) {
   Operand ids = descOperand(ctx, desc, 0), dy = descOperand(ctx, desc, 1),
           out = descOperand(ctx, desc, 2);
+  if (attrs::decode<attrs::embedding_grad>(desc).vocab_shards > 1)
+    return vocabularyParallelRefused(ctx, where);
   if (ids.dtype != INFIR2RT_I32)
     return setCallError(ctx, where, "%s",
                         "the CUDA embedding gradient takes i32 ids");

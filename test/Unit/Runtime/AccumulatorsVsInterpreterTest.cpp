@@ -327,7 +327,7 @@ TEST_F(AccumulatorsVsInterpreter, EmbeddingGradient) {
       grad = c.add({4, 32, dim}, INFIR2RT_BF16),
       out = c.add({vocab, dim}, INFIR2RT_F32),
       a = c.add({vocab, dim}, INFIR2RT_F32);
-  c.attrs({1.0});
+  c.attrs({1.0, 1.0}); // has_acc, vocab_shards
   for (int64_t t = 0; t < 128; ++t)
     reinterpret_cast<int32_t *>(c.u8(tokens))[t] = int32_t(ids.data[t]);
   fillBF16(c, grad, dy);

@@ -209,6 +209,7 @@ TEST(CudaLayout, MatchTheCpuBackend) {
     int table = c.add({50, 64}, INFIR2RT_BF16),
         ids = c.add({4, 16}, INFIR2RT_I32);
     int out = c.add({4, 16, 64}, INFIR2RT_BF16);
+    c.attrs({1.0}); // vocab_shards
     fill(c, table, INFIR2RT_BF16, 50, 64, rng);
     int32_t *id =
         reinterpret_cast<int32_t *>(c.host.data() + c.operands[ids].first);

@@ -44,7 +44,7 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     Call c;
     int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
         mask = c.add({T}, INFIR2RT_F32), out = c.add({}, INFIR2RT_F32);
-    c.attrs({-100, 1, 0});
+    c.attrs({-100, 1, 0, 1});
     fill(c, logits, INFIR2RT_F32, T, V, rng);
     targetsOf(c, t);
     float *m =
@@ -59,7 +59,7 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     Call c;
     int logits = c.add({T, V}, INFIR2RT_BF16), t = c.add({T}, INFIR2RT_I32),
         dloss = c.add({}, INFIR2RT_F32), out = c.add({T, V}, INFIR2RT_F32);
-    c.attrs({-100, 0, 0});
+    c.attrs({-100, 0, 0, 1});
     fill(c, logits, INFIR2RT_BF16, T, V, rng);
     targetsOf(c, t);
     float one = 1.0f;
@@ -89,7 +89,7 @@ TEST(CudaLoss, MatchTheCpuBackend) {
     int dloss = grad ? c.add({}, INFIR2RT_F32) : -1;
     int divisor = c.add({}, INFIR2RT_F32);
     int out = grad ? c.add({T, V}, INFIR2RT_BF16) : c.add({}, INFIR2RT_F32);
-    c.attrs({-100, 0, 1});
+    c.attrs({-100, 0, 1, 1});
     fill(c, logits, INFIR2RT_F32, T, V, rng);
     targetsOf(c, t);
     if (grad)
@@ -143,7 +143,7 @@ TEST(CudaLoss, MatchTheCpuBackend) {
         out = c.add({40, 32}, type);
     if (variant == 2)
       fill(c, c.add({40, 32}, INFIR2RT_F32), INFIR2RT_F32, 40, 32, rng);
-    c.attrs({variant == 2 ? 1.0 : 0.0});
+    c.attrs({variant == 2 ? 1.0 : 0.0, 1.0});
     int32_t *id =
         reinterpret_cast<int32_t *>(c.host.data() + c.operands[ids].first);
     for (int i = 0; i < T; ++i)
@@ -174,7 +174,7 @@ TEST(CudaLoss, WideRowsMatchTheCpuBackend) {
     Call c;
     int logits = c.add({T, V}, INFIR2RT_F32), t = c.add({T}, INFIR2RT_I32),
         out = c.add({}, INFIR2RT_F32);
-    c.attrs({-100, 0, 0});
+    c.attrs({-100, 0, 0, 1});
     fill(c, logits, INFIR2RT_F32, T, V, rng);
     targetsOf(c, t);
     compareClose(c, out, INFIR2RT_F32, 1, 64, infir2rt_cross_entropy,
@@ -191,7 +191,7 @@ TEST(CudaLoss, WideRowsMatchTheCpuBackend) {
     c.add({T}, INFIR2RT_I32);
     c.add({}, INFIR2RT_F32);
     c.add({T, V}, type);
-    c.attrs({-100, 0, 0});
+    c.attrs({-100, 0, 0, 1});
     return c;
   };
   Call wide = gradCall(INFIR2RT_F32), narrow = gradCall(INFIR2RT_BF16);
@@ -237,7 +237,7 @@ TEST(CudaLoss, TargetOutOfRangeIsRefusedAsOnTheCpu) {
     Call c;
     int logits = c.add({16, 64}, INFIR2RT_F32), t = c.add({16}, INFIR2RT_I32);
     c.add({}, INFIR2RT_F32);
-    c.attrs({-100, 0, 0});
+    c.attrs({-100, 0, 0, 1});
     float *x = c.f32(logits);
     for (int i = 0; i < 16 * 64; ++i)
       x[i] = 0.01f * float(i % 13);
@@ -270,7 +270,7 @@ TEST(CudaLoss, TargetOutOfRangeIsRefusedAsOnTheCpu) {
     Call c;
     int ids = c.add({8}, INFIR2RT_I32), dy = c.add({8, 16}, INFIR2RT_F32);
     c.add({10, 16}, INFIR2RT_F32);
-    c.attrs({0.0});
+    c.attrs({0.0, 1.0});
     int32_t *id = reinterpret_cast<int32_t *>(c.u8(ids));
     for (int i = 0; i < 8; ++i)
       id[i] = i == 5 ? 10 : i;

@@ -48,6 +48,7 @@ TEST_P(LongLocation, EntryPointReportsWholeLocation) {
   Call c;
   int table = c.add({4, 8}, INFIR2RT_F32), ids = c.add({3}, INFIR2RT_I32);
   c.add({3, 8}, INFIR2RT_F32);
+  c.attrs({1.0}); // vocab_shards
   (void)table;
   int32_t *id = reinterpret_cast<int32_t *>(c.u8(ids));
   id[0] = 1;

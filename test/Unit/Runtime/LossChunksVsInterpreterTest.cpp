@@ -96,7 +96,7 @@ TEST(LossChunksVsInterpreter, ChunksAddUpToTheBatchLossAndGradient) {
       int d = c.add({}, INFIR2RT_F32);
       int out =
           grad ? c.add({chunk, vocab}, INFIR2RT_F32) : c.add({}, INFIR2RT_F32);
-      c.attrs({-100, 1, 1});
+      c.attrs({-100, 1, 1, 1});
       for (int64_t i = 0; i < chunk * vocab; ++i)
         c.f32(l)[i] = float(logits.data[c0 * vocab + i]);
       for (int64_t i = 0; i < chunk; ++i) {
@@ -135,7 +135,7 @@ TEST(LossChunksVsInterpreter, ZeroDivisorGivesZero) {
   Call c;
   int l = c.add({2, 4}, INFIR2RT_F32), t = c.add({2}, INFIR2RT_I32),
       d = c.add({}, INFIR2RT_F32), out = c.add({}, INFIR2RT_F32);
-  c.attrs({-100, 0, 1});
+  c.attrs({-100, 0, 1, 1});
   for (int i = 0; i < 8; ++i)
     c.f32(l)[i] = float(i);
   reinterpret_cast<int32_t *>(c.u8(t))[0] = 1;

@@ -47,7 +47,7 @@ TEST(NarrowGradient, CrossEntropyGradRoundsTheFP32GradientOnce) {
           c.add({tokens}, INFIR2RT_F32);
         c.add({}, INFIR2RT_F32);
         c.add({tokens, vocab}, outType);
-        c.attrs({-100, masked ? 1.0 : 0.0, 0});
+        c.attrs({-100, masked ? 1.0 : 0.0, 0, 1});
         return c;
       };
       Call wide = build(INFIR2RT_F32), narrow = build(INFIR2RT_BF16);

@@ -95,7 +95,7 @@ LogicalResult EmbeddingOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(EmbeddingGradOp::create(
       b, getLoc(), getTable().getType(), getIds(), resultGrads[0],
-      /*acc=*/Value()));
+      /*acc=*/Value(), getVocabShardsAttr()));
   operandGrads.push_back(nullptr);
   return success();
 }
@@ -218,7 +218,8 @@ CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(CrossEntropyGradOp::create(
       b, getLoc(), getLogits().getType(), getLogits(), getTargets(),
-      getLossMask(), resultGrads[0], getDivisor(), getIgnoreIndexAttr()));
+      getLossMask(), resultGrads[0], getDivisor(), getIgnoreIndexAttr(),
+      getVocabShardsAttr()));
   // The targets, the mask and the divisor: not differentiated.
   operandGrads.append(getNumOperands() - 1, nullptr);
   return success();

@@ -43,7 +43,7 @@ extern "C" {
 // groups of (input, out[, acc]).
 // 10: cross_entropy and cross_entropy_grad take an optional divisor (a
 // trailing has_divisor attribute); loss_weight (the entries after it move).
-enum { INFIR2RT_ABI_VERSION = 11 };
+enum { INFIR2RT_ABI_VERSION = 12 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 

@@ -162,7 +162,9 @@ def Infir2_CrossEntropyGradOp : Infir2_Op<"cross_entropy_grad",
     and, unless `-> type` says otherwise, its type; for `f32` logits it may
     be `bf16`: each element computed in FP32 and rounded once, what
     `infir2.convert` of the default result gives, without that tensor
-    (`--infir2-fold-conversions`: the LM head's gradient).
+    (`--infir2-fold-conversions`: the LM head's gradient). With
+    `vocab_shards`, as in the forward op: rank `r`'s columns of the whole
+    logits' gradient, from the group's combined log-sum-exp (a collective).
 
     ```mlir
     %dl = infir2.cross_entropy_grad %logits, %targets, %dloss mask %m
@@ -175,7 +177,8 @@ def Infir2_CrossEntropyGradOp : Infir2_Op<"cross_entropy_grad",
                        Optional<Infir2_MaskTensor>:$loss_mask,
                        Infir2_Scalar:$loss_grad,
                        Optional<Infir2_Scalar>:$divisor,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$vocab_shards);
   let results = (outs Infir2_FloatTensor:$logits_grad);
   let assemblyFormat = [{
     $logits `,` $targets `,` $loss_grad (`mask` $loss_mask^)?
@@ -194,7 +197,9 @@ def Infir2_EmbeddingGradOp : Infir2_Op<"embedding_grad",
     the table's shape `[V, D]` and the gradient's element type. With an
     accumulator `acc` (`f32`, of the result's type) it is
     `acc[v, :] + Σ …`, rounded once: the table's gradient added to its FP32
-    accumulator, rows no token looked up left as they are.
+    accumulator, rows no token looked up left as they are. With
+    `vocab_shards`, as in `infir2.embedding`: the result is rank `r`'s rows
+    of the whole table's gradient, ids outside them skipped.
 
     ```mlir
     %dt = infir2.embedding_grad %ids, %dy : tensor<2x32xi32>, tensor<2x32x64xf32> -> tensor<256x64xf32>
@@ -202,7 +207,8 @@ def Infir2_EmbeddingGradOp : Infir2_Op<"embedding_grad",
     ```
   }];
   let arguments = (ins Infir2_IdTensor:$ids, Infir2_FloatTensor:$result_grad,
-                       Optional<Infir2_FloatTensor>:$acc);
+                       Optional<Infir2_FloatTensor>:$acc,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$vocab_shards);
   let results = (outs Infir2_FloatTensor:$table_grad);
   let assemblyFormat = [{
     $ids `,` $result_grad (`acc` `(` $acc^ `:` type($acc) `)`)? attr-dict `:`

@@ -30,11 +30,19 @@ def Infir2_EmbeddingOp : Infir2_Op<"embedding", [Pure, DeclareOpInterfaceMethods
     ids of any shape. The result has the ids' shape followed by `D` and the
     table's element type. Ids outside `[0, V)` are a runtime error.
 
+    With `vocab_shards = N` (tensor parallelism's vocabulary-parallel
+    embedding) the table is rank `r`'s rows `[r·V, (r+1)·V)` of a table `N`
+    times as large, `r` its rank in the tensor-parallel group: ids are in
+    `[0, N·V)`, and those outside the rank's rows give zero rows, so that the
+    ranks' results sum (`infir2.tp_reduce`) to the whole table's lookup.
+
     ```mlir
     %h = infir2.embedding %table[%ids] : tensor<256x64xbf16>[tensor<2x32xi32>] -> tensor<2x32x64xbf16>
+    %p = infir2.embedding %shard[%ids] {vocab_shards = 2 : i64} : tensor<128x64xbf16>[tensor<2x32xi32>] -> tensor<2x32x64xbf16>
     ```
   }];
-  let arguments = (ins Infir2_FloatTensor:$table, Infir2_IdTensor:$ids);
+  let arguments = (ins Infir2_FloatTensor:$table, Infir2_IdTensor:$ids,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$vocab_shards);
   let results = (outs Infir2_FloatTensor:$result);
   let assemblyFormat = [{
     $table `[` $ids `]` attr-dict `:` type($table) `[` type($ids) `]` `->` type($result)
@@ -246,6 +254,13 @@ def Infir2_CrossEntropyOp : Infir2_Op<"cross_entropy", [Pure, AttrSizedOperandSe
     whole batch's `infir2.loss_weight`) the sum is divided by it instead: the
     share of one chunk of tokens in the batch's mean (`--infir2-chunk-loss`).
 
+    With `vocab_shards = N` (tensor parallelism's vocabulary-parallel loss)
+    `logits` is rank `r`'s columns `[r·V, (r+1)·V)` of logits `N` times as
+    wide, `r` its rank in the tensor-parallel group, and targets are in
+    `[0, N·V)`: the op combines the ranks' per-token maxima, sums of
+    exponentials and target logits over the group (a collective), and every
+    rank gets the whole loss, without the logits ever being gathered.
+
     ```mlir
     %loss = infir2.cross_entropy %logits, %targets mask %m : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<2x32xf32> -> tensor<f32>
     ```
@@ -253,7 +268,8 @@ def Infir2_CrossEntropyOp : Infir2_Op<"cross_entropy", [Pure, AttrSizedOperandSe
   let arguments = (ins Infir2_FloatTensor:$logits, Infir2_IdTensor:$targets,
                        Optional<Infir2_MaskTensor>:$loss_mask,
                        Optional<Infir2_Scalar>:$divisor,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$vocab_shards);
   let results = (outs Infir2_Scalar:$result);
   let assemblyFormat = [{
     $logits `,` $targets (`mask` $loss_mask^)? (`divisor` $divisor^)? attr-dict
