@@ -22,11 +22,26 @@ int64_t infir2::run::tensorParallelSize(ModuleOp module) {
 std::optional<int64_t> infir2::run::shardDimOf(func::FuncOp fn, unsigned index,
                                                bool isResult) {
   StringAttr owner;
+  MLIRContext *ctx = fn.getContext();
   if (!isResult) {
     if (auto dim = fn.getArgAttrOfType<IntegerAttr>(
             index, Infir2Dialect::getTPShardAttrName()))
       return dim.getInt();
+    // A parameter taken by another function (the FP8 weight cache's).
+    if (auto param = fn.getArgAttrOfType<infir2::ParamAttr>(
+            index, Infir2Dialect::getParamAttrName()))
+      owner = StringAttr::get(ctx, param.getName());
   }
+  // An FP8 weight cache's codes or scales ("<param>[.t]:data|scale"): the
+  // parameter's split, the other dimension for its transposed copy.
+  bool transposed = false;
+  if (isResult)
+    if (auto cache = fn.getResultAttrOfType<StringAttr>(
+            index, Infir2Dialect::getFP8CacheAttrName())) {
+      StringRef name = cache.getValue().rsplit(':').first;
+      transposed = name.consume_back(".t");
+      owner = StringAttr::get(ctx, name);
+    }
   for (StringRef attr : {Infir2Dialect::getGradOfAttrName(),
                          Infir2Dialect::getMasterOfAttrName(),
                          Infir2Dialect::getMoment1OfAttrName(),
@@ -47,7 +62,7 @@ std::optional<int64_t> infir2::run::shardDimOf(func::FuncOp fn, unsigned index,
       if (param && param.getName() == owner.getValue())
         if (auto dim = other.getArgAttrOfType<IntegerAttr>(
                 i, Infir2Dialect::getTPShardAttrName()))
-          return dim.getInt();
+          return transposed ? 1 - dim.getInt() : dim.getInt();
     }
   return std::nullopt;
 }
