@@ -116,6 +116,16 @@ RuntimeCall callOf(AllReduceOp op) { return callTo(op, "all_reduce"); }
 // leaving it sums over the group.
 RuntimeCall callOf(TPCopyOp) { return {}; }
 RuntimeCall callOf(TPReduceOp op) { return callTo(op, "tp_reduce"); }
+RuntimeCall callOf(TPAllGatherOp op) {
+  attrs::tp_all_gather a;
+  a.dim = op.getDim();
+  return callTo(op, "tp_all_gather", encoded(a));
+}
+RuntimeCall callOf(TPReduceScatterOp op) {
+  attrs::tp_reduce_scatter a;
+  a.dim = op.getDim();
+  return callTo(op, "tp_reduce_scatter", encoded(a));
+}
 
 RuntimeCall callOf(TransposeOp op) {
   std::vector<double> words(op.getPermutation().begin(),
@@ -425,7 +435,8 @@ void infir2::registerRuntimeCallModels(DialectRegistry &registry) {
                  CrossEntropyGradOp, ReduceSumOp, SiluGradOp, SwigluGradOp,
                  RMSNormGradOp, EmbeddingGradOp, GlobalNormOp, AllReduceOp,
                  ReduceScatterOp, AllGatherOp, AdamWOp, AdamWGroupOp, SGDOp,
-                 SliceOp, ConcatOp, LossWeightOp, TPCopyOp, TPReduceOp>(ctx);
+                 SliceOp, ConcatOp, LossWeightOp, TPCopyOp, TPReduceOp,
+                 TPAllGatherOp, TPReduceScatterOp>(ctx);
     RMSNormOp::attachInterface<FusingRuntimeCallModel<RMSNormOp>>(*ctx);
     SwigluOp::attachInterface<FusingRuntimeCallModel<SwigluOp>>(*ctx);
   });

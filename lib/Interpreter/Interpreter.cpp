@@ -168,8 +168,8 @@ LogicalResult Interpreter::run(Operation *op) {
         set(o.getResult(), get(o.getInput()));
         return success();
       })
-      .Case([&](TPReduceOp o) {
-        return o.emitOpError() << "sums over " << o.getSize()
+      .Case<TPReduceOp, TPAllGatherOp, TPReduceScatterOp>([&](auto o) {
+        return o.emitOpError() << "runs over " << o.getSize()
                                << " tensor-parallel ranks: interpret the "
                                   "function with runRanks, one input set a "
                                   "rank";
@@ -199,6 +199,46 @@ FailureOr<SmallVector<Tensor>> infir2::interp::run(FunctionOpInterface fn,
   if (failed(results))
     return failure();
   return std::move(results->front());
+}
+
+/// tp_all_gather (each rank's slice of dimension `dim` put in rank order)
+/// or tp_reduce_scatter (the sum over the ranks, in rank order, rank r
+/// keeping slice r), in step over the ranks.
+static void alongDimension(Operation &op, std::vector<Interpreter> &ranks) {
+  bool gather = isa<TPAllGatherOp>(op);
+  int64_t dim = op.getAttrOfType<IntegerAttr>("dim").getInt(),
+          n = static_cast<int64_t>(ranks.size());
+  Value in = op.getOperand(0), out = op.getResult(0);
+  ArrayRef<int64_t> slice =
+      cast<RankedTensorType>((gather ? in : out).getType()).getShape();
+  int64_t outer = 1;
+  for (int64_t i = 0; i < dim; ++i)
+    outer *= slice[i];
+  int64_t run = 1;
+  for (int64_t i = dim, e = static_cast<int64_t>(slice.size()); i < e; ++i)
+    run *= slice[i];
+  if (gather) {
+    Tensor whole(cast<RankedTensorType>(out.getType()).getShape());
+    for (auto [r, interp] : llvm::enumerate(ranks))
+      for (int64_t o = 0; o < outer; ++o)
+        std::copy_n(interp.env.find(in)->second.data.begin() + o * run, run,
+                    whole.data.begin() + (o * n + int64_t(r)) * run);
+    for (Interpreter &interp : ranks)
+      interp.env[out] = whole;
+    return;
+  }
+  Tensor sum = ranks.front().env.find(in)->second;
+  for (Interpreter &interp : llvm::drop_begin(ranks))
+    for (auto [s, p] :
+         llvm::zip_equal(sum.data, interp.env.find(in)->second.data))
+      s += p;
+  for (auto [r, interp] : llvm::enumerate(ranks)) {
+    Tensor part(slice);
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy_n(sum.data.begin() + (o * n + int64_t(r)) * run, run,
+                  part.data.begin() + o * run);
+    interp.env[out] = std::move(part);
+  }
 }
 
 /// The tensor-parallel ranks a loss's vocabulary is split over (1: none).
@@ -299,6 +339,14 @@ infir2::interp::runRanks(FunctionOpInterface fn,
       }
       for (Interpreter &interp : ranks)
         interp.env[reduce.getResult()] = sum;
+      continue;
+    }
+    // Sequence parallelism's collectives: the ranks' slices of a dimension
+    // put together, or the sum's slices handed out.
+    if (isa<TPAllGatherOp, TPReduceScatterOp>(op) &&
+        op.getAttrOfType<IntegerAttr>("size").getInt() ==
+            static_cast<int64_t>(ranks.size())) {
+      alongDimension(op, ranks);
       continue;
     }
     // A vocabulary-parallel loss: the op on the whole logits (the ranks'

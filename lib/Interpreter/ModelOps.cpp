@@ -26,8 +26,8 @@ FailureOr<int64_t> Interpreter::vocabOffset(Operation *op, int64_t shards,
   if (shards != tpSize)
     return op->emitOpError()
            << "splits the vocabulary over " << shards
-           << " tensor-parallel ranks: interpret the function with runRanks, "
-              "one input set a rank";
+           << " tensor-parallel ranks: interpret the function with runRanks "
+              "over that many ranks, one input set a rank";
   return tpRank * rows;
 }
 
@@ -211,8 +211,8 @@ LogicalResult Interpreter::wholeLogits(LossOp op, const Tensor &logits) {
     return success();
   return op.emitOpError()
          << "splits the vocabulary over " << int64_t(op.getVocabShards())
-         << " tensor-parallel ranks: interpret the function with runRanks, "
-            "one input set a rank";
+         << " tensor-parallel ranks: interpret the function with runRanks "
+            "over that many ranks, one input set a rank";
 }
 template LogicalResult Interpreter::wholeLogits(CrossEntropyGradOp,
                                                 const Tensor &);

@@ -57,10 +57,17 @@ template <typename Derived>
 static void addTrainingStep(OpPassManager &pm,
                             const TrainingStepOptions<Derived> &options,
                             int64_t fp8Block) {
+  if (options.sequenceParallel && options.tensorParallel == 1) {
+    pm.addPass(std::make_unique<BadPipelineOptionPass>(
+        "sequence-parallel splits the sequence over a tensor-parallel group: "
+        "set tensor-parallel to 2 or more"));
+    return;
+  }
   if (options.tensorParallel != 1) {
     TensorParallelPassOptions tp;
     tp.size = options.tensorParallel;
     tp.fp8Block = fp8Block;
+    tp.sequenceParallel = options.sequenceParallel;
     pm.addPass(createTensorParallelPass(tp));
   }
   AutodiffPassOptions autodiff;

@@ -215,7 +215,8 @@ private:
       return at->emitOpError()
              << "cannot split the vocabulary of '" << nameOf(table) << "': '"
              << user->getName()
-             << "' reads it, where only embeddings and the LM head may";
+             << "' reads it, where only embeddings and an LM head (a GEMM "
+                "whose logits feed the loss) may";
     }
     return shardParam(table, 0, at, /*fp8=*/false);
   }
@@ -356,6 +357,8 @@ struct TensorParallelPass
     if (failed(sharder.plan()))
       return signalPassFailure();
     sharder.rewrite();
+    if (sequenceParallel && failed(splitSequence(fn, size)))
+      return signalPassFailure();
     module->setAttr(Infir2Dialect::getTensorParallelAttrName(),
                     Builder(module).getI64IntegerAttr(size));
     if (failed(verifyTensorParallel(fn, size)))

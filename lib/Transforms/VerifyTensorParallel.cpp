@@ -29,11 +29,12 @@ namespace {
 
 /// How the ranks hold a value.
 enum class Layout {
-  Whole,   ///< every rank holds the same whole tensor
-  Entered, ///< whole, read through infir2.tp_copy (gradient summed)
-  Shard,   ///< each rank its slice of the last dimension (or a parameter's
-           ///< `infir2.tp_shard` dimension)
-  Partial, ///< each rank a partial sum of the whole tensor
+  Whole,    ///< every rank holds the same whole tensor
+  Entered,  ///< whole, read through infir2.tp_copy (gradient summed)
+  Shard,    ///< each rank its slice of the last dimension (or a parameter's
+            ///< `infir2.tp_shard` dimension)
+  Partial,  ///< each rank a partial sum of the whole tensor
+  Sequence, ///< each rank its slice of the sequence (sequence parallelism)
 };
 
 StringRef describe(Layout l) {
@@ -46,6 +47,8 @@ StringRef describe(Layout l) {
     return "a shard";
   case Layout::Partial:
     return "a partial sum";
+  case Layout::Sequence:
+    return "a slice of the sequence";
   }
   llvm_unreachable("layout");
 }
@@ -106,11 +109,11 @@ private:
       if (l == Layout::Partial)
         return error(op, use.getOperandNumber(), l)
                << "a partial sum must be summed by 'infir2.tp_reduce' first";
-      bool shard = l == Layout::Shard;
-      if (common && (*common == Layout::Shard) != shard)
+      if (common && *common != l)
         return error(op, use.getOperandNumber(), l)
-               << "the op mixes shards and whole tensors";
-      common = shard ? Layout::Shard : Layout::Whole;
+               << "the op mixes " << describe(*common) << " and "
+               << describe(l);
+      common = l;
     }
     for (Value r : op.getResults())
       layouts[r] = common.value_or(Layout::Whole);
@@ -184,8 +187,12 @@ private:
              << "splits the vocabulary over " << shards
              << " ranks in a module of tensor-parallel size " << size;
     Layout l = of(input);
+    // A parameter's split is its tp_shard dimension (the embedding's table
+    // must be one); any other shard's is its last (the logits).
     bool rowsOrColumns =
-        !shardDims.count(input) || shardDims.lookup(input) == dim;
+        shardDims.count(input)
+            ? shardDims.lookup(input) == dim
+            : !isa<EmbeddingOp>(op) && dim == tensorOf(input).getRank() - 1;
     if (l != Layout::Shard || !rowsOrColumns)
       return error(op, 0, l) << "with vocab_shards, each rank holds its "
                                 "slice of the vocabulary (dimension "
@@ -208,6 +215,35 @@ private:
           layouts[o.getResult()] = Layout::Entered;
           return success();
         })
+        .Case([&](TPReduceScatterOp o) -> LogicalResult {
+          if (Layout l = of(o.getInput()); l != Layout::Partial)
+            return error(op, 0, l)
+                   << "'infir2.tp_reduce_scatter' sums partial sums";
+          layouts[o.getResult()] = Layout::Sequence;
+          return success();
+        })
+        .Case([&](TPAllGatherOp o) -> LogicalResult {
+          if (Layout l = of(o.getInput()); l != Layout::Sequence)
+            return error(op, 0, l) << "'infir2.tp_all_gather' puts slices "
+                                      "of the sequence together";
+          layouts[o.getResult()] = Layout::Entered;
+          return success();
+        })
+        .Case([&](RMSNormOp o) -> LogicalResult {
+          // On a slice of the sequence, the weight enters (its gradient is
+          // summed over the slices).
+          if (of(o.getInput()) == Layout::Sequence) {
+            if (Layout l = of(o.getWeight()); l != Layout::Entered)
+              return error(op, 1, l)
+                     << "a norm on a slice of the sequence reads its weight "
+                        "through 'infir2.tp_copy', so that the weight's "
+                        "gradient is summed over the slices";
+            layouts[o.getResult()] = Layout::Sequence;
+            return success();
+          }
+          return wholeOnly(op);
+        })
+        .Case<ConvertOp>([&](Operation *) { return elementwise(op); })
         .Case([&](TPReduceOp o) -> LogicalResult {
           if (Layout l = of(o.getInput()); l != Layout::Partial)
             return error(op, 0, l)
@@ -261,7 +297,8 @@ LogicalResult infir2::verifyTensorParallel(func::FuncOp fn, int64_t size) {
   for (Operation &op : fn.getBody().front()) {
     int64_t over =
         llvm::TypeSwitch<Operation *, int64_t>(&op)
-            .Case<TPCopyOp, TPReduceOp>([](auto o) { return o.getSize(); })
+            .Case<TPCopyOp, TPReduceOp, TPAllGatherOp, TPReduceScatterOp>(
+                [](auto o) { return int64_t(o.getSize()); })
             .Default(size);
     if (over != size)
       return op.emitOpError()

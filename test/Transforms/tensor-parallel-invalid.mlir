@@ -102,7 +102,7 @@ func.func @forward(%ids: tensor<2x8xi32>, %table: tensor<63x128xbf16>) -> tensor
 // A vocabulary table read by something other than embeddings and the LM head.
 func.func @forward(%ids: tensor<2x8xi32>, %other: tensor<63x128xbf16>,
     %embed: tensor<63x128xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>}) -> (tensor<2x8x128xbf16>, tensor<63x128xbf16>) {
-  // expected-error@+1 {{cannot split the vocabulary of 'embed': 'infir2.add' reads it, where only embeddings and the LM head may}}
+  // expected-error@+1 {{cannot split the vocabulary of 'embed': 'infir2.add' reads it, where only embeddings and an LM head (a GEMM whose logits feed the loss) may}}
   %h = infir2.embedding %embed[%ids] : tensor<63x128xbf16>[tensor<2x8xi32>] -> tensor<2x8x128xbf16>
   %s = infir2.add %embed, %other : tensor<63x128xbf16>, tensor<63x128xbf16>
   return %h, %s : tensor<2x8x128xbf16>, tensor<63x128xbf16>

@@ -49,7 +49,7 @@ func.func @forward(%x: tensor<4x64xbf16>, %b: tensor<4x32xbf16>,
     %wg: tensor<32x64xbf16> {infir2.param = #infir2.param<"up", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<4x32xbf16> {
   %xin = infir2.tp_copy %x {size = 2 : i64} : tensor<4x64xbf16>
   %h = infir2.matmul %xin, %wg {transpose_rhs} : tensor<4x64xbf16>, tensor<32x64xbf16> -> tensor<4x32xbf16>
-  // expected-error@+1 {{operand #1 is a whole tensor: the op mixes shards and whole tensors}}
+  // expected-error@+1 {{operand #1 is a whole tensor: the op mixes a shard and a whole tensor}}
   %s = infir2.add %h, %b : tensor<4x32xbf16>, tensor<4x32xbf16>
   return %s : tensor<4x32xbf16>
 }
@@ -258,5 +258,71 @@ func.func @forward(%ids: tensor<2x8xi32>, %r: tensor<2x8x64xbf16>,
   // expected-error@+1 {{operand #1 is a partial sum: a partial sum must be summed by 'infir2.tp_reduce' first}}
   %s = infir2.add %r, %h : tensor<2x8x64xbf16>, tensor<2x8x64xbf16>
   return %s : tensor<2x8x64xbf16>
+}
+}
+
+// -----
+
+// Sequence parallelism: an all-gather of a whole tensor.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%x: tensor<2x4x64xbf16>) -> tensor<2x8x64xbf16> {
+  // expected-error@+1 {{operand #0 is a whole tensor: 'infir2.tp_all_gather' puts slices of the sequence together}}
+  %g = infir2.tp_all_gather %x {size = 2 : i64, dim = 1 : i64} : tensor<2x4x64xbf16> -> tensor<2x8x64xbf16>
+  return %g : tensor<2x8x64xbf16>
+}
+}
+
+// -----
+
+// A reduce-scatter of a whole tensor (it would be counted twice).
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%x: tensor<2x8x64xbf16>) -> tensor<2x4x64xbf16> {
+  // expected-error@+1 {{operand #0 is a whole tensor: 'infir2.tp_reduce_scatter' sums partial sums}}
+  %s = infir2.tp_reduce_scatter %x {size = 2 : i64, dim = 1 : i64} : tensor<2x8x64xbf16> -> tensor<2x4x64xbf16>
+  return %s : tensor<2x4x64xbf16>
+}
+}
+
+// -----
+
+// A norm on a slice of the sequence whose weight did not enter: its
+// gradient would be one slice's.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>,
+    %embed: tensor<32x64xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 0 : i64},
+    %ln: tensor<64xbf16> {infir2.param = #infir2.param<"norm", ones>}) -> tensor<2x8x64xbf16> {
+  %h = infir2.embedding %embed[%ids] {vocab_shards = 2 : i64} : tensor<32x64xbf16>[tensor<2x8xi32>] -> tensor<2x8x64xbf16>
+  %s = infir2.tp_reduce_scatter %h {size = 2 : i64, dim = 1 : i64} : tensor<2x8x64xbf16> -> tensor<2x4x64xbf16>
+  // expected-error@+1 {{operand #1 is a whole tensor: a norm on a slice of the sequence reads its weight through 'infir2.tp_copy', so that the weight's gradient is summed over the slices}}
+  %n = infir2.rms_norm %s, %ln {epsilon = 1.0e-06 : f64} : tensor<2x4x64xbf16>, tensor<64xbf16>
+  %g = infir2.tp_all_gather %n {size = 2 : i64, dim = 1 : i64} : tensor<2x4x64xbf16> -> tensor<2x8x64xbf16>
+  return %g : tensor<2x8x64xbf16>
+}
+}
+
+// -----
+
+// A slice of the sequence added to a whole tensor.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>, %r: tensor<2x4x64xbf16>,
+    %embed: tensor<32x64xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<2x4x64xbf16> {
+  %h = infir2.embedding %embed[%ids] {vocab_shards = 2 : i64} : tensor<32x64xbf16>[tensor<2x8xi32>] -> tensor<2x8x64xbf16>
+  %s = infir2.tp_reduce_scatter %h {size = 2 : i64, dim = 1 : i64} : tensor<2x8x64xbf16> -> tensor<2x4x64xbf16>
+  // expected-error@+1 {{operand #1 is a whole tensor: the op mixes a slice of the sequence and a whole tensor}}
+  %a = infir2.add %s, %r : tensor<2x4x64xbf16>, tensor<2x4x64xbf16>
+  return %a : tensor<2x4x64xbf16>
+}
+}
+
+// -----
+
+// An embedding table sharded along its rows' width, not the vocabulary.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>,
+    %embed: tensor<64x32xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 1 : i64}) -> tensor<2x8x32xbf16> {
+  // expected-error@+1 {{operand #0 is a shard: with vocab_shards, each rank holds its slice of the vocabulary (dimension 0)}}
+  %h = infir2.embedding %embed[%ids] {vocab_shards = 2 : i64} : tensor<64x32xbf16>[tensor<2x8xi32>] -> tensor<2x8x32xbf16>
+  %s = infir2.tp_reduce %h {size = 2 : i64} : tensor<2x8x32xbf16>
+  return %s : tensor<2x8x32xbf16>
 }
 }

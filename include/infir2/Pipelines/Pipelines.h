@@ -104,6 +104,12 @@ struct TrainingStepOptions : public OptimizerOptionsBase<Derived> {
                      "(Megatron-LM's layout: heads and MLP width split, "
                      "--infir2-tensor-parallel); 1: none"),
       llvm::cl::init(1)};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("With tensor-parallel, split the sequence of the norms "
+                     "and residual adds between the layers' regions too "
+                     "(all-gather in, reduce-scatter out)"),
+      llvm::cl::init(false)};
   Option<bool> fuseOptimizer{
       *this, "fuse-optimizer",
       llvm::cl::desc("One AdamW update over all the optimizer's state, with "

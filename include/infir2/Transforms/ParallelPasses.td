@@ -37,8 +37,21 @@ def TensorParallelPass : Pass<"infir2-tensor-parallel", "mlir::ModuleOp"> {
       are identities, and a norm then fuses with the quantizations of its
       output as without tensor parallelism.
 
-    Everything else (embedding, norms, residual adds, LM head, loss) stays
-    whole on every rank. Sharded parameters get `infir2.tp_shard` (the
+    The vocabulary is split too: the embedding table and the LM head (tied
+    or not) by rows, `{vocab_shards = size}` on the embedding (its result
+    summed by `infir2.tp_reduce`) and on the loss, computed from each rank's
+    columns of the logits.
+
+    With `sequence-parallel=true` (Megatron-LM's sequence parallelism), the
+    norms and residual adds between the regions run on each rank's slice of
+    the sequence (dimension 1 of `[batch, seq, hidden]`): each
+    `infir2.tp_reduce` becomes `infir2.tp_reduce_scatter`, each
+    `infir2.tp_copy` of a layer's input `infir2.tp_all_gather`, and a norm's
+    weight, whole on every rank, enters through `infir2.tp_copy` (each rank's
+    slice of the sequence gives a partial gradient of it).
+
+    The norms and the residual stream stay whole on every rank otherwise.
+    Sharded parameters get `infir2.tp_shard` (the
     dimension split) and per-rank shapes; the module gets
     `infir2.tensor_parallel = size`. The result is then checked as
     `--infir2-verify-tensor-parallel` does.
@@ -67,7 +80,10 @@ def TensorParallelPass : Pass<"infir2-tensor-parallel", "mlir::ModuleOp"> {
            "Rows and columns of the FP8 recipe's blocks and groups that a "
            "shard must hold whole (0: no such check, e.g. the bf16 recipe)">,
     Option<"forwardName", "forward", "std::string", "\"forward\"",
-           "The function to shard">
+           "The function to shard">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "Also split the sequence of the norms and residual adds between "
+           "the regions (all-gather in, reduce-scatter out)">
   ];
 }
 

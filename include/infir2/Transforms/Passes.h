@@ -28,6 +28,10 @@ namespace infir2 {
 /// as --infir2-verify-tensor-parallel does; emits an error at the first op
 /// where sharded and whole values meet without a collective.
 mlir::LogicalResult verifyTensorParallel(mlir::func::FuncOp fn, int64_t size);
+/// Sequence parallelism on a forward `--infir2-tensor-parallel` has sharded
+/// over `size` ranks: the norms and residual adds between the regions on
+/// each rank's slice of the sequence (SequenceParallel.cpp).
+mlir::LogicalResult splitSequence(mlir::func::FuncOp fn, int64_t size);
 
 } // namespace infir2
 

@@ -226,7 +226,7 @@ void CollectiveWatch::timedOut(const char *what) const {
                                  : rankList(late) + " never reached it";
   if (!silent.empty())
     why += "; " + rankList(silent) + (silent.size() > 1 ? " do" : " does") +
-           " not respond (stopped or hung)";
+           " not respond (stopped, hung, or busy outside a collective)";
   else if (!late.empty())
     why += " (far slower, or waiting on another collective)";
   std::fprintf(stderr,

@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // all_reduce, reduce_scatter and all_gather over the context's communicator,
-// one bucket per call (Collectives.h), or copies when the trainer runs alone.
+// one bucket per call (Collectives.h), or copies when the trainer runs alone;
+// tp_reduce, tp_all_gather and tp_reduce_scatter over the tensor-parallel
+// group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +78,85 @@ int32_t tp_reduce(const Call &c) {
   Buffer result;
   float *o = out.output(result);
   std::memcpy(o, sum, in.numel * sizeof(float));
+  out.store(o);
+  return 0;
+}
+
+namespace {
+
+/// The geometry of a tensor split along `dim` over the tensor-parallel
+/// group: `outer` rows of `run` elements (the slice's part of dimension
+/// `dim` and everything after it), and the group; null with the call failed
+/// where the shapes are not a split over the group.
+struct SequenceSplit {
+  const infir2rt_communicator *tp = nullptr;
+  int64_t outer = 1, run = 1;
+};
+
+int32_t sequenceSplit(const Call &c, const Operand &slice, const Operand &whole,
+                      int64_t dim, SequenceSplit &s) {
+  s.tp = c.ctx->tp_comm;
+  if (!s.tp)
+    return c.fail("a tensor-parallel step runs on its group, and this "
+                  "context has none");
+  if (dim >= slice.rank || slice.dim(dim) * s.tp->size != whole.dim(dim))
+    return c.fail(
+        "dimension %lld of %lld values is not a group of %d's "
+        "slice of %lld",
+        (long long)dim, (long long)(dim < slice.rank ? slice.dim(dim) : 0),
+        int(s.tp->size), (long long)(dim < whole.rank ? whole.dim(dim) : 0));
+  for (int64_t i = 0; i < dim; ++i)
+    s.outer *= slice.dim(i);
+  s.run = slice.numel / s.outer;
+  return 0;
+}
+
+} // namespace
+
+int32_t tp_all_gather(const Call &c) {
+  Operand in = c.operand(0), out = c.operand(1);
+  SequenceSplit s;
+  if (int32_t rc =
+          sequenceSplit(c, in, out, c.attrs<attrs::tp_all_gather>().dim, s))
+    return rc;
+  int64_t esize = infir2rt_dtype_size(in.dtype), bytes = in.numel * esize;
+  std::vector<uint8_t> all(size_t(bytes * s.tp->size));
+  char error[256] = {0};
+  if (s.tp->all_gather(s.tp->impl, in.ptr, all.data(), bytes, error,
+                       sizeof error) != 0)
+    return c.fail("tensor-parallel all-gather of %lld bytes failed: %s",
+                  (long long)bytes, error);
+  // Rank r's rows go to slice r of each outer row.
+  int64_t run = s.run * esize;
+  for (int64_t r = 0; r < s.tp->size; ++r)
+    for (int64_t o = 0; o < s.outer; ++o)
+      std::memcpy(out.ptr + (o * s.tp->size + r) * run,
+                  all.data() + r * bytes + o * run, size_t(run));
+  return 0;
+}
+
+int32_t tp_reduce_scatter(const Call &c) {
+  Operand in = c.operand(0), out = c.operand(1);
+  SequenceSplit s;
+  if (int32_t rc =
+          sequenceSplit(c, out, in, c.attrs<attrs::tp_reduce_scatter>().dim, s))
+    return rc;
+  // Slice r of each outer row to block r, in FP32 (a BF16 partial widened
+  // exactly); the sum rounded once into this rank's slice.
+  Buffer widened, staged, result;
+  const float *x = in.floats(widened);
+  float *send = staged.resize(in.numel);
+  for (int64_t r = 0; r < s.tp->size; ++r)
+    for (int64_t o = 0; o < s.outer; ++o)
+      std::memcpy(send + (r * s.outer + o) * s.run,
+                  x + (o * s.tp->size + r) * s.run,
+                  size_t(s.run) * sizeof(float));
+  float *o = out.output(result);
+  char error[256] = {0};
+  if (s.tp->reduce_scatter_sum(s.tp->impl, send, o, out.numel, error,
+                               sizeof error) != 0)
+    return c.fail("tensor-parallel reduce-scatter of %lld values failed: %s",
+                  (long long)in.numel, error);
   out.store(o);
   return 0;
 }

@@ -471,9 +471,22 @@ extern "C" int32_t infir2rt_cuda_all_gather(infir2rt_context *ctx,
 
 // Tensor parallelism runs on the CPU backend only for now (MPI groups); on
 // a GPU the step stops with a message rather than sum a shard alone.
-extern "C" int32_t infir2rt_cuda_tp_reduce(infir2rt_context *ctx,
-                                           const int64_t *, const char *where) {
+static int32_t tensorParallelRefused(infir2rt_context *ctx, const char *where) {
   return setCallError(ctx, where, "%s",
                       "tensor parallelism is not implemented on the CUDA "
                       "backend yet (run it with --device cpu)");
+}
+extern "C" int32_t infir2rt_cuda_tp_reduce(infir2rt_context *ctx,
+                                           const int64_t *, const char *where) {
+  return tensorParallelRefused(ctx, where);
+}
+extern "C" int32_t infir2rt_cuda_tp_all_gather(infir2rt_context *ctx,
+                                               const int64_t *,
+                                               const char *where) {
+  return tensorParallelRefused(ctx, where);
+}
+extern "C" int32_t infir2rt_cuda_tp_reduce_scatter(infir2rt_context *ctx,
+                                                   const int64_t *,
+                                                   const char *where) {
+  return tensorParallelRefused(ctx, where);
 }

@@ -132,11 +132,12 @@ TEST(Attributes, ScalarsKeepTheirOrder) {
   Call c;
   for (int i = 0; i < 5; ++i)
     c.add({4, 8}, INFIR2RT_F32);
-  c.attrs({-100, 1, 0});
+  c.attrs({-100, 1, 0, 2});
   auto ce = attrs::decode<attrs::cross_entropy_grad>(c.desc.data());
   EXPECT_EQ(ce.ignore_index, -100);
   EXPECT_TRUE(ce.has_mask);
   EXPECT_FALSE(ce.has_divisor);
+  EXPECT_EQ(ce.vocab_shards, 2);
 }
 
 } // namespace

@@ -283,3 +283,21 @@ LogicalResult TPReduceOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   operandGrads.push_back(resultGrads[0]);
   return success();
 }
+
+LogicalResult
+TPAllGatherOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                             SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      TPReduceScatterOp::create(b, getLoc(), getInput().getType(),
+                                resultGrads[0], getSizeAttr(), getDimAttr()));
+  return success();
+}
+
+LogicalResult
+TPReduceScatterOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      TPAllGatherOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
+                            getSizeAttr(), getDimAttr()));
+  return success();
+}

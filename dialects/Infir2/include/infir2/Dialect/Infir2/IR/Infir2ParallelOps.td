@@ -59,4 +59,48 @@ def Infir2_TPReduceOp : Infir2_Op<"tp_reduce", [SameOperandsAndResultType,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Infir2_TPAllGatherOp : Infir2_Op<"tp_all_gather", [
+    DeclareOpInterfaceMethods<Infir2_GradientOpInterface>]> {
+  let summary = "Puts the ranks' slices of a dimension back together.";
+  let description = [{
+    Sequence parallelism's entry into a tensor-parallel region: each rank of
+    the group of `size` ranks holds its slice of dimension `dim` (the
+    sequence), and every rank receives the whole tensor, the slices in rank
+    order. Its gradient is `infir2.tp_reduce_scatter` of the incoming
+    gradient: the ranks' partial gradients summed, each rank keeping its
+    slice.
+
+    ```mlir
+    %x = infir2.tp_all_gather %xs {size = 2 : i64, dim = 1 : i64} : tensor<4x64x256xbf16> -> tensor<4x128x256xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<2>]>:$size,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Infir2_TPReduceScatterOp : Infir2_Op<"tp_reduce_scatter", [
+    DeclareOpInterfaceMethods<Infir2_GradientOpInterface>]> {
+  let summary = "Sums partial tensors over the ranks, each keeping its slice.";
+  let description = [{
+    Sequence parallelism's exit from a tensor-parallel region: each rank's
+    operand is its partial sum of the whole tensor; rank `r` receives slice
+    `r` of dimension `dim` of the sum over the group's `size` ranks (added
+    in FP32, rounded once). Its gradient is `infir2.tp_all_gather`.
+
+    ```mlir
+    %h = infir2.tp_reduce_scatter %partial {size = 2 : i64, dim = 1 : i64} : tensor<4x128x256xbf16> -> tensor<4x64x256xbf16>
+    ```
+  }];
+  let arguments = (ins Infir2_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<2>]>:$size,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>]>:$dim);
+  let results = (outs Infir2_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // INFIR2_DIALECT_INFIR2_IR_INFIR2PARALLELOPS_TD
