@@ -171,8 +171,8 @@ LogicalResult Interpreter::run(Operation *op) {
       .Case<TPReduceOp, TPAllGatherOp, TPReduceScatterOp>([&](auto o) {
         return o.emitOpError() << "runs over " << o.getSize()
                                << " tensor-parallel ranks: interpret the "
-                                  "function with runRanks, one input set a "
-                                  "rank";
+                                  "function with runRanks over that many "
+                                  "ranks, one input set a rank";
       })
       .Case([&](ReduceScatterOp o) { return oneRankShards(o); })
       .Case([&](AllGatherOp o) { return oneRankShards(o); })

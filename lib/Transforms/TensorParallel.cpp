@@ -336,8 +336,15 @@ struct TensorParallelPass
                             "1 and fp8-block at least 0";
       return signalPassFailure();
     }
-    if (size == 1)
+    if (size == 1) {
+      if (sequenceParallel) {
+        module.emitError() << "--infir2-tensor-parallel: sequence-parallel "
+                              "splits the sequence over a group of 2 or more "
+                              "ranks (size=1)";
+        return signalPassFailure();
+      }
       return;
+    }
     if (module->hasAttr(Infir2Dialect::getTensorParallelAttrName())) {
       module.emitError() << "the module is already tensor-parallel";
       return signalPassFailure();

@@ -89,8 +89,9 @@ private:
   /// An entered value read by anything but a column-parallel GEMM.
   LogicalResult enteredError(Operation &op, unsigned operand) {
     return error(op, operand, Layout::Entered)
-           << "only column-parallel GEMMs read it (its gradient is summed "
-              "over the ranks: another reader's would be counted "
+           << "only column-parallel GEMMs and, with sequence parallelism, "
+              "norms' weights read it (its gradient is summed over the "
+              "ranks: another reader's would be counted "
            << size << " times)";
   }
 
@@ -109,6 +110,11 @@ private:
       if (l == Layout::Partial)
         return error(op, use.getOperandNumber(), l)
                << "a partial sum must be summed by 'infir2.tp_reduce' first";
+      if (l == Layout::Sequence && !isa<AddOp, MulOp, ConvertOp>(op))
+        return error(op, use.getOperandNumber(), l)
+               << "'" << op.getName()
+               << "' needs the whole sequence (put it together with "
+                  "'infir2.tp_all_gather' first)";
       if (common && *common != l)
         return error(op, use.getOperandNumber(), l)
                << "the op mixes " << describe(*common) << " and "
@@ -143,6 +149,10 @@ private:
     if (a == Layout::Partial || b == Layout::Partial)
       return error(*op, a == Layout::Partial ? 0 : 1, Layout::Partial)
              << "a partial sum must be summed by 'infir2.tp_reduce' first";
+    if (a == Layout::Sequence || b == Layout::Sequence)
+      return error(*op, a == Layout::Sequence ? 0 : 1, Layout::Sequence)
+             << "a GEMM reads a slice of the sequence only once "
+                "'infir2.tp_all_gather' has put it together";
     bool column = b == Layout::Shard && shardDims.count(op.getRhs()) &&
                   shardDims.lookup(op.getRhs()) == outDim;
     if (a == Layout::Entered && !column)
@@ -215,18 +225,21 @@ private:
           layouts[o.getResult()] = Layout::Entered;
           return success();
         })
-        .Case([&](TPReduceScatterOp o) -> LogicalResult {
-          if (Layout l = of(o.getInput()); l != Layout::Partial)
+        .Case<TPReduceScatterOp, TPAllGatherOp>([&](auto o) -> LogicalResult {
+          if (o.getDim() != 1)
+            return op.emitOpError()
+                   << "splits dimension " << o.getDim()
+                   << ": sequence parallelism splits dimension 1 ([batch, "
+                      "seq, hidden])";
+          bool scatter = isa<TPReduceScatterOp>(op);
+          Layout l = of(o.getInput());
+          if (scatter && l != Layout::Partial)
             return error(op, 0, l)
                    << "'infir2.tp_reduce_scatter' sums partial sums";
-          layouts[o.getResult()] = Layout::Sequence;
-          return success();
-        })
-        .Case([&](TPAllGatherOp o) -> LogicalResult {
-          if (Layout l = of(o.getInput()); l != Layout::Sequence)
+          if (!scatter && l != Layout::Sequence)
             return error(op, 0, l) << "'infir2.tp_all_gather' puts slices "
                                       "of the sequence together";
-          layouts[o.getResult()] = Layout::Entered;
+          layouts[o.getResult()] = scatter ? Layout::Sequence : Layout::Entered;
           return success();
         })
         .Case([&](RMSNormOp o) -> LogicalResult {

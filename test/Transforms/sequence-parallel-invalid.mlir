@@ -1,6 +1,8 @@
 // RUN: infir2-opt %s --split-input-file --infir2-tensor-parallel="size=2 fp8-block=0 sequence-parallel=true" --verify-diagnostics
 // RUN: not infir2-opt %S/Inputs/tp-layer.mlir --bf16-recipe="sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=ALONE
 // ALONE: sequence-parallel splits the sequence over a tensor-parallel group: set tensor-parallel to 2 or more
+// RUN: not infir2-opt %S/Inputs/tp-layer.mlir --infir2-tensor-parallel="size=1 sequence-parallel=true" 2>&1 | FileCheck %s --check-prefix=ONE
+// ONE: error: --infir2-tensor-parallel: sequence-parallel splits the sequence over a group of 2 or more ranks (size=1)
 
 // --infir2-tensor-parallel with sequence-parallel=true: what it refuses.
 

@@ -138,7 +138,7 @@ func.func @f(%x: tensor<4x64xbf16>) -> tensor<4x64xbf16> {
 module attributes {infir2.tensor_parallel = 2 : i64} {
 func.func @forward(%x: tensor<4x64xbf16>, %n: tensor<64xbf16>) -> tensor<4x64xbf16> {
   %xin = infir2.tp_copy %x {size = 2 : i64} : tensor<4x64xbf16>
-  // expected-error@+1 {{operand #0 is a whole tensor entered through 'infir2.tp_copy': only column-parallel GEMMs read it (its gradient is summed over the ranks: another reader's would be counted 2 times)}}
+  // expected-error@+1 {{operand #0 is a whole tensor entered through 'infir2.tp_copy': only column-parallel GEMMs and, with sequence parallelism, norms' weights read it (its gradient is summed over the ranks: another reader's would be counted 2 times)}}
   %y = infir2.rms_norm %xin, %n {epsilon = 1.0e-06 : f64} : tensor<4x64xbf16>, tensor<64xbf16>
   return %y : tensor<4x64xbf16>
 }
@@ -150,7 +150,7 @@ func.func @forward(%x: tensor<4x64xbf16>, %n: tensor<64xbf16>) -> tensor<4x64xbf
 module attributes {infir2.tensor_parallel = 2 : i64} {
 func.func @forward(%x: tensor<4x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<4x64xbf16> {
   %xin = infir2.tp_copy %x {size = 2 : i64} : tensor<4x64xbf16>
-  // expected-error@+1 {{operand #0 is a whole tensor entered through 'infir2.tp_copy': only column-parallel GEMMs read it}}
+  // expected-error@+1 {{operand #0 is a whole tensor entered through 'infir2.tp_copy': only column-parallel GEMMs and, with sequence parallelism, norms' weights read it}}
   %y = infir2.matmul %xin, %w {transpose_rhs} : tensor<4x64xbf16>, tensor<64x64xbf16> -> tensor<4x64xbf16>
   return %y : tensor<4x64xbf16>
 }
@@ -323,6 +323,48 @@ func.func @forward(%ids: tensor<2x8xi32>,
   // expected-error@+1 {{operand #0 is a shard: with vocab_shards, each rank holds its slice of the vocabulary (dimension 0)}}
   %h = infir2.embedding %embed[%ids] {vocab_shards = 2 : i64} : tensor<64x32xbf16>[tensor<2x8xi32>] -> tensor<2x8x32xbf16>
   %s = infir2.tp_reduce %h {size = 2 : i64} : tensor<2x8x32xbf16>
+  return %s : tensor<2x8x32xbf16>
+}
+}
+
+// -----
+
+// Sequence parallelism: an op that needs the whole sequence reads a slice.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>,
+    %embed: tensor<32x64xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<2x8x64xbf16> {
+  %h = infir2.embedding %embed[%ids] {vocab_shards = 2 : i64} : tensor<32x64xbf16>[tensor<2x8xi32>] -> tensor<2x8x64xbf16>
+  %s = infir2.tp_reduce_scatter %h {size = 2 : i64, dim = 1 : i64} : tensor<2x8x64xbf16> -> tensor<2x4x64xbf16>
+  // expected-error@+1 {{operand #0 is a slice of the sequence: 'infir2.silu' needs the whole sequence (put it together with 'infir2.tp_all_gather' first)}}
+  %a = infir2.silu %s : tensor<2x4x64xbf16>
+  %g = infir2.tp_all_gather %a {size = 2 : i64, dim = 1 : i64} : tensor<2x4x64xbf16> -> tensor<2x8x64xbf16>
+  return %g : tensor<2x8x64xbf16>
+}
+}
+
+// -----
+
+// A GEMM of a slice of the sequence.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>, %w: tensor<64x64xbf16>,
+    %embed: tensor<32x64xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<2x4x64xbf16> {
+  %h = infir2.embedding %embed[%ids] {vocab_shards = 2 : i64} : tensor<32x64xbf16>[tensor<2x8xi32>] -> tensor<2x8x64xbf16>
+  %s = infir2.tp_reduce_scatter %h {size = 2 : i64, dim = 1 : i64} : tensor<2x8x64xbf16> -> tensor<2x4x64xbf16>
+  // expected-error@+1 {{operand #0 is a slice of the sequence: a GEMM reads a slice of the sequence only once 'infir2.tp_all_gather' has put it together}}
+  %m = infir2.matmul %s, %w {transpose_rhs} : tensor<2x4x64xbf16>, tensor<64x64xbf16> -> tensor<2x4x64xbf16>
+  return %m : tensor<2x4x64xbf16>
+}
+}
+
+// -----
+
+// A reduce-scatter along another dimension than the sequence.
+module attributes {infir2.tensor_parallel = 2 : i64} {
+func.func @forward(%ids: tensor<2x8xi32>,
+    %embed: tensor<32x64xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>, infir2.tp_shard = 0 : i64}) -> tensor<2x8x32xbf16> {
+  %h = infir2.embedding %embed[%ids] {vocab_shards = 2 : i64} : tensor<32x64xbf16>[tensor<2x8xi32>] -> tensor<2x8x64xbf16>
+  // expected-error@+1 {{splits dimension 2: sequence parallelism splits dimension 1 ([batch, seq, hidden])}}
+  %s = infir2.tp_reduce_scatter %h {size = 2 : i64, dim = 2 : i64} : tensor<2x8x64xbf16> -> tensor<2x8x32xbf16>
   return %s : tensor<2x8x32xbf16>
 }
 }

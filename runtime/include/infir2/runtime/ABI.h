@@ -46,9 +46,10 @@ extern "C" {
 // 11: the context's tp_comm (the tensor-parallel group); tp_reduce; the
 // global norm's tp_shards attribute.
 // 12: embedding, embedding_grad, cross_entropy and cross_entropy_grad take a
-// trailing vocab_shards attribute (the vocabulary split over the group);
-// tp_all_gather and tp_reduce_scatter (sequence parallelism).
-enum { INFIR2RT_ABI_VERSION = 12 };
+// trailing vocab_shards attribute (the vocabulary split over the group).
+// 13: tp_all_gather and tp_reduce_scatter (sequence parallelism), before
+// all_gather (the entries after them move).
+enum { INFIR2RT_ABI_VERSION = 13 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 
