@@ -8,6 +8,7 @@
 
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -232,12 +233,56 @@ struct AddIntoNormGradient : OpRewritePattern<AddOp> {
   }
 };
 
+/// add(acc, [convert] tp_reduce(r)) -> add(acc, tp_reduce(op acc(zeros))),
+/// for `r` a result of an op that can add into an accumulator: a gradient
+/// summed over a tensor-parallel group (a norm's weight under sequence
+/// parallelism) is made and summed in FP32, so that it reaches its
+/// accumulator unrounded, as without the group. (The accumulator itself
+/// cannot be the op's: the group would sum it N times.)
+struct ReduceInFP32 : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    return forEachAccumulator(add, [&](Value acc, Value other) {
+      auto convert = other.getDefiningOp<ConvertOp>();
+      Value summed = convert ? convert.getInput() : other;
+      auto reduce = summed.getDefiningOp<TPReduceOp>();
+      if (!reduce || !reduce->hasOneUse() || (convert && !convert->hasOneUse()))
+        return failure();
+      OpResult result = soleAccumulatingResult(reduce.getInput());
+      if (!result || result.getType() == acc.getType())
+        return failure();
+      Operation *producer = result.getOwner();
+      rewriter.setInsertionPoint(producer);
+      auto type = cast<RankedTensorType>(acc.getType());
+      Value zeros = arith::ConstantOp::create(
+          rewriter, producer->getLoc(),
+          DenseElementsAttr::get(type, rewriter.getF32FloatAttr(0.0f)));
+      Operation *fused =
+          cast<AccumulatingOpInterface>(producer).cloneWithAccumulator(rewriter,
+                                                                       zeros);
+      rewriter.setInsertionPoint(reduce);
+      auto sum = TPReduceOp::create(rewriter, reduce.getLoc(), type,
+                                    fused->getResult(result.getResultNumber()),
+                                    reduce.getSizeAttr());
+      rewriter.setInsertionPoint(add);
+      rewriter.replaceOpWithNewOp<AddOp>(add, acc, sum.getResult());
+      if (convert)
+        rewriter.eraseOp(convert);
+      rewriter.eraseOp(reduce);
+      rewriter.replaceOp(producer, fused->getResults());
+      return success();
+    });
+  }
+};
+
 struct FuseAccumulationPass
     : public infir2::impl::FuseAccumulationPassBase<FuseAccumulationPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<AddIntoAccumulator, SplitSumIntoAccumulator, AddIntoProduct,
-                 AddIntoNormGradient>(&getContext());
+                 AddIntoNormGradient, ReduceInFP32>(&getContext());
     // Only this rewrite: no folding, no constants moved or merged, so the
     // rest of the step reads as the recipe left it.
     GreedyRewriteConfig config;
