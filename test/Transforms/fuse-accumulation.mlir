@@ -254,3 +254,24 @@ func.func @norm_residual_left_alone(%x: tensor<4x16xbf16>, %w: tensor<16xbf16>, 
   %s3 = infir2.add %dx3, %b : tensor<4x16xbf16>, tensor<16xbf16>
   return %s, %s2, %dx2, %s3 : tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xbf16>
 }
+
+// -----
+
+// Tests a gradient summed over a tensor-parallel group before its FP32
+// accumulator (a norm weight's, under sequence parallelism): the norm's
+// gradient is made into FP32 zeros, not into the accumulator (the group
+// would sum it twice), and summed in FP32; nothing is rounded to BF16.
+// CHECK-LABEL: func.func @reduce_in_fp32
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x16xbf16>, %[[W:[^:]+]]: tensor<16xbf16>, %[[DY:[^:]+]]: tensor<4x16xbf16>, %[[ACC:[^:]+]]: tensor<16xf32>)
+// CHECK-NEXT: %[[Z:.+]] = arith.constant dense<0.000000e+00> : tensor<16xf32>
+// CHECK-NEXT: %[[DX:.+]], %[[DW:.+]] = infir2.rms_norm_grad %[[X]], %[[W]], %[[DY]] acc(%[[Z]] : tensor<16xf32>)
+// CHECK-NEXT: %[[S:.+]] = infir2.tp_reduce %[[DW]] {size = 2 : i64} : tensor<16xf32>
+// CHECK-NEXT: %[[NEW:.+]] = infir2.add %[[ACC]], %[[S]] : tensor<16xf32>, tensor<16xf32>
+// CHECK-NEXT: return %[[DX]], %[[NEW]]
+func.func @reduce_in_fp32(%x: tensor<4x16xbf16>, %w: tensor<16xbf16>, %dy: tensor<4x16xbf16>, %acc: tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<16xf32>) {
+  %dx, %dw = infir2.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-06 : f64} : tensor<4x16xbf16>, tensor<16xbf16>
+  %s = infir2.tp_reduce %dw {size = 2 : i64} : tensor<16xbf16>
+  %c = infir2.convert %s : tensor<16xbf16> -> tensor<16xf32>
+  %new = infir2.add %acc, %c : tensor<16xf32>, tensor<16xf32>
+  return %dx, %new : tensor<4x16xbf16>, tensor<16xf32>
+}

@@ -68,8 +68,13 @@ def FuseAccumulationPass
     rounded once) gradient instead of its BF16 rounding, so a gradient
     carries about 16 more bits, and the two parts of a tied embedding's
     gradient are no longer rounded to BF16 after their sum; a BF16 sum with
-    a GEMM loses one rounding (2^-9 relative) of the product.
+    a GEMM loses one rounding (2^-9 relative) of the product. A gradient
+    summed over a tensor-parallel group (`infir2.tp_reduce`, a norm weight's
+    under sequence parallelism) before its accumulator is made into FP32
+    zeros and summed in FP32 instead (the accumulator itself would be
+    summed once a rank).
   }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
 def FoldConversionsPass
