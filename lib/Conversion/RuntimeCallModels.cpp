@@ -116,15 +116,18 @@ RuntimeCall callOf(AllReduceOp op) { return callTo(op, "all_reduce"); }
 // leaving it sums over the group.
 RuntimeCall callOf(TPCopyOp) { return {}; }
 RuntimeCall callOf(TPReduceOp op) { return callTo(op, "tp_reduce"); }
-RuntimeCall callOf(TPAllGatherOp op) {
-  attrs::tp_all_gather a;
+/// Sequence parallelism's collectives (`A`: their one field, the dimension).
+template <typename A, typename Op>
+RuntimeCall alongDimension(Op op, StringRef entry) {
+  A a;
   a.dim = op.getDim();
-  return callTo(op, "tp_all_gather", encoded(a));
+  return callTo(op, entry, encoded(a));
+}
+RuntimeCall callOf(TPAllGatherOp op) {
+  return alongDimension<attrs::tp_all_gather>(op, "tp_all_gather");
 }
 RuntimeCall callOf(TPReduceScatterOp op) {
-  attrs::tp_reduce_scatter a;
-  a.dim = op.getDim();
-  return callTo(op, "tp_reduce_scatter", encoded(a));
+  return alongDimension<attrs::tp_reduce_scatter>(op, "tp_reduce_scatter");
 }
 
 RuntimeCall callOf(TransposeOp op) {

@@ -16,6 +16,7 @@
 #include "infir2/runtime/Collectives.h"
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace infir2::rt::cpu {
@@ -107,7 +108,7 @@ int32_t sequenceSplit(const Call &c, const Operand &slice, const Operand &whole,
         int(s.tp->size), (long long)(dim < whole.rank ? whole.dim(dim) : 0));
   for (int64_t i = 0; i < dim; ++i)
     s.outer *= slice.dim(i);
-  s.run = slice.numel / s.outer;
+  s.run = s.outer ? slice.numel / s.outer : 0;
   return 0;
 }
 
@@ -120,9 +121,10 @@ int32_t tp_all_gather(const Call &c) {
           sequenceSplit(c, in, out, c.attrs<attrs::tp_all_gather>().dim, s))
     return rc;
   int64_t esize = infir2rt_dtype_size(in.dtype), bytes = in.numel * esize;
-  std::vector<uint8_t> all(size_t(bytes * s.tp->size));
+  // (Not zeroed: the gather writes all of it.)
+  std::unique_ptr<uint8_t[]> all(new uint8_t[size_t(bytes * s.tp->size)]);
   char error[256] = {0};
-  if (s.tp->all_gather(s.tp->impl, in.ptr, all.data(), bytes, error,
+  if (s.tp->all_gather(s.tp->impl, in.ptr, all.get(), bytes, error,
                        sizeof error) != 0)
     return c.fail("tensor-parallel all-gather of %lld bytes failed: %s",
                   (long long)bytes, error);
@@ -131,7 +133,7 @@ int32_t tp_all_gather(const Call &c) {
   for (int64_t r = 0; r < s.tp->size; ++r)
     for (int64_t o = 0; o < s.outer; ++o)
       std::memcpy(out.ptr + (o * s.tp->size + r) * run,
-                  all.data() + r * bytes + o * run, size_t(run));
+                  all.get() + r * bytes + o * run, size_t(run));
   return 0;
 }
 
