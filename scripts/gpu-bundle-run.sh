@@ -7,7 +7,8 @@
 # STAGES, space-separated (default "tests trainers speed sanitizer"):
 #   tests      InfiR2CudaTests (attention's first)
 #   fp8acc     PyTorch's FP8 accumulation (bench/gpu-fp8-accumulation.py)
-#   trainers   trainer-gpu.test's single-process parts: the GPU against the CPU
+#   trainers   trainer-gpu.test's single-process parts: the GPU against the CPU;
+#              tensor-parallel 2 on the one GPU where mpirun is there
 #   speed      20 steps of the 110 M and 0.5B trainers at 1x256 / 4x256, and
 #              where a 0.5B fp8 step goes (INFIR2_PROFILE)
 #   sanitizer  compute-sanitizer memcheck: the fp8 trainer, attention's and
@@ -84,6 +85,15 @@ if has trainers; then
   run timeout 120 ./t32 --device cpu --data $T --steps 5 --load $x/ck/step-000003 --log-every 1 --log-jsonl $x/resumed.jsonl > /dev/null
   grep -v '"step":[123],' $out/cuda-t32.jsonl > $x/gpu32-tail.jsonl
   run py compare_runs.py $x/resumed.jsonl $x/gpu32-tail.jsonl 1e-4 loss grad_norm
+  echo "=== tensor-parallel 2 with sequence parallelism on the GPU (two ranks share it: MPI, staged)"
+  if command -v mpirun > /dev/null; then
+    run env INFIR2_COLLECTIVES=mpi OMP_NUM_THREADS=1 timeout 180 mpirun --allow-run-as-root \
+      --oversubscribe -np 2 ./t32tp2 --device cuda --data $T --steps 5 --log-every 1 \
+      --log-jsonl $out/cuda-t32tp2.jsonl > /dev/null
+    run py compare_runs.py $out/cuda-t32tp2.jsonl $out/cpu-t32.jsonl 1e-4 loss grad_norm
+  else
+    echo "skipped: no mpirun here (CudaTensorParallel's tests ran the kernels as threads)"
+  fi
 fi
 
 if has speed; then
@@ -104,7 +114,7 @@ if has sanitizer; then
     timeout 300 "$cs" --tool memcheck --print-limit 10 ./t8 --device cuda --data $T --steps 2 2>&1 |
       grep "=====" | tail -8
     timeout 300 "$cs" --tool memcheck --print-limit 10 ./InfiR2CudaTests \
-      --gtest_filter='*CudaAttention*:*CudaQuantize*:*CudaLoss*' 2>&1 |
+      --gtest_filter='*CudaAttention*:*CudaQuantize*:*CudaLoss*:*CudaTensorParallel*' 2>&1 |
       grep "=====\|PASSED\|FAILED" | tail -8
   fi
 fi

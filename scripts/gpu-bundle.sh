@@ -25,6 +25,8 @@ rm -rf "$out" && mkdir -p "$out/lib" "$out/python"
 "$bin/infir2-import" --hf-config "$root/examples/tiny-qwen/config.json" --seq-len 128 \
   --micro-batch 4 --dtype f32 -o "$out/f32.mlir"
 "$bin/infir2-compile" "$out/f32.mlir" --recipe=bf16 -o "$out/t32"
+"$bin/infir2-compile" "$out/f32.mlir" --recipe=bf16 \
+  --recipe-options="tensor-parallel=2 sequence-parallel=true" -o "$out/t32tp2"
 "$bin/infir2-compile" "$root/examples/tiny-qwen/model.mlir" --recipe=fp8 -o "$out/t8"
 for m in qwen-110m:4 qwen2.5-0.5b:1; do
   "$bin/infir2-import" --hf-config "$root/examples/hf-configs/${m%%:*}.json" --seq-len 256 \
@@ -76,6 +78,6 @@ ldd "$out/t8" "$out/InfiR2CudaTests" | awk '/=> \//{print $3}' | sort -u |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 tar cJf "$out/lib.tar.xz" -C "$out/lib" . && rm -rf "$out/lib"
 # The executables, compressed (the device tool carries at most 64 MiB).
-(cd "$out" && strip t32 t8 qwen-* bench-* infir2-* && find . -maxdepth 1 -type f -perm -u+x \
+(cd "$out" && strip t32 t32tp2 t8 qwen-* bench-* infir2-* && find . -maxdepth 1 -type f -perm -u+x \
   ! -name '*.sh' -printf '%P\n' | tar cJf bin.tar.xz -T - --remove-files)
 echo "gpu-bundle: $out ($(du -sh "$out" | cut -f1)); run there: bash $out/run.sh"

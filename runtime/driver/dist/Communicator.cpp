@@ -207,7 +207,9 @@ void Communicator::useDeviceCollectives(std::string &notice) {
              "memory over MPI";
     return;
   }
-  // Rank 0's NCCL id (and whether it has one) reaches the others over MPI.
+  // The group's rank 0's NCCL id (and whether it has one) reaches the
+  // others over the group's MPI communicator: each group of a 2-D layout
+  // gets an NCCL communicator of its own.
   // The start-up is non-blocking and bounded in time, so that a rank that
   // cannot join makes the others give up instead of wait; the group then
   // decides together, and no rank waits in NCCL for one that fell back.
@@ -217,7 +219,7 @@ void Communicator::useDeviceCollectives(std::string &notice) {
   } root{};
   if (rank_ == 0)
     root.ok = ncclGetUniqueId(&root.id) == ncclSuccess;
-  MPI_Bcast(&root, sizeof root, MPI_BYTE, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&root, sizeof root, MPI_BYTE, 0, groupOf(group_));
   ncclComm_t comm = nullptr;
   ncclResult_t rc = ncclInvalidUsage;
   bool timedOut = false;
@@ -239,7 +241,7 @@ void Communicator::useDeviceCollectives(std::string &notice) {
     }
   }
   int ok = rc == ncclSuccess, all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, groupOf(group_));
   if (!all) {
     if (comm)
       ncclCommAbort(comm);
@@ -303,6 +305,11 @@ Status Communicator::init(int *argc, char ***argv) {
 
 void Communicator::finalize() {
 #ifdef INFIR2_HAVE_NCCL
+  for (Communicator *group : children_) // the subgroups' own communicators
+    if (group->nccl_) {
+      ncclCommDestroy(static_cast<ncclComm_t>(group->nccl_));
+      group->nccl_ = nullptr;
+    }
   if (nccl_)
     ncclCommDestroy(static_cast<ncclComm_t>(nccl_));
   nccl_ = nullptr;

@@ -59,9 +59,11 @@ public:
   void attach(infir2rt_context &ctx);
 
   /// For ranks on GPUs (after the device is chosen, before attach): NCCL
-  /// for the collectives on device memory, bootstrapped over MPI. Where
-  /// NCCL cannot start on every rank, or INFIR2_COLLECTIVES=mpi, the group
-  /// keeps MPI on staged host buffers and `notice` says why.
+  /// for the collectives on device memory, bootstrapped over the group's
+  /// MPI communicator (every rank of the group calls it; a subgroup gets a
+  /// communicator of its own). Where NCCL cannot start on every rank of the
+  /// group, or INFIR2_COLLECTIVES=mpi, the group keeps MPI on staged host
+  /// buffers and `notice` says why.
   void useDeviceCollectives(std::string &notice);
   void *nccl() const { return nccl_; }
 

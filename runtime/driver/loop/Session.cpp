@@ -34,11 +34,14 @@ Status Session::open(std::string &notice) {
                   "started as %d: run it with mpirun -np N, N a multiple of "
                   "%d (N / %d data-parallel groups)",
                   size, comm.size(), size, size);
-    // Every rank decides alike (under --device auto one might have found a
-    // GPU), before the groups are made.
-    if (comm.max(device.onGpu() ? 1.0 : 0.0) != 0.0)
-      return fail("tensor parallelism runs on the CPU backend for now: "
-                  "start it with --device cpu");
+    // Every rank on one kind of device (under --device auto one might have
+    // found a GPU and another not), decided before the groups are made.
+    double gpus = comm.sum(device.onGpu() ? 1.0 : 0.0);
+    if (gpus != 0.0 && gpus != double(comm.size()))
+      return fail("%d of the %d ranks found a GPU: a tensor-parallel group "
+                  "runs on one kind of device (start it with --device cuda "
+                  "or --device cpu)",
+                  int(gpus), comm.size());
     tp = comm.split(comm.rank() / size, comm.rank() % size);
     dpGroup = comm.split(comm.rank() % size, comm.rank() / size);
     dp = dpGroup.get();
@@ -48,10 +51,19 @@ Status Session::open(std::string &notice) {
   if (!device.onGpu() && comm.rank() == 0)
     std::fprintf(stderr, "trainer: CPU GEMMs: %s\n", infir2rt_cpu_gemm_info());
   if (device.onGpu() && comm.size() > 1) {
-    std::string why;
-    comm.useDeviceCollectives(why);
-    if (!why.empty() && comm.rank() == 0)
-      std::fprintf(stderr, "trainer: %s\n", why.c_str());
+    // Each group of a 2-D layout with an NCCL communicator of its own.
+    auto useNccl = [&](Communicator &group, const char *which) {
+      std::string why;
+      group.useDeviceCollectives(why);
+      if (!why.empty() && comm.rank() == 0)
+        std::fprintf(stderr, "trainer: %s%s\n", which, why.c_str());
+    };
+    if (tp) {
+      useNccl(*tp, "tensor-parallel group: ");
+      useNccl(*dpGroup, "data-parallel group: ");
+    } else {
+      useNccl(comm, "");
+    }
   }
   dp->attach(ctx);
   ctx.tp_comm = tp ? tp->runtimeInterface() : nullptr;

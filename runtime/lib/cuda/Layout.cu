@@ -1,17 +1,17 @@
-//===- Layout.cu - Fill, transpose, embedding, RoPE, sums on the GPU ------===//
+//===- Layout.cu - Fill, transpose, RoPE and data-parallel sums on the GPU ===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 //
-// The CUDA versions of the CPU backend's fill, transpose, embedding (with
-// the same out-of-range error), rope (both directions) and the collectives,
-// on the same descriptors (reduce_sum and global_norm: Reduce.cu).
+// The CUDA versions of the CPU backend's fill, transpose, rope (both
+// directions) and the data-parallel collectives, on the same descriptors
+// (reduce_sum and global_norm: Reduce.cu; the embedding: Embedding.cu; the
+// tensor-parallel collectives: TensorParallel.cu).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
-#include "Deferred.h"
 #include "DeviceView.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
@@ -66,21 +66,6 @@ __global__ void transposeKernel(const uint8_t *in, uint8_t *out, int64_t n,
     out[flat * size + b] = in[src * size + b];
 }
 
-__global__ void embeddingKernel(View table, const int32_t *ids, View out,
-                                int64_t tokens, int64_t dim, int64_t vocab,
-                                infir2::rt::cuda::RefusalSlot slot) {
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= tokens * dim)
-    return;
-  int64_t t = i / dim, id = ids[t];
-  if (id < 0 || id >= vocab) {
-    if (i % dim == 0)
-      infir2::rt::cuda::refuseId(slot, t, int32_t(id));
-    return;
-  }
-  out.set(i, table.get(id * dim + i % dim));
-}
-
 __global__ void ropeKernel(View x, const int32_t *pos, View out, int64_t tokens,
                            int64_t width, int64_t seq, int64_t hd, bool shared,
                            double theta, double sign) {
@@ -131,36 +116,6 @@ extern "C" int32_t infir2rt_cuda_transpose(infir2rt_context *ctx,
                     infir2::rt::cuda::streamOf(ctx)>>>(
       in.ptr, out.ptr, out.numel, infir2rt_dtype_size(in.dtype), p);
   return infir2::rt::cuda::finishLaunch(ctx, where);
-}
-
-extern "C" int32_t infir2rt_cuda_embedding(infir2rt_context *ctx,
-                                           const int64_t *desc,
-                                           const char *where) {
-  Operand table = descOperand(ctx, desc, 0), ids = descOperand(ctx, desc, 1),
-          out = descOperand(ctx, desc, 2);
-  if (attrs::decode<attrs::embedding>(desc).vocab_shards > 1)
-    return setCallError(ctx, where, "%s",
-                        "a vocabulary-parallel embedding (tensor "
-                        "parallelism) is not implemented on the CUDA backend "
-                        "yet (run it with --device cpu)");
-  if (ids.dtype != INFIR2RT_I32)
-    return setCallError(ctx, where, "%s", "the CUDA embedding takes i32 ids");
-  int64_t vocab = table.shape[0], dim = table.shape[1];
-  // An id out of range is refused (Deferred.h), its row left as it was.
-  unsigned long long *own = nullptr;
-  INFIR2_CUDA_CHECK(ctx, infir2::rt::cuda::takeWorkspace({{&own, 16}}), where);
-  const infir2::rt::cuda::RefusalKind kind = infir2::rt::cuda::idRefusal(vocab);
-  infir2::rt::cuda::RefusalSlot slot;
-  if (int32_t rc = infir2::rt::cuda::openRefusal(ctx, where, kind,
-                                                 /*detail=*/true, own, slot))
-    return rc;
-  embeddingKernel<<<blocksFor(ids.numel * dim), kThreads, 0,
-                    infir2::rt::cuda::streamOf(ctx)>>>(
-      viewOf(table), reinterpret_cast<const int32_t *>(ids.ptr), viewOf(out),
-      ids.numel, dim, vocab, slot);
-  if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
-    return rc;
-  return infir2::rt::cuda::closeRefusal(ctx, where, kind, own, slot);
 }
 
 extern "C" int32_t infir2rt_cuda_rope(infir2rt_context *ctx,
@@ -467,26 +422,4 @@ extern "C" int32_t infir2rt_cuda_all_gather(infir2rt_context *ctx,
     return onDevice(ctx, desc, where, Collective::AllGather);
   return stagedRowShards(ctx, desc, where, /*wholeFirst=*/false, allGatherHost,
                          "all-gather");
-}
-
-// Tensor parallelism runs on the CPU backend only for now (MPI groups); on
-// a GPU the step stops with a message rather than sum a shard alone.
-static int32_t tensorParallelRefused(infir2rt_context *ctx, const char *where) {
-  return setCallError(ctx, where, "%s",
-                      "tensor parallelism is not implemented on the CUDA "
-                      "backend yet (run it with --device cpu)");
-}
-extern "C" int32_t infir2rt_cuda_tp_reduce(infir2rt_context *ctx,
-                                           const int64_t *, const char *where) {
-  return tensorParallelRefused(ctx, where);
-}
-extern "C" int32_t infir2rt_cuda_tp_all_gather(infir2rt_context *ctx,
-                                               const int64_t *,
-                                               const char *where) {
-  return tensorParallelRefused(ctx, where);
-}
-extern "C" int32_t infir2rt_cuda_tp_reduce_scatter(infir2rt_context *ctx,
-                                                   const int64_t *,
-                                                   const char *where) {
-  return tensorParallelRefused(ctx, where);
 }

@@ -1,18 +1,19 @@
-//===- Loss.cu - Cross-entropy, norm and embedding gradients on the GPU ---===//
+//===- Loss.cu - Cross-entropy and the norm's gradient on the GPU ---------===//
 //
 // Part of the InfiR2 project.
 //
 //===----------------------------------------------------------------------===//
 //
 // The CUDA versions of the CPU backend's cross_entropy, cross_entropy_grad,
-// rms_norm_grad and embedding_grad, on the same descriptors. One block per
+// loss_weight and rms_norm_grad, on the same descriptors. One block per
 // token row for the losses and the norm; the norm weight's gradient sums
-// over rows in two stages (Reduce.cuh), the embedding gradient with
-// atomics, so their sums come in another order than the CPU backend's (the
-// GPU test allows for it). The losses read the host nothing: the tokens'
-// weights, their sum and the mean are computed on the device, a target out
-// of range is refused at the step's read-back (Deferred.h), and rows of FP32
-// logits are read 16 bytes at a time.
+// over rows in two stages (Reduce.cuh), so in another order than the CPU
+// backend's (the GPU test allows for it). With the vocabulary split over
+// the tensor-parallel group, each token's log-sum-exp is the whole
+// vocabulary's (TensorParallel.cuh). The losses read the host nothing: the
+// tokens' weights, their sum and the mean are computed on the device, a target
+// out of range is refused at the step's read-back (Deferred.h), and rows of
+// FP32 logits are read 16 bytes at a time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "Deferred.h"
 #include "DeviceView.cuh"
 #include "Reduce.cuh"
+#include "TensorParallel.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
@@ -153,15 +155,18 @@ __global__ void tokenWeightsKernel(const int32_t *targets, View mask, int64_t n,
 
 /// What both losses share: the weights, their sum and the refusal words in
 /// the workspace (and, off a step stream, the refusal read at once).
+/// `parts`: the doubles a vocabulary-parallel loss needs besides
+/// (TensorParallel.cuh).
 struct Weights {
   float *w = nullptr;
-  double *total = nullptr, *sum = nullptr;
+  double *total = nullptr, *sum = nullptr, *parts = nullptr;
   unsigned long long *words = nullptr;
 };
 
 int32_t tokenWeights(infir2rt_context *ctx, const int64_t *desc,
                      const char *where, int64_t targetsAt, int64_t ignore,
-                     bool hasMask, int64_t vocab, Weights &out) {
+                     bool hasMask, int64_t vocab, Weights &out,
+                     int64_t partDoubles = 0) {
   Operand targets = descOperand(ctx, desc, targetsAt);
   View mask{nullptr, INFIR2RT_F32, 0};
   if (hasMask) {
@@ -177,6 +182,7 @@ int32_t tokenWeights(infir2rt_context *ctx, const int64_t *desc,
       infir2::rt::cuda::takeWorkspace({{&out.w, targets.numel * 4},
                                        {&out.total, 8},
                                        {&out.sum, 8},
+                                       {&out.parts, partDoubles * 8},
                                        {&out.words, 16}}),
       where);
   const infir2::rt::cuda::RefusalKind kind =
@@ -226,10 +232,13 @@ __global__ void meanLossKernel(const double *sum, const double *total,
   out.set(0, *total == 0.0 ? 0.0f : float(*sum / *total));
 }
 
+/// With `wholeLse` (a vocabulary split over the group), each row's
+/// log-sum-exp is the whole vocabulary's, and this rank's first id `first`.
 __global__ void crossEntropyGradKernel(View logits, const int32_t *targets,
                                        const float *w, int64_t vocab,
                                        View dloss, const double *total,
-                                       View out) {
+                                       View out, const double *wholeLse,
+                                       int64_t first) {
   __shared__ float shared[kThreads];
   int64_t row = blockIdx.x;
   float scale = *total == 0.0 ? 0.0f : float(double(dloss.get(0)) / *total);
@@ -237,9 +246,10 @@ __global__ void crossEntropyGradKernel(View logits, const int32_t *targets,
     mapRow(logits, out, row, vocab, [](int64_t, float) { return 0.0f; });
     return;
   }
-  float lse = rowLogSumExp(logits, row, vocab, shared);
+  float lse = wholeLse ? float(wholeLse[row])
+                       : rowLogSumExp(logits, row, vocab, shared);
   float coeff = scale * w[row];
-  int64_t target = targets[row];
+  int64_t target = targets[row] - first;
   mapRow(logits, out, row, vocab, [&](int64_t i, float v) {
     return coeff * (expf(v - lse) - (i == target ? 1.0f : 0.0f));
   });
@@ -281,27 +291,6 @@ struct NormWeightTerm {
   }
 };
 
-template <typename T> __global__ void castKernel(const T *in, View out) {
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < out.numel)
-    out.set(i, float(in[i]));
-}
-
-__global__ void embeddingGradKernel(const int32_t *ids, View dy, float *out,
-                                    int64_t tokens, int64_t dim, int64_t vocab,
-                                    infir2::rt::cuda::RefusalSlot slot) {
-  int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (k >= tokens * dim)
-    return;
-  int64_t t = k / dim, i = k % dim, id = ids[t];
-  if (id < 0 || id >= vocab) {
-    if (i == 0)
-      infir2::rt::cuda::refuseId(slot, t, int32_t(id));
-    return;
-  }
-  atomicAdd(&out[id * dim + i], dy.get(k));
-}
-
 } // namespace
 
 extern "C" int32_t infir2rt_cuda_loss_weight(infir2rt_context *ctx,
@@ -318,15 +307,43 @@ extern "C" int32_t infir2rt_cuda_loss_weight(infir2rt_context *ctx,
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
-// Tensor parallelism runs on the CPU backend only for now (as tp_reduce,
-// Layout.cu): a rank's columns of the logits are not the loss's.
-static int32_t vocabularyParallelRefused(infir2rt_context *ctx,
-                                         const char *where) {
-  return setCallError(ctx, where, "%s",
-                      "a vocabulary-parallel embedding or loss (tensor "
-                      "parallelism) is not implemented on the CUDA backend "
-                      "yet (run it with --device cpu)");
+namespace {
+
+/// What both losses read besides the logits: the tokens' weights (the
+/// divisor's total in place of theirs when `divisorAt` >= 0) and, with the
+/// vocabulary split over `shards` ranks, this rank's first id and each
+/// token's whole-vocabulary log-sum-exp and target logit.
+struct LossInputs {
+  Weights w;
+  int64_t first = 0;
+  const double *lse = nullptr, *target = nullptr;
+};
+
+int32_t lossInputs(infir2rt_context *ctx, const int64_t *desc,
+                   const char *where, int64_t ignore, bool hasMask,
+                   int64_t shards, int64_t divisorAt, LossInputs &in) {
+  Operand logits = descOperand(ctx, desc, 0),
+          targets = descOperand(ctx, desc, 1);
+  int64_t vocab = logits.last();
+  if (int32_t rc = infir2::rt::cuda::vocabularyStart(ctx, where, shards, vocab,
+                                                     in.first))
+    return rc;
+  if (int32_t rc = tokenWeights(
+          ctx, desc, where, 1, ignore, hasMask, vocab * shards, in.w,
+          infir2::rt::cuda::wholeVocabularyDoubles(targets.numel, shards)))
+    return rc;
+  if (divisorAt >= 0)
+    divisorKernel<<<1, 1, 0, infir2::rt::cuda::streamOf(ctx)>>>(
+        viewOf(descOperand(ctx, desc, divisorAt)), in.w.total);
+  if (shards == 1)
+    return 0;
+  return infir2::rt::cuda::wholeVocabulary(
+      ctx, where, viewOf(logits),
+      reinterpret_cast<const int32_t *>(targets.ptr), in.w.w, targets.numel,
+      vocab, in.first, shards, in.w.parts, &in.lse, &in.target);
 }
+
+} // namespace
 
 extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
                                                const int64_t *desc,
@@ -334,25 +351,21 @@ extern "C" int32_t infir2rt_cuda_cross_entropy(infir2rt_context *ctx,
   Operand logits = descOperand(ctx, desc, 0),
           targets = descOperand(ctx, desc, 1);
   auto a = attrs::decode<attrs::cross_entropy>(desc);
-  if (a.vocab_shards > 1)
-    return vocabularyParallelRefused(ctx, where);
-  bool hasMask = a.has_mask;
-  int64_t at = hasMask ? 3 : 2;
+  int64_t at = a.has_mask ? 3 : 2;
   Operand out = descOperand(ctx, desc, at + (a.has_divisor ? 1 : 0));
-  int64_t vocab = logits.last();
-  Weights w;
-  if (int32_t rc =
-          tokenWeights(ctx, desc, where, 1, a.ignore_index, hasMask, vocab, w))
+  LossInputs in;
+  if (int32_t rc = lossInputs(ctx, desc, where, a.ignore_index, a.has_mask,
+                              a.vocab_shards, a.has_divisor ? at : -1, in))
     return rc;
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
-  if (a.has_divisor)
-    divisorKernel<<<1, 1, 0, stream>>>(viewOf(descOperand(ctx, desc, at)),
-                                       w.total);
-  if (targets.numel > 0)
+  if (in.lse)
+    infir2::rt::cuda::addShardedLoss(ctx, in.lse, in.target, in.w.w,
+                                     targets.numel, in.w.sum);
+  else if (targets.numel > 0)
     crossEntropyKernel<<<unsigned(targets.numel), kThreads, 0, stream>>>(
-        viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), w.w,
-        vocab, w.sum);
-  meanLossKernel<<<1, 1, 0, stream>>>(w.sum, w.total, viewOf(out));
+        viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), in.w.w,
+        logits.last(), in.w.sum);
+  meanLossKernel<<<1, 1, 0, stream>>>(in.w.sum, in.w.total, viewOf(out));
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -362,25 +375,19 @@ extern "C" int32_t infir2rt_cuda_cross_entropy_grad(infir2rt_context *ctx,
   Operand logits = descOperand(ctx, desc, 0),
           targets = descOperand(ctx, desc, 1);
   auto a = attrs::decode<attrs::cross_entropy_grad>(desc);
-  if (a.vocab_shards > 1)
-    return vocabularyParallelRefused(ctx, where);
-  bool hasMask = a.has_mask;
-  int64_t at = hasMask ? 3 : 2;
+  int64_t at = a.has_mask ? 3 : 2;
   Operand dloss = descOperand(ctx, desc, at),
           out = descOperand(ctx, desc, at + (a.has_divisor ? 2 : 1));
-  int64_t vocab = logits.last();
-  Weights w;
-  if (int32_t rc =
-          tokenWeights(ctx, desc, where, 1, a.ignore_index, hasMask, vocab, w))
+  LossInputs in;
+  if (int32_t rc = lossInputs(ctx, desc, where, a.ignore_index, a.has_mask,
+                              a.vocab_shards, a.has_divisor ? at + 1 : -1, in))
     return rc;
-  if (a.has_divisor)
-    divisorKernel<<<1, 1, 0, infir2::rt::cuda::streamOf(ctx)>>>(
-        viewOf(descOperand(ctx, desc, at + 1)), w.total);
   if (targets.numel > 0)
     crossEntropyGradKernel<<<unsigned(targets.numel), kThreads, 0,
                              infir2::rt::cuda::streamOf(ctx)>>>(
-        viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), w.w,
-        vocab, viewOf(dloss), w.total, viewOf(out));
+        viewOf(logits), reinterpret_cast<const int32_t *>(targets.ptr), in.w.w,
+        logits.last(), viewOf(dloss), in.w.total, viewOf(out), in.lse,
+        in.first);
   return infir2::rt::cuda::finishLaunch(ctx, where);
 }
 
@@ -422,61 +429,4 @@ extern "C" int32_t infir2rt_cuda_rms_norm_grad(infir2rt_context *ctx,
       ctx, NormWeightTerm{viewOf(x), viewOf(dy), inverse, d}, rows, d, partial,
       viewOf(dwOut), reinterpret_cast<const float *>(acc));
   return infir2::rt::cuda::finishLaunch(ctx, where);
-}
-
-extern "C" int32_t infir2rt_cuda_embedding_grad(infir2rt_context *ctx,
-                                                const int64_t *desc,
-                                                const char *where) {
-  Operand ids = descOperand(ctx, desc, 0), dy = descOperand(ctx, desc, 1),
-          out = descOperand(ctx, desc, 2);
-  if (attrs::decode<attrs::embedding_grad>(desc).vocab_shards > 1)
-    return vocabularyParallelRefused(ctx, where);
-  if (ids.dtype != INFIR2RT_I32)
-    return setCallError(ctx, where, "%s",
-                        "the CUDA embedding gradient takes i32 ids");
-  int64_t vocab = out.shape[0], dim = out.shape[1];
-  // Rows are summed in FP32 (atomics): in the result itself when it is
-  // FP32, else in a workspace rounded once to the result type, as the CPU
-  // backend does. They start from the accumulator when there is one (FP32,
-  // the result's type: copied unless it is the result itself), else zero.
-  // An id out of range is refused (Deferred.h) and adds nothing.
-  const uint8_t *acc = nullptr;
-  if (int32_t rc = infir2::rt::gradientAccumulator(
-          ctx, desc, attrs::decode<attrs::embedding_grad>(desc).has_acc, 3, out,
-          where, &acc))
-    return rc;
-  float *sum = reinterpret_cast<float *>(out.ptr), *scratch = nullptr;
-  unsigned long long *own = nullptr;
-  INFIR2_CUDA_CHECK(
-      ctx,
-      infir2::rt::cuda::takeWorkspace(
-          {{&scratch, out.dtype != INFIR2RT_F32 ? out.numel * 4 : 0},
-           {&own, 16}}),
-      where);
-  if (out.dtype != INFIR2RT_F32)
-    sum = scratch;
-  const infir2::rt::cuda::RefusalKind kind = infir2::rt::cuda::idRefusal(vocab);
-  infir2::rt::cuda::RefusalSlot slot;
-  if (int32_t rc = infir2::rt::cuda::openRefusal(ctx, where, kind,
-                                                 /*detail=*/true, own, slot))
-    return rc;
-  cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
-  if (!acc)
-    INFIR2_CUDA_CHECK(ctx, cudaMemsetAsync(sum, 0, out.numel * 4, stream),
-                      where);
-  else if (acc != out.ptr)
-    INFIR2_CUDA_CHECK(ctx,
-                      cudaMemcpyAsync(sum, acc, out.numel * 4,
-                                      cudaMemcpyDeviceToDevice, stream),
-                      where);
-  embeddingGradKernel<<<unsigned((ids.numel * dim + kThreads - 1) / kThreads),
-                        kThreads, 0, stream>>>(
-      reinterpret_cast<const int32_t *>(ids.ptr), viewOf(dy), sum, ids.numel,
-      dim, vocab, slot);
-  if (out.dtype != INFIR2RT_F32)
-    castKernel<<<unsigned((out.numel + kThreads - 1) / kThreads), kThreads, 0,
-                 stream>>>(sum, viewOf(out));
-  if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
-    return rc;
-  return infir2::rt::cuda::closeRefusal(ctx, where, kind, own, slot);
 }

@@ -15,6 +15,7 @@
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
 #include "Reduce.cuh"
+#include "TensorParallel.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Collectives.h"
@@ -88,6 +89,14 @@ __global__ void normKernel(const double *partial, int64_t count, double *total,
   }
 }
 
+/// The shards' squared norm as the group sums it (FP32), and back.
+__global__ void narrowKernel(const double *total, float *wire) {
+  *wire = float(*total);
+}
+__global__ void widenKernel(const float *wire, double *partial) {
+  *partial = double(*wire);
+}
+
 } // namespace
 
 extern "C" int32_t infir2rt_cuda_reduce_sum(infir2rt_context *ctx,
@@ -129,32 +138,57 @@ extern "C" int32_t infir2rt_cuda_global_norm(infir2rt_context *ctx,
   // Each gradient's blocks write partial sums of squares (at most 256 per
   // gradient), one block adds them in order and takes the root: on the
   // device, with the scale read there.
-  if (attrs::decode<attrs::global_norm>(desc).tp_shards > 0)
+  // Under tensor parallelism the first tp_shards gradients are this rank's
+  // shards: their squares are summed first, over the group (FP32 on the
+  // wire, as on the CPU), into one more partial before the others'.
+  int64_t shards = attrs::decode<attrs::global_norm>(desc).tp_shards;
+  if (shards > 0 && !ctx->tp_comm)
     return setCallError(ctx, where, "%s",
-                        "tensor parallelism is not implemented on the CUDA "
-                        "backend yet (run it with --device cpu)");
-  int64_t n = desc[0], count = 0;
+                        "a tensor-parallel step runs on its group, and this "
+                        "context has none");
+  int64_t n = desc[0], count = 0, shardCount = 0;
   auto blocksOf = [](int64_t numel) {
     return std::clamp<int64_t>(blocksFor(numel), 1, kThreads);
   };
-  for (int64_t g = 0; g < n - 2; ++g)
+  for (int64_t g = 0; g < n - 2; ++g) {
     count += blocksOf(descOperand(ctx, desc, g).numel);
+    if (g + 1 == shards)
+      shardCount = count;
+  }
+  int64_t skip = shards > 0 ? 1 : 0; // the group's sum's partial
   double *partial = nullptr, *total = nullptr;
-  INFIR2_CUDA_CHECK(ctx,
-                    infir2::rt::cuda::takeWorkspace(
-                        {{&partial, count * 8}, {&total, sizeof *total}}),
-                    where);
+  float *wire = nullptr;
+  INFIR2_CUDA_CHECK(
+      ctx,
+      infir2::rt::cuda::takeWorkspace({{&partial, (count + skip) * 8},
+                                       {&total, sizeof *total},
+                                       {&wire, sizeof *wire}}),
+      where);
   cudaStream_t stream = infir2::rt::cuda::streamOf(ctx);
   const float *scale =
       reinterpret_cast<const float *>(descOperand(ctx, desc, n - 2).ptr);
   float *norm = reinterpret_cast<float *>(descOperand(ctx, desc, n - 1).ptr);
   for (int64_t g = 0, at = 0; g < n - 2; ++g) {
     Operand o = descOperand(ctx, desc, g);
+    if (g == shards)
+      at += skip;
     sumSquaresKernel<<<unsigned(blocksOf(o.numel)), kThreads, 0, stream>>>(
         reinterpret_cast<const float *>(o.ptr), o.numel, scale, partial + at);
     at += blocksOf(o.numel);
   }
-  normKernel<<<1, kThreads, 0, stream>>>(partial, count, total, norm);
+  if (shards > 0) {
+    normKernel<<<1, kThreads, 0, stream>>>(partial, shardCount, total, norm);
+    narrowKernel<<<1, 1, 0, stream>>>(total, wire);
+    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
+    if (int32_t rc = infir2::rt::cuda::groupSum(
+            ctx, ctx->tp_comm, wire, 1, where, "the shards' squared norm"))
+      return rc;
+    widenKernel<<<1, 1, 0, stream>>>(wire, partial + shardCount);
+    normKernel<<<1, kThreads, 0, stream>>>(partial + shardCount,
+                                           count + 1 - shardCount, total, norm);
+  } else {
+    normKernel<<<1, kThreads, 0, stream>>>(partial, count, total, norm);
+  }
   if (int32_t rc = infir2::rt::cuda::finishLaunch(ctx, where))
     return rc;
   if (attrs::decode<attrs::global_norm>(desc).across_ranks &&

@@ -41,7 +41,10 @@ inline cudaError_t takeWorkspace(std::initializer_list<Piece> pieces) {
     uint8_t *ptr = nullptr;
     int64_t bytes = 0;
   };
-  static Buffer buffers[64]; // by device index
+  // By device index, and per host thread: a process's step runs on one
+  // thread; a test running several ranks as threads on one GPU
+  // (ThreadGroup.h) gives each its own.
+  thread_local Buffer buffers[64];
   int device = 0;
   if (cudaError_t st = cudaGetDevice(&device); st != cudaSuccess)
     return st;
