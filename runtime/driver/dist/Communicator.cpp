@@ -220,6 +220,12 @@ void Communicator::useDeviceCollectives(std::string &notice) {
   if (rank_ == 0)
     root.ok = ncclGetUniqueId(&root.id) == ncclSuccess;
   MPI_Bcast(&root, sizeof root, MPI_BYTE, 0, groupOf(group_));
+  if (root.ok) { // FNV-1a of the id's bytes
+    const auto *bytes = reinterpret_cast<const unsigned char *>(&root.id);
+    bootstrapId_ = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof root.id; ++i)
+      bootstrapId_ = (bootstrapId_ ^ bytes[i]) * 1099511628211ull;
+  }
   ncclComm_t comm = nullptr;
   ncclResult_t rc = ncclInvalidUsage;
   bool timedOut = false;

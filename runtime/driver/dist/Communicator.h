@@ -17,6 +17,7 @@
 #include "infir2/runtime/ABI.h"
 #include "infir2/runtime/Expected.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ public:
   /// buffers and `notice` says why.
   void useDeviceCollectives(std::string &notice);
   void *nccl() const { return nccl_; }
+  /// A hash of the NCCL id the group bootstrapped from (0: none was drawn),
+  /// the same on its ranks: a test checks that each group draws its own.
+  uint64_t bootstrapId() const { return bootstrapId_; }
 
   /// Every rank's `bytes` bytes, in rank order, into `recv`.
   Status allGather(const void *send, void *recv, int64_t bytes);
@@ -88,6 +92,7 @@ private:
   std::vector<Communicator *> children_; ///< the live subgroups
   infir2rt_communicator interface_{};
   void *nccl_ = nullptr; ///< the ncclComm_t, when device collectives run
+  uint64_t bootstrapId_ = 0;
   std::unique_ptr<CollectiveWatch> watch_; ///< with MPI
 };
 

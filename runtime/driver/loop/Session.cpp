@@ -51,16 +51,24 @@ Status Session::open(std::string &notice) {
   if (!device.onGpu() && comm.rank() == 0)
     std::fprintf(stderr, "trainer: CPU GEMMs: %s\n", infir2rt_cpu_gemm_info());
   if (device.onGpu() && comm.size() > 1) {
-    // Each group of a 2-D layout with an NCCL communicator of its own.
+    // Each group of a 2-D layout with an NCCL communicator of its own; a
+    // group's first rank says why it has none.
     auto useNccl = [&](Communicator &group, const char *which) {
       std::string why;
       group.useDeviceCollectives(why);
-      if (!why.empty() && comm.rank() == 0)
+      if (!why.empty() && group.rank() == 0)
         std::fprintf(stderr, "trainer: %s%s\n", which, why.c_str());
     };
     if (tp) {
-      useNccl(*tp, "tensor-parallel group: ");
-      useNccl(*dpGroup, "data-parallel group: ");
+      std::string tpName = "tensor-parallel group of rank " +
+                           std::to_string(comm.rank()) + ": ",
+                  dpName = "data-parallel group of rank " +
+                           std::to_string(comm.rank()) + ": ";
+      useNccl(*tp, tpName.c_str());
+      // Every group's start-up bounded alike: the data-parallel groups'
+      // deadlines start once every tensor-parallel group is done.
+      comm.barrier(/*unbounded=*/true);
+      useNccl(*dpGroup, dpName.c_str());
     } else {
       useNccl(comm, "");
     }

@@ -308,9 +308,9 @@ __global__ void shardStatsKernel(View logits, const int32_t *targets,
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads)
     mx = fmaxf(mx, logits.get(t * vocab + i));
   mx = float(reduce(mx, /*max=*/true));
-  float sum = 0.0f;
+  double sum = 0.0; // in FP64, as the CPU backend's
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads)
-    sum += expf(logits.get(t * vocab + i) - mx);
+    sum += exp(double(logits.get(t * vocab + i) - mx));
   double total = reduce(sum, /*max=*/false);
   if (threadIdx.x == 0) {
     int64_t id = int64_t(targets[t]) - first;

@@ -5,11 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // The temporaries of one call (amax bits, partial sums, error flags, scale
-// layouts, collective buckets) come from one device buffer per GPU, reused
-// from call to call, instead of a cudaMalloc and a cudaFree per call (the
-// cudaFree waits for the whole device). A step's calls run one after
-// another on its stream, and the backend's own copies on the default stream
-// are ordered with it, so one call's temporaries are dead when the next
+// layouts, collective buckets) come from one device buffer per GPU (and host
+// thread), reused from call to call, instead of a cudaMalloc and a cudaFree
+// per call (the cudaFree waits for the whole device). A step's calls run one
+// after another on its stream, and the backend's own copies on the default
+// stream are ordered with it, so one call's temporaries are dead when the next
 // call's work starts. The buffer grows when a call needs more; the old one
 // is freed then, and cudaFree waits for any work still using it.
 //
@@ -43,12 +43,20 @@ inline cudaError_t takeWorkspace(std::initializer_list<Piece> pieces) {
   };
   // By device index, and per host thread: a process's step runs on one
   // thread; a test running several ranks as threads on one GPU
-  // (ThreadGroup.h) gives each its own.
-  thread_local Buffer buffers[64];
+  // (ThreadGroup.h) gives each its own, freed when the thread ends.
+  struct Buffers {
+    Buffer byDevice[64];
+    ~Buffers() {
+      for (Buffer &b : byDevice)
+        if (b.ptr)
+          cudaFree(b.ptr);
+    }
+  };
+  thread_local Buffers buffers;
   int device = 0;
   if (cudaError_t st = cudaGetDevice(&device); st != cudaSuccess)
     return st;
-  Buffer &b = buffers[device % 64];
+  Buffer &b = buffers.byDevice[device % 64];
   auto padded = [](int64_t n) { return (n + 255) / 256 * 256; };
   int64_t total = 0;
   for (const Piece &p : pieces)

@@ -10,12 +10,15 @@
 // Session::open does). Checks, on every rank, that
 // - each group holds the world ranks it must (a sum of world ranks over its
 //   runtime interface, the functions the kernels call);
+// - each group bootstrapped from an NCCL id of its own (the same on its
+//   ranks, another in every other group), not one id broadcast over the job;
 // - every rank of a group took the same decision (NCCL started on all of
 //   them, or on none, with a notice), so that no rank waits in NCCL for one
 //   that fell back; and that a group with NCCL has all three device
 //   functions, one without has none;
-// - with INFIR2_COLLECTIVES=mpi, no group starts NCCL; where this machine
-//   has no GPU, NCCL cannot start and every group says why.
+// - with INFIR2_COLLECTIVES=mpi, no group starts NCCL; a group that does
+//   not start it says why (here, without a GPU: "NCCL could not start:
+//   unhandled cuda error").
 // Prints one line per rank and group; exits non-zero on any failure.
 //
 //===----------------------------------------------------------------------===//
@@ -74,6 +77,11 @@ void checkGroup(Communicator &world, Communicator &group, const char *name,
     expect(notice.rfind("NCCL could not start: ", 0) == 0 ||
                notice.rfind("built without NCCL", 0) == 0,
            world.rank(), "NCCL not started: the notice says why");
+  // The group's NCCL id: one for the group, drawn by its own first rank.
+  uint64_t ids[2] = {0, 0}, id = group.bootstrapId();
+  expect(c->all_gather(c->impl, &id, ids, sizeof id, error, sizeof error) == 0,
+         world.rank(), error);
+  expect(ids[0] == ids[1], world.rank(), "one NCCL id for the group");
   std::printf("rank %d: %s group (rank %d of %d): members ok, %s\n",
               world.rank(), name, group.rank(), group.size(),
               started ? "NCCL started" : notice.c_str());
@@ -101,6 +109,18 @@ int main(int argc, char **argv) {
   int base = r / tp * tp;
   checkGroup(world, *tpGroup, "tensor-parallel", 2 * base + 1);
   checkGroup(world, *dpGroup, "data-parallel", 2 * (r % tp) + tp);
+  // Four groups, four ids (where NCCL could draw one: built with it), not
+  // one id broadcast over the whole job.
+  uint64_t mine[2] = {tpGroup->bootstrapId(), dpGroup->bootstrapId()}, all[8];
+  if (!world.allGather(mine, all, sizeof mine))
+    expect(false, r, "gathering the groups' ids");
+  else if (mine[0] != 0) {
+    // Rank 0 and 2 head the tensor-parallel groups; 0 and 1 the others.
+    uint64_t heads[4] = {all[0], all[4], all[1], all[3]};
+    for (int a = 0; a < 4; ++a)
+      for (int b = a + 1; b < 4; ++b)
+        expect(heads[a] != heads[b], r, "each group its own NCCL id");
+  }
   int failed = int(world.max(double(failures)));
   world.finalize();
   return failed ? 1 : 0;

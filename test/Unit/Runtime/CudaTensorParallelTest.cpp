@@ -8,7 +8,9 @@
 // ThreadGroup on one GPU, against the whole computation
 // (TensorParallelCases.h), twice: with the group's host functions only (the
 // kernels stage through host memory, as over MPI) and with device functions
-// (the path NCCL takes; here they stage through host memory themselves).
+// (the path NCCL takes; here they stage through host memory themselves),
+// the latter also with each rank's calls queued on a step stream of its own
+// (asynchronous, as in a trainer).
 // Sums over a block or with atomics come in another order than the CPU
 // backend's: the loss, its gradient and the embedding's gradient within
 // 1e-5 of their largest value; the collectives exactly.
@@ -106,11 +108,15 @@ void onGpu(void (*check)(const GroupBackend &)) {
     SCOPED_TRACE("staged through host memory");
     check({infir2rt_cuda_backend(), 1e-5});
   }
+  auto wiring = std::make_shared<DeviceWiring>();
+  auto wire = [wiring](ThreadGroup &g) { (*wiring)(g); };
   {
     SCOPED_TRACE("device functions");
-    auto wiring = std::make_shared<DeviceWiring>();
-    check({infir2rt_cuda_backend(), 1e-5,
-           [wiring](ThreadGroup &g) { (*wiring)(g); }});
+    check({infir2rt_cuda_backend(), 1e-5, wire});
+  }
+  {
+    SCOPED_TRACE("device functions, each rank on a step stream");
+    check({infir2rt_cuda_backend(), 1e-5, wire, /*stream=*/true});
   }
 }
 

@@ -10,7 +10,8 @@
 // can compare them with each other and with the whole computation on one
 // GPU. Each collective posts the rank's buffer, waits for every rank, reads
 // the others' in rank order (sums in FP32, rank 0 first), and waits again
-// before anyone writes or posts the next one.
+// before anyone writes or posts the next one. A rank that never arrives
+// (its call failed first) fails the others' collectives after 60 s.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +20,9 @@
 
 #include "infir2/runtime/ABI.h"
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -63,65 +66,89 @@ private:
     int rank;
   };
 
-  void barrier() {
+  /// Waits for every rank; false, for good, once a rank has waited 60 s
+  /// (one failed before its collective): the others fail instead of hang.
+  bool barrier() {
     std::unique_lock<std::mutex> lock(mutex_);
+    if (aborted_)
+      return false;
     int64_t generation = generation_;
     if (++arrived_ == size_) {
       arrived_ = 0;
       ++generation_;
       cv_.notify_all();
-      return;
+      return true;
     }
-    cv_.wait(lock, [&] { return generation_ != generation; });
+    bool arrived = cv_.wait_for(lock, std::chrono::seconds(60), [&] {
+      return generation_ != generation || aborted_;
+    });
+    if (arrived && !aborted_)
+      return true;
+    aborted_ = true;
+    cv_.notify_all();
+    return false;
   }
 
-  /// Posts `mine`, lets `read` see every rank's, then waits for all reads.
-  static void
-  exchange(void *impl, const void *mine,
-           const std::function<void(const std::vector<const void *> &)> &read) {
+  using Reader = std::function<void(const std::vector<const void *> &)>;
+
+  /// Posts `mine`, lets `read` see every rank's, then waits for all reads;
+  /// 1, with `error` set, where a rank never arrived.
+  static int32_t exchange(void *impl, const void *mine, const Reader &read,
+                          char *error, int64_t errorSize) {
     Member *m = static_cast<Member *>(impl);
     m->group->posted_[m->rank] = mine;
-    m->group->barrier();
-    read(m->group->posted_);
-    m->group->barrier();
+    bool ok = m->group->barrier();
+    if (ok)
+      read(m->group->posted_);
+    if (ok && m->group->barrier())
+      return 0;
+    std::snprintf(error, size_t(errorSize), "%s",
+                  "a rank of the thread group never reached the collective");
+    return 1;
   }
 
-  static int32_t allReduceSum(void *impl, float *data, int64_t n, char *,
-                              int64_t) {
+  static int32_t allReduceSum(void *impl, float *data, int64_t n, char *error,
+                              int64_t errorSize) {
     std::vector<float> sum(size_t(n), 0.0f);
-    exchange(impl, data, [&](const std::vector<const void *> &all) {
+    Reader add = [&](const std::vector<const void *> &all) {
       for (const void *p : all)
         for (int64_t i = 0; i < n; ++i)
           sum[size_t(i)] += static_cast<const float *>(p)[i];
-    });
-    std::memcpy(data, sum.data(), size_t(n) * 4);
-    return 0;
+    };
+    int32_t rc = exchange(impl, data, add, error, errorSize);
+    if (!rc)
+      std::memcpy(data, sum.data(), size_t(n) * 4);
+    return rc;
   }
 
   static int32_t reduceScatterSum(void *impl, const float *send, float *recv,
-                                  int64_t n, char *, int64_t) {
+                                  int64_t n, char *error, int64_t errorSize) {
     int rank = static_cast<Member *>(impl)->rank;
     std::vector<float> sum(size_t(n), 0.0f);
-    exchange(impl, send, [&](const std::vector<const void *> &all) {
+    Reader add = [&](const std::vector<const void *> &all) {
       for (const void *p : all)
         for (int64_t i = 0; i < n; ++i)
           sum[size_t(i)] += static_cast<const float *>(p)[rank * n + i];
-    });
-    std::memcpy(recv, sum.data(), size_t(n) * 4);
-    return 0;
+    };
+    int32_t rc = exchange(impl, send, add, error, errorSize);
+    if (!rc)
+      std::memcpy(recv, sum.data(), size_t(n) * 4);
+    return rc;
   }
 
   static int32_t allGather(void *impl, const void *send, void *recv,
-                           int64_t bytes, char *, int64_t) {
+                           int64_t bytes, char *error, int64_t errorSize) {
     std::vector<uint8_t> all;
-    exchange(impl, send, [&](const std::vector<const void *> &posted) {
+    Reader concatenate = [&](const std::vector<const void *> &posted) {
       for (const void *p : posted) {
         const uint8_t *b = static_cast<const uint8_t *>(p);
         all.insert(all.end(), b, b + bytes);
       }
-    });
-    std::memcpy(recv, all.data(), all.size());
-    return 0;
+    };
+    int32_t rc = exchange(impl, send, concatenate, error, errorSize);
+    if (!rc)
+      std::memcpy(recv, all.data(), all.size());
+    return rc;
   }
 
   int size_;
@@ -132,6 +159,7 @@ private:
   std::condition_variable cv_;
   int arrived_ = 0;
   int64_t generation_ = 0;
+  bool aborted_ = false;
 };
 
 } // namespace infir2::test
