@@ -130,7 +130,9 @@ static LogicalResult quantizeInto(Operation *op, const Tensor &x, Value input,
                                   fp8::GranularityAttrInterface granularity,
                                   fp8::Format format, fp8::ScaleRule rule,
                                   ArrayRef<int64_t> scaleShape, Tensor &data,
-                                  Tensor &scale) {
+                                  Tensor &scale,
+                                  const QuantizationObserver &observer,
+                                  bool transposed) {
   // Rounding to FP32 is monotone, so the amax of the FP32 inputs is the FP32
   // rounding of this FP64 amax.
   Tensor amax = blockAmax(x, input, granularity, scaleShape);
@@ -149,10 +151,28 @@ static LogicalResult quantizeInto(Operation *op, const Tensor &x, Value input,
   }
   std::vector<int64_t> map = blockIndexMap(input, granularity);
   data = Tensor(x.shape);
-  for (int64_t i = 0, n = x.getNumElements(); i < n; ++i)
-    data.data[i] = roundToFP8(static_cast<float>(x.data[i]) /
-                                  static_cast<float>(scale.data[map[i]]),
-                              e5m2);
+  QuantizationRecord record;
+  for (int64_t i = 0, n = x.getNumElements(); i < n; ++i) {
+    float v = static_cast<float>(x.data[i]),
+          scaled = v / static_cast<float>(scale.data[map[i]]);
+    data.data[i] = roundToFP8(scaled, e5m2);
+    record.amax = std::max(record.amax, std::fabs(double(v)));
+    if (v != 0.0f) {
+      ++record.nonzero;
+      record.saturated += std::fabs(scaled) > fmtMax;
+      record.flushed += data.data[i] == 0.0;
+    }
+  }
+  if (observer) {
+    record.op = op;
+    record.transposed = transposed;
+    record.shape.assign(x.shape.begin(), x.shape.end());
+    record.numel = x.getNumElements();
+    auto [lo, hi] = std::minmax_element(scale.data.begin(), scale.data.end());
+    record.scaleMin = scale.data.empty() ? 0.0 : *lo;
+    record.scaleMax = scale.data.empty() ? 0.0 : *hi;
+    observer(record);
+  }
   return success();
 }
 
@@ -171,7 +191,7 @@ LogicalResult Interpreter::quantize(fp8::QuantizeOp op) {
   if (failed(quantizeInto(op, get(op.getInput()), op.getInput(),
                           op.getGranularity(), op.getFormat(),
                           op.getScaleRule(), shapeOf(op.getScale()), data,
-                          scale)))
+                          scale, observer, /*transposed=*/false)))
     return failure();
   set(op.getData(), std::move(data));
   set(op.getScale(), std::move(scale));
@@ -184,11 +204,11 @@ LogicalResult Interpreter::quantizeDual(fp8::QuantizeDualOp op) {
   if (failed(quantizeInto(op, get(op.getInput()), op.getData(),
                           op.getGranularity(), op.getFormat(),
                           op.getScaleRule(), shapeOf(op.getScale()), data,
-                          scale)) ||
+                          scale, observer, /*transposed=*/false)) ||
       failed(quantizeInto(op, transposeRows(get(op.getInput())), op.getDataT(),
                           op.getTransposedGranularity(), op.getFormat(),
                           op.getScaleRule(), shapeOf(op.getScaleT()), dataT,
-                          scaleT)))
+                          scaleT, observer, /*transposed=*/true)))
     return failure();
   set(op.getData(), std::move(data));
   set(op.getScale(), std::move(scale));

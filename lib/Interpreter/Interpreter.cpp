@@ -192,10 +192,12 @@ LogicalResult Interpreter::run(Operation *op) {
 // Entry point
 //===----------------------------------------------------------------------===//
 
-FailureOr<SmallVector<Tensor>> infir2::interp::run(FunctionOpInterface fn,
-                                                   ArrayRef<Tensor> inputs) {
+FailureOr<SmallVector<Tensor>>
+infir2::interp::run(FunctionOpInterface fn, ArrayRef<Tensor> inputs,
+                    const QuantizationObserver &observer) {
   SmallVector<SmallVector<Tensor>> one{SmallVector<Tensor>(inputs)};
-  FailureOr<SmallVector<SmallVector<Tensor>>> results = runRanks(fn, one);
+  FailureOr<SmallVector<SmallVector<Tensor>>> results =
+      runRanks(fn, one, observer);
   if (failed(results))
     return failure();
   return std::move(results->front());
@@ -290,7 +292,8 @@ static LogicalResult wholeVocabulary(Operation &op,
 
 FailureOr<SmallVector<SmallVector<Tensor>>>
 infir2::interp::runRanks(FunctionOpInterface fn,
-                         ArrayRef<SmallVector<Tensor>> inputs) {
+                         ArrayRef<SmallVector<Tensor>> inputs,
+                         const QuantizationObserver &observer) {
   if (fn.isExternal())
     return fn.emitError() << "cannot interpret a function without a body";
   if (!llvm::hasSingleElement(fn.getFunctionBody()))
@@ -303,6 +306,7 @@ infir2::interp::runRanks(FunctionOpInterface fn,
     interp.tpRank = static_cast<int64_t>(r);
     interp.tpSize = static_cast<int64_t>(ranks.size());
   }
+  ranks.front().observer = observer; // rank 0's quantizations
   for (auto [interp, rankInputs] : llvm::zip_equal(ranks, inputs)) {
     if (rankInputs.size() != argTypes.size())
       return fn.emitError() << "expects " << argTypes.size() << " inputs, got "

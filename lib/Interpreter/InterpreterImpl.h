@@ -173,6 +173,8 @@ public:
   llvm::DenseMap<mlir::Value, Tensor> env;
   /// This interpreter's rank in its tensor-parallel group (runRanks).
   int64_t tpRank = 0, tpSize = 1;
+  /// Sees each quantization (run's `observer`); may be empty.
+  QuantizationObserver observer;
 
 private:
   const Tensor &get(mlir::Value v) { return env.find(v)->second; }

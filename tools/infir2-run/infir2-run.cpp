@@ -25,6 +25,7 @@
 #include "infir2/Interpreter/Interpreter.h"
 #include "infir2/runtime/Checkpoint.h"
 
+#include "Fp8Stats.h"
 #include "Inputs.h"
 #include "TensorParallel.h"
 
@@ -34,6 +35,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -102,6 +104,13 @@ static cl::opt<std::string>
     dumpPath("dump",
              cl::desc("Write inputs and results to this safetensors file"),
              cl::value_desc("file"), cl::cat(category));
+
+static cl::opt<std::string> fp8StatsPath(
+    "fp8-stats",
+    cl::desc("Write each FP8 quantization the entry function runs (its "
+             "amax, scales, saturated and flushed fractions) to this file as "
+             "JSON lines, as a trainer's --fp8-stats-every does"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "infir2-run") << message << "\n";
@@ -253,17 +262,17 @@ static int runGradcheck(func::FuncOp forward, func::FuncOp step,
 /// `fn`'s results on `inputs` (whole tensors), over `tp` tensor-parallel
 /// ranks in step: each rank gets its slices (and fills its own FP8 weight
 /// cache), and the results are put back together.
-static FailureOr<SmallVector<Tensor>> runGroup(ModuleOp module, func::FuncOp fn,
-                                               ArrayRef<std::string> names,
-                                               ArrayRef<Tensor> inputs,
-                                               int64_t tp) {
+static FailureOr<SmallVector<Tensor>>
+runGroup(ModuleOp module, func::FuncOp fn, ArrayRef<std::string> names,
+         ArrayRef<Tensor> inputs, int64_t tp,
+         const infir2::interp::QuantizationObserver &observer) {
   if (tp == 1)
-    return infir2::interp::run(fn, inputs);
+    return infir2::interp::run(fn, inputs, observer);
   auto ranks = infir2::run::sliceForRanks(fn, inputs, tp);
   for (SmallVector<Tensor> &rank : ranks)
     if (failed(fillWeightCache(module, fn, names, rank)))
       return failure();
-  auto results = infir2::interp::runRanks(fn, ranks);
+  auto results = infir2::interp::runRanks(fn, ranks, observer);
   if (failed(results))
     return failure();
   return infir2::run::gatherRanks(fn, *results);
@@ -390,10 +399,22 @@ int main(int argc, char **argv) {
     return runGradcheck(fn, step, inputs);
   }
 
+  std::unique_ptr<llvm::ToolOutputFile> statsFile;
+  infir2::interp::QuantizationObserver observer;
+  if (!fp8StatsPath.empty()) {
+    std::error_code ec;
+    statsFile = std::make_unique<llvm::ToolOutputFile>(fp8StatsPath, ec,
+                                                       llvm::sys::fs::OF_None);
+    if (ec)
+      return fail("--fp8-stats " + fp8StatsPath + ": " + ec.message());
+    observer = infir2::run::fp8StatsWriter(statsFile->os(), entry);
+  }
   FailureOr<SmallVector<Tensor>> results =
-      runGroup(*module, fn, names, inputs, tp);
+      runGroup(*module, fn, names, inputs, tp, observer);
   if (failed(results))
     return 1; // Diagnosed at the op.
+  if (statsFile)
+    statsFile->keep();
   for (auto [i, r] : llvm::enumerate(*results)) {
     llvm::outs() << "result #" << i << ": ";
     printTensor(llvm::outs(), r);

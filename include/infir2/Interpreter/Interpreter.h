@@ -25,6 +25,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <functional>
 #include <vector>
 
 namespace infir2::interp {
@@ -45,20 +46,39 @@ struct Tensor {
 /// underflows to zero (it then quantizes to zeros).
 constexpr float kAmaxFloor = 1e-12f;
 
+/// What one FP8 quantization did: its op, its layout (the transposed copy
+/// of an fp8.quantize_dual, or the input as it is), the quantized layout's
+/// shape, the largest magnitude it read, its scales' range, and how many of
+/// its values were non-zero, beyond the format's largest finite value once
+/// scaled (clamped: saturated), and non-zero but zero in FP8 (flushed). The
+/// trainer's --fp8-stats-every writes the same (docs/Fp8Stats.md).
+struct QuantizationRecord {
+  mlir::Operation *op = nullptr;
+  bool transposed = false;
+  llvm::SmallVector<int64_t> shape;
+  double amax = 0.0, scaleMin = 0.0, scaleMax = 0.0;
+  int64_t numel = 0, nonzero = 0, saturated = 0, flushed = 0;
+};
+using QuantizationObserver = std::function<void(const QuantizationRecord &)>;
+
 /// Runs `fn` on `inputs` (one per argument, shapes as in the signature) and
 /// returns its results. Errors (a shape mismatch, a token id out of range, a
 /// non-finite amax, an op without a rule) are reported as diagnostics at the
-/// offending op's location.
-llvm::FailureOr<llvm::SmallVector<Tensor>> run(mlir::FunctionOpInterface fn,
-                                               llvm::ArrayRef<Tensor> inputs);
+/// offending op's location. `observer`, when given, sees each quantization
+/// as it runs, in order.
+llvm::FailureOr<llvm::SmallVector<Tensor>>
+run(mlir::FunctionOpInterface fn, llvm::ArrayRef<Tensor> inputs,
+    const QuantizationObserver &observer = nullptr);
 
 /// Runs `fn` once a rank of a tensor-parallel group, `inputs[r]` being rank
 /// r's inputs, all ranks in step: an `infir2.tp_reduce` over the group gives
 /// every rank the sum of the ranks' operands (in rank order). Returns each
-/// rank's results. `run` is this with one rank.
+/// rank's results. `run` is this with one rank; `observer` sees rank 0's
+/// quantizations.
 llvm::FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
 runRanks(mlir::FunctionOpInterface fn,
-         llvm::ArrayRef<llvm::SmallVector<Tensor>> inputs);
+         llvm::ArrayRef<llvm::SmallVector<Tensor>> inputs,
+         const QuantizationObserver &observer = nullptr);
 
 /// Rounds `value` to FP8 (f8E4M3FN when `e5m2` is false, f8E5M2 otherwise)
 /// with round-to-nearest-even, saturating finite values to the format's

@@ -159,6 +159,14 @@ const Flag kFlags[] = {
      "count the runtime calls of each step function and the host round "
      "trips per training step (a recording backend over the chosen one), "
      "and write them to FILE as JSON at the end"},
+    {"--fp8-stats-every", ValueKind::Integer, &RunConfig::fp8StatsEvery, "N",
+     "every N-th step, each FP8 quantization's amax, smallest and largest "
+     "scale, fraction saturated and fraction of non-zero values flushed to "
+     "zero, named by its op's location and the parameter it reads, as JSON "
+     "lines (docs/Fp8Stats.md)"},
+    {"--fp8-stats", ValueKind::Text, &RunConfig::fp8Stats, "FILE",
+     "where --fp8-stats-every writes (default: beside --log-jsonl, its name "
+     "ending in .fp8-stats.jsonl)"},
     {"--dump-step", ValueKind::Text, &RunConfig::dumpStep, "FILE",
      "write the first step's weights, batch, loss and gradients (as F32) to "
      "a safetensors file, then exit"},
@@ -319,6 +327,15 @@ Status infir2::rt::validate(RunConfig &o) {
     return fail("--tokenizer: %s: a folder without tokenizer.json or "
                 "tokenizer.model",
                 o.tokenizer.c_str());
+  if (o.fp8StatsEvery > 0 && o.fp8Stats.empty()) {
+    if (o.logJsonl.empty())
+      return fail("--fp8-stats-every writes beside --log-jsonl: give "
+                  "--log-jsonl FILE or --fp8-stats FILE");
+    fs::path log(o.logJsonl);
+    o.fp8Stats = (log.parent_path() / log.stem()).string() + ".fp8-stats.jsonl";
+  }
+  if (!o.fp8Stats.empty() && o.fp8StatsEvery == 0)
+    return fail("--fp8-stats goes with --fp8-stats-every N");
   if (o.logEvery == 0)
     o.logEvery = 1;
   return Status::ok();

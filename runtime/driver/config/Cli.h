@@ -46,6 +46,10 @@ struct RunConfig {
   bool evalOnly = false;
   /// Write an FP8 inference export of the loaded model here and exit.
   std::string exportFp8;
+  /// Every N-th step, each FP8 quantization's statistics as JSON lines to
+  /// `fp8Stats` (0: never; default path beside --log-jsonl).
+  int64_t fp8StatsEvery = 0;
+  std::string fp8Stats;
   /// Largest weight shard a saved model folder holds, in bytes (5 GB).
   int64_t maxShardSize = 5'000'000'000;
   /// Tokenizer files to copy into every saved folder: a tokenizer.json, or

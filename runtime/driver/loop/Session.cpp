@@ -27,6 +27,10 @@ Status Session::open(std::string &notice) {
     recorder = std::make_unique<CallRecorder>(device.backend());
     device.wrap(recorder->backend());
   }
+  if (o.fp8StatsEvery > 0) {
+    fp8Stats = std::make_unique<Fp8StatsRecorder>(device.backend(), m);
+    device.wrap(fp8Stats->backend());
+  }
   if (m.tensorParallel > 1) {
     int size = int(m.tensorParallel);
     if (comm.size() % size)

@@ -17,6 +17,7 @@
 
 #include "config/Cli.h"
 #include "device/Device.h"
+#include "device/Fp8Stats.h"
 #include "device/Recording.h"
 #include "dist/Communicator.h"
 #include "io/StateLayout.h"
@@ -64,6 +65,7 @@ struct Session {
   infir2rt_context ctx{};
   /// With --record-calls: counts what the steps ask of the backend.
   std::unique_ptr<CallRecorder> recorder;
+  std::unique_ptr<Fp8StatsRecorder> fp8Stats; ///< --fp8-stats-every
   /// The checkpoint or model folder --load resolved to (empty for none or
   /// a single file).
   std::string loadedDir;
@@ -104,6 +106,8 @@ struct Session {
   void entering(const char *function) {
     if (recorder)
       recorder->enter(function);
+    if (fp8Stats)
+      fp8Stats->enter(function);
   }
   /// Runs a step function; with `wait`, waits for its work (where its
   /// asynchronous failures surface, named by `what`).

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 using namespace infir2::rt;
 
@@ -203,6 +204,10 @@ Status Trainer::run() {
   if (!s_.o.load.empty())
     INFIR2_RETURN_IF_ERROR(checkpoints_.load(s_.o.load));
   INFIR2_RETURN_IF_ERROR(s_.check(s_.device.upload(0, s_.m.stateBytes)));
+  // --dump-step with --fp8-stats-every: the weights' quantization and the
+  // dumped step's, for the oracles.
+  if (!s_.o.dumpStep.empty() && s_.fp8Stats)
+    s_.fp8Stats->start(1);
   // The training and evaluation steps read the FP8 weights from the cache,
   // which the optimizer step keeps current from here on.
   if (s_.model.quantizeWeights)
@@ -232,6 +237,10 @@ Status Trainer::run() {
     INFIR2_RETURN_IF_ERROR(
         fillBatch(*train_, s_.dataPosition, /*shard=*/false));
     INFIR2_RETURN_IF_ERROR(s_.call(s_.model.trainStep, "training step", 1));
+    if (s_.fp8Stats) {
+      s_.fp8Stats->stop();
+      INFIR2_RETURN_IF_ERROR(s_.fp8Stats->write(s_.o.fp8Stats, true));
+    }
     return trace_.dumpStep();
   }
   if (!s_.o.traceOptimizer.empty())
@@ -283,6 +292,9 @@ Status Trainer::trainLoop() {
     return Status::ok();
   };
   catchStopSignals();
+  bool statsWritten = s_.step > 0; // a resumed run appends
+  if (s_.fp8Stats && lead && !std::ofstream(s_.o.fp8Stats, std::ios::app))
+    return fail("--fp8-stats: cannot write %s", s_.o.fp8Stats.c_str());
   while (s_.step < s_.o.steps) {
     Expected<bool> stop = stopRequested(lastSaved);
     if (!stop)
@@ -296,6 +308,25 @@ Status Trainer::trainLoop() {
     }
     if (hook_)
       hook_->beforeStep(s_.comm.rank(), s_.step);
+    // --fp8-stats-every: rank 0's quantizations of this step, written once
+    // its optimizer step (the weight cache's refresh) is done or skipped.
+    bool statsNow = s_.fp8Stats && lead && s_.step % s_.o.fp8StatsEvery == 0;
+    if (statsNow)
+      s_.fp8Stats->start(s_.step);
+    auto writeStats = [&]() -> Status {
+      if (!statsNow)
+        return Status::ok();
+      s_.fp8Stats->stop();
+      if (!statsWritten && s_.fp8Stats->pending() == 0)
+        std::fprintf(stderr,
+                     "trainer: --fp8-stats-every: step %lld "
+                     "quantized nothing (a trainer compiled without "
+                     "the FP8 recipe?)\n",
+                     (long long)s_.step);
+      Status written = s_.fp8Stats->write(s_.o.fp8Stats, !statsWritten);
+      statsWritten = true;
+      return written;
+    };
     INFIR2_RETURN_IF_ERROR(zeroGradients());
     // A step the runtime refused as non-finite (an infinite or NaN amax in
     // the FP8 recipe) is skipped like a non-finite loss.
@@ -356,6 +387,7 @@ Status Trainer::trainLoop() {
                     (long long)skippedInARow, (long long)s_.step);
       // A skipped step is still a step: the checkpoint due at it (the last
       // step's, say) is written, holding the untouched weights.
+      INFIR2_RETURN_IF_ERROR(writeStats());
       INFIR2_RETURN_IF_ERROR(saveIfDue());
       continue;
     }
@@ -381,6 +413,7 @@ Status Trainer::trainLoop() {
     Expected<float> gradNorm = s_.scalar(SlotKind::Output, "grad_norm");
     if (!gradNorm)
       return gradNorm.failure();
+    INFIR2_RETURN_IF_ERROR(writeStats());
     lossSinceLog += loss;
     ++stepsSinceLog;
 
