@@ -42,6 +42,17 @@ double infir2::interp::roundToFP8(float value, bool e5m2) {
   return f.convertToDouble();
 }
 
+/// Whether `value` rounds beyond the format's largest finite value (which
+/// roundToFP8 then clamps it to): saturated.
+static bool overflowsFP8(float value, bool e5m2) {
+  llvm::APFloat f(static_cast<double>(value));
+  bool losesInfo = false;
+  llvm::APFloat::opStatus status = f.convert(
+      e5m2 ? llvm::APFloat::Float8E5M2() : llvm::APFloat::Float8E4M3FN(),
+      llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return (status & llvm::APFloat::opOverflow) != 0;
+}
+
 float infir2::interp::computeScale(float amax, float fmtMax, bool pow2) {
   if (amax == 0.0f)
     return 1.0f;
@@ -157,9 +168,10 @@ static LogicalResult quantizeInto(Operation *op, const Tensor &x, Value input,
           scaled = v / static_cast<float>(scale.data[map[i]]);
     data.data[i] = roundToFP8(scaled, e5m2);
     record.amax = std::max(record.amax, std::fabs(double(v)));
+    record.maxScaled = std::max(record.maxScaled, std::fabs(double(scaled)));
     if (v != 0.0f) {
       ++record.nonzero;
-      record.saturated += std::fabs(scaled) > fmtMax;
+      record.saturated += overflowsFP8(scaled, e5m2);
       record.flushed += data.data[i] == 0.0;
     }
   }

@@ -60,6 +60,18 @@ LogicalResult Interpreter::constant(arith::ConstantOp op) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult Interpreter::run(Operation *op) {
+  if (failed(dispatch(op)))
+    return failure();
+  if (resultObserver && op->getNumResults() > 0) {
+    SmallVector<Tensor> results;
+    for (Value r : op->getResults())
+      results.push_back(get(r));
+    resultObserver(op, results);
+  }
+  return success();
+}
+
+LogicalResult Interpreter::dispatch(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](EmbeddingOp o) { return embedding(o); })
       .Case([&](MatmulOp o) { return matmul(o); })
@@ -194,10 +206,11 @@ LogicalResult Interpreter::run(Operation *op) {
 
 FailureOr<SmallVector<Tensor>>
 infir2::interp::run(FunctionOpInterface fn, ArrayRef<Tensor> inputs,
-                    const QuantizationObserver &observer) {
+                    const QuantizationObserver &observer,
+                    const ResultObserver &resultsSeen) {
   SmallVector<SmallVector<Tensor>> one{SmallVector<Tensor>(inputs)};
   FailureOr<SmallVector<SmallVector<Tensor>>> results =
-      runRanks(fn, one, observer);
+      runRanks(fn, one, observer, resultsSeen);
   if (failed(results))
     return failure();
   return std::move(results->front());
@@ -290,10 +303,9 @@ static LogicalResult wholeVocabulary(Operation &op,
   return success();
 }
 
-FailureOr<SmallVector<SmallVector<Tensor>>>
-infir2::interp::runRanks(FunctionOpInterface fn,
-                         ArrayRef<SmallVector<Tensor>> inputs,
-                         const QuantizationObserver &observer) {
+FailureOr<SmallVector<SmallVector<Tensor>>> infir2::interp::runRanks(
+    FunctionOpInterface fn, ArrayRef<SmallVector<Tensor>> inputs,
+    const QuantizationObserver &observer, const ResultObserver &results) {
   if (fn.isExternal())
     return fn.emitError() << "cannot interpret a function without a body";
   if (!llvm::hasSingleElement(fn.getFunctionBody()))
@@ -306,7 +318,8 @@ infir2::interp::runRanks(FunctionOpInterface fn,
     interp.tpRank = static_cast<int64_t>(r);
     interp.tpSize = static_cast<int64_t>(ranks.size());
   }
-  ranks.front().observer = observer; // rank 0's quantizations
+  ranks.front().observer = observer; // rank 0's
+  ranks.front().resultObserver = results;
   for (auto [interp, rankInputs] : llvm::zip_equal(ranks, inputs)) {
     if (rankInputs.size() != argTypes.size())
       return fn.emitError() << "expects " << argTypes.size() << " inputs, got "

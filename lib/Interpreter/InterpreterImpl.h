@@ -169,14 +169,18 @@ struct AdamWRule {
 
 class Interpreter {
 public:
+  /// Runs `op`, then shows its results to `resultObserver`.
   mlir::LogicalResult run(mlir::Operation *op);
   llvm::DenseMap<mlir::Value, Tensor> env;
   /// This interpreter's rank in its tensor-parallel group (runRanks).
   int64_t tpRank = 0, tpSize = 1;
-  /// Sees each quantization (run's `observer`); may be empty.
+  /// See each quantization and each op's results (run's observers); may
+  /// be empty.
   QuantizationObserver observer;
+  ResultObserver resultObserver;
 
 private:
+  mlir::LogicalResult dispatch(mlir::Operation *op);
   const Tensor &get(mlir::Value v) { return env.find(v)->second; }
   void set(mlir::Value v, Tensor t) { env[v] = std::move(t); }
 

@@ -38,6 +38,7 @@ infir2::run::fp8StatsWriter(llvm::raw_ostream &os, std::string function) {
     llvm::json::OStream j(os);
     j.object([&] {
       j.attribute("function", function);
+      j.attribute("call", 0);
       j.attribute("index", (*index)++);
       j.attribute("where", where);
       j.attribute("layout", r.transposed ? "column-wise" : "row-wise");
@@ -46,6 +47,7 @@ infir2::run::fp8StatsWriter(llvm::raw_ostream &os, std::string function) {
       j.attribute("amax", r.amax);
       j.attribute("scale_min", r.scaleMin);
       j.attribute("scale_max", r.scaleMax);
+      j.attribute("max_scaled", r.maxScaled);
       j.attribute("saturated",
                   r.numel ? double(r.saturated) / double(r.numel) : 0.0);
       j.attribute("flushed",

@@ -48,37 +48,44 @@ constexpr float kAmaxFloor = 1e-12f;
 
 /// What one FP8 quantization did: its op, its layout (the transposed copy
 /// of an fp8.quantize_dual, or the input as it is), the quantized layout's
-/// shape, the largest magnitude it read, its scales' range, and how many of
-/// its values were non-zero, beyond the format's largest finite value once
-/// scaled (clamped: saturated), and non-zero but zero in FP8 (flushed). The
+/// shape, the largest magnitude it read, its scales' range, the largest
+/// scaled magnitude, and how many of its values were non-zero, rounded
+/// beyond the format's largest finite value once scaled (clamped:
+/// saturated), and non-zero but zero in FP8 (flushed). The
 /// trainer's --fp8-stats-every writes the same (docs/Fp8Stats.md).
 struct QuantizationRecord {
   mlir::Operation *op = nullptr;
   bool transposed = false;
   llvm::SmallVector<int64_t> shape;
   double amax = 0.0, scaleMin = 0.0, scaleMax = 0.0;
+  double maxScaled = 0.0; ///< the largest |value / its block's scale|
   int64_t numel = 0, nonzero = 0, saturated = 0, flushed = 0;
 };
 using QuantizationObserver = std::function<void(const QuantizationRecord &)>;
+/// Sees each op's results as it runs (infir2-bisect: every GEMM's output).
+using ResultObserver =
+    std::function<void(mlir::Operation *, llvm::ArrayRef<Tensor>)>;
 
 /// Runs `fn` on `inputs` (one per argument, shapes as in the signature) and
 /// returns its results. Errors (a shape mismatch, a token id out of range, a
 /// non-finite amax, an op without a rule) are reported as diagnostics at the
 /// offending op's location. `observer`, when given, sees each quantization
-/// as it runs, in order.
+/// as it runs, in order; `results` each op's results.
 llvm::FailureOr<llvm::SmallVector<Tensor>>
 run(mlir::FunctionOpInterface fn, llvm::ArrayRef<Tensor> inputs,
-    const QuantizationObserver &observer = nullptr);
+    const QuantizationObserver &observer = nullptr,
+    const ResultObserver &results = nullptr);
 
 /// Runs `fn` once a rank of a tensor-parallel group, `inputs[r]` being rank
 /// r's inputs, all ranks in step: an `infir2.tp_reduce` over the group gives
 /// every rank the sum of the ranks' operands (in rank order). Returns each
-/// rank's results. `run` is this with one rank; `observer` sees rank 0's
-/// quantizations.
+/// rank's results. `run` is this with one rank; the observers see rank 0's
+/// quantizations and results.
 llvm::FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
 runRanks(mlir::FunctionOpInterface fn,
          llvm::ArrayRef<llvm::SmallVector<Tensor>> inputs,
-         const QuantizationObserver &observer = nullptr);
+         const QuantizationObserver &observer = nullptr,
+         const ResultObserver &results = nullptr);
 
 /// Rounds `value` to FP8 (f8E4M3FN when `e5m2` is false, f8E5M2 otherwise)
 /// with round-to-nearest-even, saturating finite values to the format's

@@ -336,6 +336,12 @@ Status infir2::rt::validate(RunConfig &o) {
   }
   if (!o.fp8Stats.empty() && o.fp8StatsEvery == 0)
     return fail("--fp8-stats goes with --fp8-stats-every N");
+  if (o.fp8StatsEvery > 0 && (o.evalOnly || o.generate || !o.exportFp8.empty()))
+    return fail("--fp8-stats-every records training steps: not with "
+                "--eval-only, --generate or --export-fp8");
+  if (o.fp8StatsEvery > 0 && o.fp8Stats == o.logJsonl)
+    return fail("--fp8-stats %s is also --log-jsonl: give each its own file",
+                o.fp8Stats.c_str());
   if (o.logEvery == 0)
     o.logEvery = 1;
   return Status::ok();

@@ -33,7 +33,11 @@ infir2::rt::quantizationStats(const float *x, const std::vector<int64_t> &shape,
   for (int64_t d : shape)
     numel *= d;
   int64_t cols = rank ? shape.back() : 1, rows = cols ? numel / cols : 0;
-  float fmax = fp8MaxFinite(e5m2 ? FP8Format::E5M2 : FP8Format::E4M3);
+  // A scaled value saturates when it rounds beyond the largest finite value
+  // (448 in E4M3, 57344 in E5M2), to which the conversion clamps it: above
+  // the midpoint to the next step of the top binade (464: a tie rounds to
+  // 448, even), or from it on in E5M2 (61440: a tie rounds up, to 65536).
+  const float beyond = e5m2 ? 61440.0f : 464.0f;
   s.numel = numel;
   s.shape = transposed ? std::vector<int64_t>{cols, rows} : shape;
   // Blocks over the layout the codes have: its shape, and each element's
@@ -54,7 +58,9 @@ infir2::rt::quantizationStats(const float *x, const std::vector<int64_t> &shape,
     if (v == 0.0f)
       return;
     ++s.nonzero;
-    s.saturated += a / scale > fmax; // clamped to the largest finite value
+    float scaled = a / scale;
+    s.maxScaled = std::max(s.maxScaled, double(scaled));
+    s.saturated += e5m2 ? scaled >= beyond : scaled > beyond;
     s.flushed += (code & 0x7f) == 0;
   };
   if (transposed) { // x[t, k] is code [k, t], in block (k / b0, t / b1)
@@ -88,6 +94,9 @@ namespace {
 
 const infir2rt_backend &inner() { return *Fp8StatsRecorder::current->inner; }
 
+/// Marks a read-back that found a refused non-finite value.
+constexpr char kRefused[] = "non-finite: ";
+
 template <int I>
 int32_t entry(infir2rt_context *ctx, const int64_t *desc, const char *where) {
   int32_t rc = inner().entries[I](ctx, desc, where);
@@ -112,8 +121,14 @@ Status hostBytes(infir2rt_context *ctx, const DescOperand &o,
     return Status::ok();
   }
   char why[256] = {0};
-  if (inner().download(out.data(), o.ptr, bytes, ctx->stream, why, sizeof why))
+  if (int32_t rc = inner().download(out.data(), o.ptr, bytes, ctx->stream, why,
+                                    sizeof why)) {
+    // A GPU quantizer's refusal of a non-finite value surfaces at the first
+    // read-back: the step's, or this one.
+    if (rc == INFIR2RT_NONFINITE)
+      return Failure{std::string(kRefused) + why};
     return fail("--fp8-stats-every: reading a quantization back: %s", why);
+  }
   return Status::ok();
 }
 
@@ -155,8 +170,15 @@ void Fp8StatsRecorder::start(int64_t step) {
   on_ = true;
   step_ = step;
   records_.clear();
-  perFunction_.clear();
-  functions_.clear();
+  calls_.clear();
+}
+
+void Fp8StatsRecorder::enter(const std::string &function) {
+  function_ = function;
+  if (!on_ || function.empty())
+    return;
+  ++calls_[function]; // a micro-batch's train_step, say
+  index_ = 0;
 }
 
 std::string Fp8StatsRecorder::slotAt(int64_t region, int64_t offset) const {
@@ -188,23 +210,30 @@ int32_t Fp8StatsRecorder::recordOne(infir2rt_context *ctx, const int64_t *desc,
     read = hostBytes(ctx, q, bytes);
   if (read)
     read = hostFloats(ctx, s, ss);
-  if (!read)
-    return setCallError(ctx, where, "%s", read.message().c_str());
+  if (!read) {
+    // A refusal stays the step's (it is skipped, as without statistics),
+    // its message as the backend gave it.
+    std::string message = read.message();
+    bool refused = message.rfind(kRefused, 0) == 0;
+    if (refused) {
+      // "where: message" as the backend wrote it, naming the quantizer
+      // that refused (perhaps an earlier call's): kept whole, no `where`.
+      message.erase(0, sizeof kRefused - 1);
+      setCallError(ctx, nullptr, "%s", message.c_str());
+      return INFIR2RT_NONFINITE;
+    }
+    return setCallError(ctx, where, "%s", message.c_str());
+  }
   std::vector<int64_t> shape(x.shape, x.shape + x.rank);
   Record r;
   r.function = function_;
+  r.call = calls_[function_] - 1;
   r.where = where;
   const int64_t *words = desc + 2 + input * INFIR2RT_OPERAND_WORDS;
   r.name = slotAt(words[0], words[3]);
   r.layout = transposed ? "column-wise" : "row-wise";
   r.format = e5m2 ? "e5m2" : "e4m3";
-  size_t f = std::find(functions_.begin(), functions_.end(), function_) -
-             functions_.begin();
-  if (f == functions_.size()) {
-    functions_.push_back(function_);
-    perFunction_.push_back(0);
-  }
-  r.index = perFunction_[f]++;
+  r.index = index_++;
   r.stats = quantizationStats(xs.data(), shape, bytes.data(), ss.data(), block,
                               e5m2, transposed);
   records_.push_back(std::move(r));
@@ -251,13 +280,16 @@ int32_t Fp8StatsRecorder::record(int index, infir2rt_context *ctx,
   }
 }
 
-Status Fp8StatsRecorder::write(const std::string &path, bool fresh) {
-  std::ofstream out(path, fresh ? std::ios::trunc : std::ios::app);
+Status Fp8StatsRecorder::write(const std::string &path, bool skipped) {
+  std::ofstream out(path, std::ios::app);
   for (const Record &r : records_) {
     const QuantizationStats &s = r.stats;
     nlohmann::ordered_json j;
     j["step"] = step_;
+    if (skipped)
+      j["skipped"] = true;
     j["function"] = r.function;
+    j["call"] = r.call;
     j["index"] = r.index;
     j["where"] = r.where;
     j["name"] = r.name;
@@ -267,6 +299,7 @@ Status Fp8StatsRecorder::write(const std::string &path, bool fresh) {
     j["amax"] = s.amax;
     j["scale_min"] = s.scaleMin;
     j["scale_max"] = s.scaleMax;
+    j["max_scaled"] = s.maxScaled;
     j["saturated"] = s.numel ? double(s.saturated) / double(s.numel) : 0.0;
     j["flushed"] = s.nonzero ? double(s.flushed) / double(s.nonzero) : 0.0;
     j["counts"] = {{"values", s.numel},

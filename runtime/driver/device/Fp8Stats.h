@@ -8,10 +8,11 @@
 // --fp8-stats-every N: on every N-th training step, for each quantization the
 // step's functions run (quantize, each tensor of a batched quantize_dual in
 // both of its layouts, the fused norm and SwiGLU quantizers), the largest
-// magnitude it read (amax), its smallest and largest scale, the fraction of
-// values the format could not hold (|x| / scale above its largest finite
-// value, clamped) and the fraction of non-zero values that became zero,
-// written as JSON lines. A backend over the chosen one (like CallRecorder)
+// magnitude it read (amax), its smallest and largest scale, the largest
+// scaled magnitude, the fraction of values the format could not hold (|x| /
+// scale rounding beyond its largest finite value, clamped to it) and the
+// fraction of non-zero values that became zero, written as JSON lines. A
+// backend over the chosen one (like CallRecorder)
 // computes them after each such call from the call's own operands: the
 // high-precision input, the FP8 codes and the scales. It does nothing on the
 // other steps. On a GPU the logged step copies those operands to the host
@@ -27,6 +28,7 @@
 #include "infir2/runtime/Manifest.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,9 @@ namespace infir2::rt {
 struct QuantizationStats {
   std::vector<int64_t> shape; ///< of the quantized tensor (as its layout)
   double amax = 0.0, scaleMin = 0.0, scaleMax = 0.0;
+  /// The largest |x| / its block's scale: how much of the format's range
+  /// the quantization uses (448 in E4M3 at most with the recipe's scales).
+  double maxScaled = 0.0;
   int64_t numel = 0, nonzero = 0, saturated = 0, flushed = 0;
 };
 
@@ -67,13 +72,14 @@ public:
   /// Records from now (step `step`) until stop().
   void start(int64_t step);
   void stop() { on_ = false; }
-  /// Which step function runs now (its quantizations are counted under its
-  /// name).
-  void enter(const std::string &function) { function_ = function; }
+  /// Which step function runs now: its quantizations are recorded under
+  /// its name, numbered from 0 in each of its calls (`call`: the
+  /// micro-batch of a train_step).
+  void enter(const std::string &function);
 
-  /// Appends the records since start() to `path` as JSON lines (creating
-  /// it at the first call of a run when `fresh`), and forgets them.
-  Status write(const std::string &path, bool fresh);
+  /// Appends the records since start() to `path` as JSON lines, marked
+  /// `skipped` for a step the trainer skipped, and forgets them.
+  Status write(const std::string &path, bool skipped);
   /// Quantizations recorded since start().
   size_t pending() const { return records_.size(); }
 
@@ -88,7 +94,7 @@ public:
 private:
   struct Record {
     std::string function, where, name, layout, format;
-    int64_t index = 0;
+    int64_t call = 0, index = 0;
     QuantizationStats stats;
   };
   /// One quantized tensor of a call: operand indices of its input, codes
@@ -106,8 +112,8 @@ private:
   bool on_ = false;
   int64_t step_ = 0;
   std::vector<Record> records_;
-  std::vector<int64_t> perFunction_; ///< ordinal, by function (few)
-  std::vector<std::string> functions_;
+  std::map<std::string, int64_t> calls_; ///< this step's, by function
+  int64_t index_ = 0;                    ///< in the current call
 };
 
 } // namespace infir2::rt

@@ -239,7 +239,9 @@ Status Trainer::run() {
     INFIR2_RETURN_IF_ERROR(s_.call(s_.model.trainStep, "training step", 1));
     if (s_.fp8Stats) {
       s_.fp8Stats->stop();
-      INFIR2_RETURN_IF_ERROR(s_.fp8Stats->write(s_.o.fp8Stats, true));
+      if (!std::ofstream(s_.o.fp8Stats, std::ios::trunc))
+        return fail("--fp8-stats: cannot write %s", s_.o.fp8Stats.c_str());
+      INFIR2_RETURN_IF_ERROR(s_.fp8Stats->write(s_.o.fp8Stats, false));
     }
     return trace_.dumpStep();
   }
@@ -292,9 +294,16 @@ Status Trainer::trainLoop() {
     return Status::ok();
   };
   catchStopSignals();
-  bool statsWritten = s_.step > 0; // a resumed run appends
-  if (s_.fp8Stats && lead && !std::ofstream(s_.o.fp8Stats, std::ios::app))
-    return fail("--fp8-stats: cannot write %s", s_.o.fp8Stats.c_str());
+  // --fp8-stats-every: a fresh run starts the file, a resumed one appends;
+  // every rank learns whether rank 0 can write it before any step.
+  bool statsNoticed = false;
+  if (s_.fp8Stats) {
+    bool ok =
+        !lead || std::ofstream(s_.o.fp8Stats,
+                               s_.step > 0 ? std::ios::app : std::ios::trunc);
+    if (s_.comm.max(ok ? 0.0 : 1.0) != 0.0)
+      return fail("--fp8-stats: cannot write %s", s_.o.fp8Stats.c_str());
+  }
   while (s_.step < s_.o.steps) {
     Expected<bool> stop = stopRequested(lastSaved);
     if (!stop)
@@ -313,19 +322,18 @@ Status Trainer::trainLoop() {
     bool statsNow = s_.fp8Stats && lead && s_.step % s_.o.fp8StatsEvery == 0;
     if (statsNow)
       s_.fp8Stats->start(s_.step);
-    auto writeStats = [&]() -> Status {
+    auto writeStats = [&](bool skipped) -> Status {
       if (!statsNow)
         return Status::ok();
       s_.fp8Stats->stop();
-      if (!statsWritten && s_.fp8Stats->pending() == 0)
+      if (!statsNoticed && s_.fp8Stats->pending() == 0)
         std::fprintf(stderr,
                      "trainer: --fp8-stats-every: step %lld "
                      "quantized nothing (a trainer compiled without "
                      "the FP8 recipe?)\n",
                      (long long)s_.step);
-      Status written = s_.fp8Stats->write(s_.o.fp8Stats, !statsWritten);
-      statsWritten = true;
-      return written;
+      statsNoticed = true;
+      return s_.fp8Stats->write(s_.o.fp8Stats, skipped);
     };
     INFIR2_RETURN_IF_ERROR(zeroGradients());
     // A step the runtime refused as non-finite (an infinite or NaN amax in
@@ -387,7 +395,7 @@ Status Trainer::trainLoop() {
                     (long long)skippedInARow, (long long)s_.step);
       // A skipped step is still a step: the checkpoint due at it (the last
       // step's, say) is written, holding the untouched weights.
-      INFIR2_RETURN_IF_ERROR(writeStats());
+      INFIR2_RETURN_IF_ERROR(writeStats(/*skipped=*/true));
       INFIR2_RETURN_IF_ERROR(saveIfDue());
       continue;
     }
@@ -413,7 +421,7 @@ Status Trainer::trainLoop() {
     Expected<float> gradNorm = s_.scalar(SlotKind::Output, "grad_norm");
     if (!gradNorm)
       return gradNorm.failure();
-    INFIR2_RETURN_IF_ERROR(writeStats());
+    INFIR2_RETURN_IF_ERROR(writeStats(/*skipped=*/false));
     lossSinceLog += loss;
     ++stepsSinceLog;
 

@@ -16,7 +16,14 @@
 
 #include "device/Fp8Stats.h"
 
+#include "../Runtime/DescriptorBuilder.h"
+
+#include "infir2/runtime/Error.h"
+
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
 
 using infir2::rt::quantizationStats;
 using infir2::rt::QuantizationStats;
@@ -49,6 +56,7 @@ TEST(Fp8Stats, GroupsOfTheLastDimension) {
   EXPECT_EQ(s.amax, 3.0);
   EXPECT_EQ(s.scaleMin, 1.0 / 1024);
   EXPECT_EQ(s.scaleMax, 1.0);
+  EXPECT_EQ(s.maxScaled, 1024.0); // 1.0 in the group of scale 1/1024
   EXPECT_EQ(s.shape, (std::vector<int64_t>{2, 2, 4}));
 }
 
@@ -88,14 +96,68 @@ TEST(Fp8Stats, TheTransposedLayout) {
   EXPECT_EQ(s.nonzero, 10);
 }
 
-// E5M2 holds up to 57344: 1000 with scale 1 is not saturated there.
+// Saturated means rounded beyond the largest finite value: in E4M3 (448,
+// next step 480) from above the midpoint 464 (a tie rounds to 448, even); in
+// E5M2 (57344, next 65536) from the midpoint 61440 on (a tie rounds up).
 TEST(Fp8Stats, TheFormatsLargestValue) {
-  float x[2] = {1000.0f, 60000.0f};
-  uint8_t codes[2] = {0x63, 0x7b};
+  float e4m3[4] = {448.0f, 460.0f, 464.0f, 470.0f};
+  uint8_t codes4[4] = {0x7e, 0x7e, 0x7e, 0x7e};
   float scale = 1.0f;
   QuantizationStats s =
-      quantizationStats(x, {2}, codes, &scale, {2}, /*e5m2=*/true, false);
+      quantizationStats(e4m3, {4}, codes4, &scale, {4}, false, false);
   EXPECT_EQ(s.saturated, 1);
+  EXPECT_EQ(s.maxScaled, 470.0);
+  float e5m2[4] = {1000.0f, 57344.0f, 60000.0f, 61440.0f};
+  uint8_t codes5[4] = {0x63, 0x7b, 0x7b, 0x7b};
+  s = quantizationStats(e5m2, {4}, codes5, &scale, {4}, /*e5m2=*/true, false);
+  EXPECT_EQ(s.saturated, 1);
+}
+
+} // namespace
+
+namespace {
+
+/// A GPU's read-back that finds a quantizer's refusal: INFIR2RT_NONFINITE,
+/// and "where: message" as Device.cu's download writes it.
+int32_t refusingDownload(void *, const void *, int64_t, void *, char *why,
+                         int64_t whySize) {
+  std::snprintf(why, size_t(whySize), "%s",
+                "fp8.quantize at m.mlir:3:4: non-finite amax (inf) in scale "
+                "block 0: refusing to quantize it");
+  return INFIR2RT_NONFINITE;
+}
+
+int32_t quantizedNothing(infir2rt_context *, const int64_t *, const char *) {
+  return 0;
+}
+
+// On a GPU, a quantizer's refusal surfaces at the first read-back, which on
+// a logged step is the recorder's: it stays the step's refusal
+// (INFIR2RT_NONFINITE, its message whole), so that the trainer skips the
+// step as without statistics.
+TEST(Fp8Stats, AGpuRefusalStaysTheSteps) {
+  infir2rt_backend gpu = *infir2rt_cpu_backend();
+  gpu.host_memory = 0;
+  gpu.download = refusingDownload;
+  gpu.entries[INFIR2RT_ENTRY_quantize] = quantizedNothing;
+  infir2::rt::Manifest manifest;
+  infir2::rt::Fp8StatsRecorder recorder(&gpu, manifest);
+  recorder.start(1);
+  recorder.enter("train_step");
+  infir2::test::Call c;
+  c.add({2, 4}, INFIR2RT_F32);
+  c.add({2, 4}, INFIR2RT_E4M3);
+  c.add({2, 1}, INFIR2RT_F32);
+  c.attrs({0, 1, 1, 4}); // format e4m3, pow2, block [1, 4]
+  infir2rt_context ctx{};
+  ctx.regions[0] = ctx.regions[1] = c.host.data();
+  EXPECT_EQ(recorder.backend()->entries[INFIR2RT_ENTRY_quantize](
+                &ctx, c.desc.data(), "fp8.quantize at m.mlir:3:4"),
+            INFIR2RT_NONFINITE);
+  EXPECT_EQ(infir2::rt::callError(ctx),
+            "fp8.quantize at m.mlir:3:4: non-finite amax (inf) in scale block "
+            "0: refusing to quantize it");
+  EXPECT_EQ(recorder.pending(), 0u);
 }
 
 } // namespace
