@@ -133,6 +133,7 @@ static void addFP8Recipe(OpPassManager &pm,
   assign.format = options.format;
   assign.scales = options.scales;
   assign.keepFirstLast = options.keepFirstLast;
+  assign.keepHigh.assign(options.keepHigh.begin(), options.keepHigh.end());
   assign.minGemmFlops = options.minGemmFlops;
   assign.costModel = options.costModel;
   pm.addPass(createAssignPrecisionPass(assign));

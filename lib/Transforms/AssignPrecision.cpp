@@ -90,6 +90,13 @@ struct AssignPrecisionPass
                       int64_t numLayers);
 
   std::optional<StepTimeTarget> costTarget;
+  /// keep-high's entries, parsed: the weight, and the role or none (all).
+  struct KeptHigh {
+    std::string weight;
+    std::optional<GemmRole> role;
+    bool matched = false;
+  };
+  SmallVector<KeptHigh> keptHigh;
   DecisionAttr high(GemmRole role, const Twine &reason) {
     return DecisionAttr::get(&getContext(), Precision::high, role, {}, {},
                              std::nullopt, std::nullopt, std::nullopt,
@@ -109,6 +116,20 @@ void AssignPrecisionPass::runOnOperation() {
       return signalPassFailure();
     }
     costTarget = *t;
+  }
+  for (StringRef entry : keepHigh) {
+    auto [weight, role] = entry.rsplit(':');
+    KeptHigh k{weight.str(), std::nullopt};
+    if (!role.empty()) {
+      k.role = fp8::symbolizeGemmRole(role);
+      if (!k.role) { // "name:with:colons" without a role is still a name
+        getOperation().emitError()
+            << "keep-high entry '" << entry << "': the role after ':' must "
+            << "be fprop, dgrad or wgrad, got '" << role << "'";
+        return signalPassFailure();
+      }
+    }
+    keptHigh.push_back(k);
   }
   getOperation().walk([&](FunctionOpInterface fn) {
     SmallVector<GemmInfo> gemms;
@@ -153,6 +174,16 @@ void AssignPrecisionPass::runOnOperation() {
     for (auto [g, decision] : llvm::zip_equal(gemms, decisions))
       g.op->setAttr(fp8::FP8Dialect::getDecisionAttrName(), decision);
   });
+  // An entry that names no GEMM is a typo, not a choice.
+  for (const KeptHigh &k : keptHigh)
+    if (!k.matched) {
+      getOperation().emitError()
+          << "keep-high names '" << k.weight
+          << (k.role ? ":" + fp8::stringifyGemmRole(*k.role).str() : "")
+          << "', which no GEMM has (infir2-opt --infir2-fp8-report lists the "
+             "GEMMs by weight and role)";
+      return signalPassFailure();
+    }
 }
 
 DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
@@ -171,6 +202,12 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
       !isa<BFloat16Type, Float32Type>(c))
     return high(g.role, "FP8 GEMMs take bf16, f16 or f32 operands and write "
                         "bf16 or f32");
+  bool kept = false;
+  for (KeptHigh &k : keptHigh)
+    if (k.weight == g.weight && (!k.role || *k.role == g.role))
+      kept = k.matched = true;
+  if (kept)
+    return high(g.role, "kept high by bisection (keep-high)");
   if (recipe::isLMHead(g.op, lmHead))
     return high(g.role, "the LM head stays in high precision");
   if (std::optional<int64_t> layer = layerOf(g.weight);

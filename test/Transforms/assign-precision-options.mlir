@@ -2,9 +2,25 @@
 // RUN: not infir2-opt %s --infir2-assign-precision="granularity=mxfp8" 2>&1 | FileCheck %s --check-prefix=RECIPE
 // RUN: not infir2-opt %s --infir2-assign-precision="format=e5m2" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not infir2-opt %s --infir2-assign-precision="scales=e8m0" 2>&1 | FileCheck %s --check-prefix=SCALES
+// RUN: infir2-opt %s --infir2-autodiff --infir2-assign-precision="keep-high=model.layers.1.w:wgrad,model.layers.2.w" | FileCheck %s --check-prefix=KEEP
+// RUN: infir2-opt %s --fp8-recipe="keep-high=model.layers.1.w:wgrad,model.layers.2.w" | FileCheck %s --check-prefix=KEEP
+// RUN: not infir2-opt %s --infir2-assign-precision="keep-high=model.layers.9.w" 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: not infir2-opt %s --infir2-assign-precision="keep-high=model.layers.1.w:bwd" 2>&1 | FileCheck %s --check-prefix=ROLE
 // RECIPE: for the --granularity option: invalid value 'mxfp8' (expected blockwise, tensorwise or rowwise)
 // FORMAT: for the --format option: invalid value 'e5m2' (expected e4m3 or hybrid)
 // SCALES: for the --scales option: invalid value 'e8m0' (expected pow2 or fp32)
+// NONE: error: keep-high names 'model.layers.9.w', which no GEMM has (infir2-opt --infir2-fp8-report lists the GEMMs by weight and role)
+// ROLE: error: keep-high entry 'model.layers.1.w:bwd': the role after ':' must be fprop, dgrad or wgrad, got 'bwd'
+
+// keep-high (infir2-bisect's answer): layer 1's weight gradient and all of
+// layer 2 in high precision, each saying why; the rest in FP8.
+// KEEP-LABEL: func.func @train_step
+// KEEP-DAG: role = fprop, {{.*}}reason = "linear layer model.layers.0.w"
+// KEEP-DAG: role = fprop, {{.*}}reason = "linear layer model.layers.1.w"
+// KEEP-DAG: role = dgrad, {{.*}}reason = "linear layer model.layers.1.w"
+// KEEP-DAG: precision = high, role = wgrad, reason = "kept high by bisection (keep-high)"
+// KEEP-DAG: precision = high, role = fprop, reason = "kept high by bisection (keep-high)"
+// KEEP-DAG: precision = high, role = dgrad, reason = "kept high by bisection (keep-high)"
 
 // Tests keep-first-last on three decoder layers (only layer 1 runs in FP8)
 // and the hybrid format, where the incoming gradient operand of dgrad and

@@ -168,6 +168,12 @@ struct FP8OptionsBase : public TrainingStepOptions<Derived> {
       *this, "keep-first-last",
       llvm::cl::desc("Keep the first and last N decoder layers in BF16"),
       llvm::cl::init(0)};
+  typename mlir::PassPipelineOptions<Derived>::template ListOption<std::string>
+      keepHigh{
+          *this, "keep-high",
+          llvm::cl::desc("GEMMs to keep in BF16: WEIGHT or WEIGHT:ROLE (fprop, "
+                         "dgrad, wgrad), comma-separated, as infir2-bisect "
+                         "prints them")};
   Option<double> minGemmFlops{
       *this, "min-gemm-flops",
       llvm::cl::desc("GEMMs of fewer flops stay in BF16 (too small to gain)"),

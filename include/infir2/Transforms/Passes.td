@@ -182,7 +182,10 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     Everything outside GEMMs (embedding, the attention core, norms, softmax,
     loss, residual adds, the optimizer) is never a candidate.
 
-    Then the policy options, in order: `keep-first-last` keeps the GEMMs of
+    Then the policy options, in order: `keep-high` keeps the GEMMs it lists
+    (by weight, and optionally role) in high precision, with the reason
+    "kept high by bisection" (infir2-bisect's answer); `keep-first-last`
+    keeps the GEMMs of
     the first and last N decoder layers (`model.layers.<i>.` weights) in high
     precision; a GEMM whose token, output or contraction size is not a
     multiple of the recipe's block (128 for `blockwise`, 16 otherwise, as FP8
@@ -223,7 +226,11 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     Option<"costModel", "cost-model", "std::string", /*default=*/"\"\"",
            "Keep a GEMM in high precision where the step-time model on this "
            "target (h100, h200) predicts FP8 would not pay (default: no "
-           "model)">
+           "model)">,
+    ListOption<"keepHigh", "keep-high", "std::string",
+               "GEMMs to keep in high precision, each `WEIGHT` (all its "
+               "GEMMs) or `WEIGHT:ROLE` (fprop, dgrad or wgrad), as "
+               "infir2-bisect prints them; an entry no GEMM has is an error">
   ];
   let dependentDialects = ["infir2::fp8::FP8Dialect"];
 }
