@@ -48,7 +48,7 @@ foreach(dialect Infir2 FP8 Runtime)
           ${_infir2_header_patterns})
 endforeach()
 
-set(_infir2_tools infir2-opt infir2-import infir2-run)
+set(_infir2_tools infir2-opt infir2-import infir2-run infir2-bisect)
 # infir2-gemm-peak measures the machine for --report-step-time=cpu.
 foreach(tool infir2-compile infir2-cuda-probe infir2-gemm-peak)
   if(TARGET ${tool})

@@ -9,7 +9,10 @@
 #include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 
+#include "infir2/runtime/Checkpoint.h"
+
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using infir2::interp::Tensor;
@@ -56,6 +59,53 @@ std::pair<std::string, std::string> infir2::run::roleOf(func::FuncOp fn,
     if (auto value = fn.getArgAttrOfType<StringAttr>(index, attr))
       return {kind.str(), value.getValue().str()};
   return {};
+}
+
+std::string infir2::run::argumentName(func::FuncOp fn, unsigned index) {
+  if (auto cache = fn.getArgAttrOfType<StringAttr>(
+          index, infir2::Infir2Dialect::getFP8CacheAttrName()))
+    return "fp8_cache." + cache.getValue().str();
+  if (auto param = fn.getArgAttrOfType<infir2::ParamAttr>(
+          index, infir2::Infir2Dialect::getParamAttrName()))
+    return param.getName().str();
+  auto role = roleOf(fn, index);
+  return role.first.empty() ? "arg" + std::to_string(index)
+                            : role.first + "." + role.second;
+}
+
+LogicalResult infir2::run::readStoredInputs(func::FuncOp fn,
+                                            ArrayRef<std::string> names,
+                                            MutableArrayRef<Tensor> inputs,
+                                            const std::string &path,
+                                            std::string &error) {
+  std::map<std::string, infir2::rt::StoredTensor> stored;
+  if (!infir2::rt::readSafetensors(path, stored, error))
+    return failure();
+  for (auto [i, arg] : llvm::enumerate(fn.getBody().front().getArguments())) {
+    if (StringRef(names[i]).starts_with("fp8_cache."))
+      continue;
+    std::optional<StringRef> role = infir2::getBatchInputRole(arg);
+    auto it = stored.find(names[i]);
+    if (it == stored.end() && role)
+      it = stored.find(("input." + *role).str());
+    if (it == stored.end()) {
+      error = path + ": no tensor '" + names[i] + "'" +
+              (role ? " or 'input." + role->str() + "'" : "") +
+              " for argument #" + std::to_string(i);
+      return failure();
+    }
+    const infir2::rt::StoredTensor &t = it->second;
+    Tensor &in = inputs[i];
+    if (ArrayRef<int64_t>(t.shape) != ArrayRef<int64_t>(in.shape) ||
+        (t.dtype != "F32" && t.dtype != "F64")) {
+      error = path + ": tensor '" + it->first +
+              "' is not F32/F64 of the shape of argument #" + std::to_string(i);
+      return failure();
+    }
+    for (int64_t e = 0, n = in.getNumElements(); e < n; ++e)
+      in.data[e] = infir2::rt::storedFloat(t, e);
+  }
+  return success();
 }
 
 LogicalResult infir2::run::fillWeightCache(ModuleOp module, func::FuncOp fn,

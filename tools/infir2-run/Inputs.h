@@ -42,6 +42,20 @@ interp::Tensor drawInput(mlir::BlockArgument arg, mlir::RankedTensorType type,
 /// Fills `fn`'s FP8 weight cache arguments (infir2.fp8_cache) the way the
 /// trainer does: by running @quantize_weights on the parameters among
 /// `inputs` (found by `names`), here in the reference interpreter.
+/// The name argument `index` of `fn` goes by in a dump: its parameter's,
+/// "fp8_cache.<name>" for the FP8 weight cache, "<role>.<name>" for the
+/// optimizer state and step inputs, else "arg<index>".
+std::string argumentName(mlir::func::FuncOp fn, unsigned index);
+
+/// Fills `inputs` (named as argumentName says) from the safetensors file at
+/// `path` (a trainer's --dump-step): parameters by name, batch inputs as
+/// input.<role>; the FP8 weight cache is left to fillWeightCache. Fails
+/// with `error` naming a missing or mis-shaped tensor.
+mlir::LogicalResult
+readStoredInputs(mlir::func::FuncOp fn, llvm::ArrayRef<std::string> names,
+                 llvm::MutableArrayRef<interp::Tensor> inputs,
+                 const std::string &path, std::string &error);
+
 mlir::LogicalResult fillWeightCache(mlir::ModuleOp module,
                                     mlir::func::FuncOp fn,
                                     llvm::ArrayRef<std::string> names,

@@ -330,52 +330,25 @@ int main(int argc, char **argv) {
         !cast<RankedTensorType>(arg.getType()).hasStaticShape())
       return fail("argument #" + std::to_string(arg.getArgNumber()) +
                   " is not a statically shaped tensor");
-    auto param = fn.getArgAttrOfType<infir2::ParamAttr>(
-        arg.getArgNumber(), infir2::Infir2Dialect::getParamAttrName());
-    auto role = roleOf(fn, arg.getArgNumber());
-    if (auto cache = fn.getArgAttrOfType<StringAttr>(
-            arg.getArgNumber(), infir2::Infir2Dialect::getFP8CacheAttrName())) {
+    names.push_back(infir2::run::argumentName(fn, arg.getArgNumber()));
+    if (StringRef(names.back()).starts_with("fp8_cache.")) {
       // Computed from the parameters below, never drawn or read.
-      inputs.push_back(Tensor(cast<RankedTensorType>(arg.getType()).getShape()));
-      names.push_back("fp8_cache." + cache.getValue().str());
+      inputs.push_back(
+          Tensor(cast<RankedTensorType>(arg.getType()).getShape()));
       continue;
     }
     // A tensor-parallel rank's shard is drawn whole, as the unsharded
     // module draws it, and sliced below.
+    auto param = fn.getArgAttrOfType<infir2::ParamAttr>(
+        arg.getArgNumber(), infir2::Infir2Dialect::getParamAttrName());
     inputs.push_back(drawInput(arg, wholeArgType(fn, arg.getArgNumber(), tp),
-                               param, role, rng, perturbInit));
-    names.push_back(param ? param.getName().str()
-                    : role.first.empty()
-                        ? "arg" + std::to_string(arg.getArgNumber())
-                        : role.first + "." + role.second);
+                               param, roleOf(fn, arg.getArgNumber()), rng,
+                               perturbInit));
   }
 
-  if (!inputsPath.empty()) {
-    std::map<std::string, infir2::rt::StoredTensor> stored;
-    if (!infir2::rt::readSafetensors(inputsPath, stored, error))
-      return fail(error);
-    for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-      if (StringRef(names[i]).starts_with("fp8_cache."))
-        continue;
-      std::optional<StringRef> role = infir2::getBatchInputRole(arg);
-      auto it = stored.find(names[i]);
-      if (it == stored.end() && role)
-        it = stored.find(("input." + *role).str());
-      if (it == stored.end())
-        return fail(inputsPath + ": no tensor '" + names[i] + "'" +
-                    (role ? " or 'input." + role->str() + "'" : "") +
-                    " for argument #" + std::to_string(i));
-      const infir2::rt::StoredTensor &t = it->second;
-      Tensor &in = inputs[i];
-      if (ArrayRef<int64_t>(t.shape) != ArrayRef<int64_t>(in.shape) ||
-          (t.dtype != "F32" && t.dtype != "F64"))
-        return fail(inputsPath + ": tensor '" + it->first +
-                    "' is not F32/F64 of the shape of argument #" +
-                    std::to_string(i));
-      for (int64_t e = 0, n = in.getNumElements(); e < n; ++e)
-        in.data[e] = infir2::rt::storedFloat(t, e);
-    }
-  }
+  if (!inputsPath.empty() && failed(infir2::run::readStoredInputs(
+                                 fn, names, inputs, inputsPath, error)))
+    return fail(error);
 
   if (tp > 1 && gradcheck)
     return fail("--gradcheck runs one rank: run it on the module before "

@@ -1,0 +1,363 @@
+//===- infir2-bisect.cpp - Which FP8 GEMMs make a step drift --------------===//
+//
+// Part of the InfiR2 project.
+//
+//===----------------------------------------------------------------------===//
+//
+//   infir2-bisect model.mlir --inputs step.safetensors
+//                 [--recipe-options="granularity=tensorwise"] [--tolerance X]
+//
+// Runs a model's training step through the FP64 reference interpreter twice
+// on the same inputs (a trainer's --dump-step): with the BF16 recipe (the
+// reference: no FP8 anywhere) and with the FP8 recipe. It prints every FP8
+// GEMM's output error against the reference's (relative L2 and SQNR, worst
+// first), then searches for the smallest set of FP8 GEMMs whose return to
+// high precision brings the step's logits within --tolerance (relative L2
+// error) of the reference's (delta debugging over the GEMMs, named
+// WEIGHT:ROLE: a set none of whose GEMMs can go), and
+// prints it as the recipe option that applies it:
+//   --recipe-options="keep-high=model.layers.1.mlp.down_proj.weight:fprop"
+// with which infir2-compile builds a trainer that keeps those GEMMs high,
+// saying "kept high by bisection".
+//
+//===----------------------------------------------------------------------===//
+
+#include "infir2/Dialect/FP8/IR/FP8Ops.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Dialect.h"
+#include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
+#include "infir2/InitAll.h"
+#include "infir2/Interpreter/Interpreter.h"
+#include "infir2/Pipelines/Pipelines.h"
+#include "infir2/Support/ToolOptions.h"
+
+#include "../infir2-run/Inputs.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+using namespace mlir;
+using infir2::interp::Tensor;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("infir2-bisect options");
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.mlir>"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    inputsPath("inputs", cl::Required,
+               cl::desc("The step's inputs: a trainer's --dump-step file"),
+               cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> recipeOptions(
+    "recipe-options", cl::init(""),
+    cl::desc("The FP8 recipe's options, as infir2-compile takes them"),
+    cl::cat(category));
+static cl::opt<double> tolerance(
+    "tolerance", cl::init(1e-2),
+    cl::desc("How close to the BF16 step's logits (relative L2 error) the "
+             "FP8 step must come (default 1e-2)"),
+    cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "infir2-bisect") << message << "\n";
+  return 1;
+}
+
+namespace {
+
+/// A GEMM of the step, as keep-high names it.
+struct Gemm {
+  std::string weight, role;
+  std::string name() const { return weight + ":" + role; }
+};
+
+/// The weight a GEMM reads: named on it (a gradient GEMM), or the parameter
+/// or FP8 weight-cache argument an operand comes from through conversions.
+std::string weightOf(Operation *op) {
+  if (auto w = op->getAttrOfType<StringAttr>(
+          infir2::Infir2Dialect::getGemmWeightAttrName()))
+    return w.getValue().str();
+  for (Value v : op->getOperands()) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (def->getNumOperands() != 1)
+        break;
+      v = def->getOperand(0);
+    }
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg)
+      continue;
+    auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!fn)
+      continue;
+    if (auto p = fn.getArgAttrOfType<infir2::ParamAttr>(
+            arg.getArgNumber(), infir2::Infir2Dialect::getParamAttrName()))
+      return p.getName().str();
+    if (auto c = fn.getArgAttrOfType<StringAttr>(
+            arg.getArgNumber(), infir2::Infir2Dialect::getFP8CacheAttrName())) {
+      StringRef name = c.getValue().split(':').first; // "<w>[.t]:data"
+      name.consume_back(".t");
+      return name.str();
+    }
+  }
+  return "";
+}
+
+Gemm describe(Operation *op) {
+  auto role = op->getAttrOfType<StringAttr>(
+      infir2::Infir2Dialect::getGemmRoleAttrName());
+  return {weightOf(op), role ? role.getValue().str() : "fprop"};
+}
+
+/// One interpreted step: its loss, its logits (what the loss reads: every
+/// forward GEMM's error reaches them, and unlike the loss they do not let
+/// errors cancel), and each GEMM's output in order.
+struct Step {
+  double loss = 0.0;
+  Tensor logits;
+  std::vector<std::pair<Gemm, Tensor>> gemms;
+  std::vector<Gemm> fp8; ///< the GEMMs the recipe put in FP8
+};
+
+class Bisector {
+public:
+  Bisector(ModuleOp model) : model(model) {}
+
+  /// The step with `recipe` (bf16-recipe, or fp8-recipe keeping `high`).
+  FailureOr<Step> run(bool fp8, const std::vector<std::string> &high) {
+    OwningOpRef<ModuleOp> module = model.clone();
+    PassManager pm(model.getContext());
+    if (fp8) {
+      std::string options = recipeOptions;
+      if (!high.empty())
+        options += " keep-high=" + llvm::join(high, ",");
+      auto parsed = infir2::FP8RecipeOptions::createFromString(options);
+      if (!parsed)
+        return failure();
+      infir2::buildFP8RecipePipeline(pm, *parsed);
+    } else {
+      infir2::buildBF16RecipePipeline(pm, infir2::BF16RecipeOptions());
+    }
+    if (failed(pm.run(*module)))
+      return failure();
+    auto fn = module->lookupSymbol<func::FuncOp>("train_step");
+    if (!fn)
+      return model.emitError() << "the recipe made no @train_step";
+    std::vector<std::string> names;
+    SmallVector<Tensor> inputs;
+    for (BlockArgument arg : fn.getArguments()) {
+      names.push_back(infir2::run::argumentName(fn, arg.getArgNumber()));
+      inputs.push_back(
+          Tensor(cast<RankedTensorType>(arg.getType()).getShape()));
+    }
+    std::string error;
+    if (failed(infir2::run::readStoredInputs(fn, names, inputs, inputsPath,
+                                             error))) {
+      fail(error);
+      return failure();
+    }
+    if (failed(infir2::run::fillWeightCache(*module, fn, names, inputs)))
+      return failure();
+    Step step;
+    llvm::SmallPtrSet<Operation *, 4> logits; // the losses' logits' makers
+    fn.walk([&](Operation *op) {
+      if (isa<infir2::fp8::ScaledMatmulOp>(op))
+        step.fp8.push_back(describe(op));
+      if (auto ce = dyn_cast<infir2::CrossEntropyOp>(op))
+        if (Operation *def = ce.getLogits().getDefiningOp())
+          logits.insert(def);
+    });
+    auto seen = [&](Operation *op, ArrayRef<Tensor> results) {
+      if (isa<infir2::GemmOpInterface>(op))
+        step.gemms.push_back({describe(op), results.front()});
+      if (logits.contains(op)) // in order, chunk by chunk
+        step.logits.data.insert(step.logits.data.end(),
+                                results.front().data.begin(),
+                                results.front().data.end());
+    };
+    FailureOr<SmallVector<Tensor>> out =
+        infir2::interp::run(fn, inputs, nullptr, seen);
+    if (failed(out))
+      return failure();
+    step.loss = out->front().data.front();
+    ++runs;
+    return step;
+  }
+
+  /// The logits' relative L2 error against the reference's with `high`
+  /// kept high.
+  FailureOr<double> drift(const std::vector<std::string> &high) {
+    FailureOr<Step> s = run(/*fp8=*/true, high);
+    if (failed(s))
+      return failure();
+    return relativeError(s->logits, reference);
+  }
+
+  static double relativeError(const Tensor &got, const Tensor &want) {
+    double signal = 0.0, noise = 0.0;
+    for (auto [g, w] : llvm::zip_equal(got.data, want.data)) {
+      signal += w * w;
+      noise += (g - w) * (g - w);
+    }
+    return std::sqrt(noise / std::max(signal, 1e-300));
+  }
+
+  ModuleOp model;
+  Tensor reference; ///< the BF16 step's logits
+  int runs = 0;
+};
+
+/// The relative L2 error and SQNR (dB) of `got` against `want`.
+std::pair<double, double> errorOf(const Tensor &got, const Tensor &want) {
+  double rel = Bisector::relativeError(got, want);
+  return {rel, rel == 0.0 ? INFINITY : -20.0 * std::log10(rel)};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  infir2::setUpToolOptions({&category});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "Finds the FP8 GEMMs that make a training step drift from BF16\n");
+  if (!(tolerance > 0))
+    return fail("--tolerance must be a positive number");
+  DialectRegistry registry;
+  infir2::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  llvm::SourceMgr sourceMgr;
+  std::string error;
+  auto buffer = openInputFile(inputPath, &error);
+  if (!buffer)
+    return fail(error);
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx);
+  OwningOpRef<ModuleOp> model = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!model)
+    return 1;
+  if (!infir2::FP8RecipeOptions::createFromString(recipeOptions))
+    return fail("--recipe-options: '" + recipeOptions +
+                "' is not the FP8 recipe's options");
+
+  Bisector b(*model);
+  FailureOr<Step> bf16 = b.run(/*fp8=*/false, {});
+  if (failed(bf16))
+    return 1;
+  FailureOr<Step> fp8 = b.run(/*fp8=*/true, {});
+  if (failed(fp8))
+    return 1;
+  if (bf16->logits.data.empty() ||
+      bf16->logits.data.size() != fp8->logits.data.size())
+    return fail("the step has no cross-entropy loss whose logits an op "
+                "makes: nothing to compare");
+  b.reference = bf16->logits;
+  double drift = Bisector::relativeError(fp8->logits, bf16->logits);
+  llvm::outs() << llvm::format("loss: bf16 %.9g, fp8 %.9g; logits: %.3g "
+                               "relative L2 error (tolerance %g)\n",
+                               bf16->loss, fp8->loss, drift,
+                               tolerance.getValue());
+
+  // Each FP8 GEMM's output against the reference's same GEMM (the k-th of
+  // its weight and role), worst first.
+  std::map<std::string, std::vector<const Tensor *>> want;
+  for (auto &[g, t] : bf16->gemms)
+    want[g.name()].push_back(&t);
+  std::map<std::string, int> taken;
+  struct Row {
+    std::string name;
+    double rel, sqnr;
+  };
+  std::vector<Row> rows;
+  std::set<std::string> fp8Names;
+  for (const Gemm &g : fp8->fp8)
+    fp8Names.insert(g.name());
+  for (auto &[g, t] : fp8->gemms) {
+    int k = taken[g.name()]++;
+    auto it = want.find(g.name());
+    if (!fp8Names.count(g.name()) || it == want.end() ||
+        k >= int(it->second.size()) || it->second[k]->shape != t.shape)
+      continue;
+    auto [rel, sqnr] = errorOf(t, *it->second[k]);
+    rows.push_back({g.name(), rel, sqnr});
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const Row &a, const Row &b) { return a.sqnr < b.sqnr; });
+  llvm::outs() << "FP8 GEMM outputs against BF16 (" << rows.size()
+               << "), worst first:\n";
+  for (const Row &r : rows)
+    llvm::outs() << llvm::format("  %-48s rel %.3e  SQNR %6.1f dB\n",
+                                 r.name.c_str(), r.rel, r.sqnr);
+
+  if (drift <= tolerance) {
+    llvm::outs() << "the FP8 step is within the tolerance: nothing to keep "
+                    "high\n";
+    return 0;
+  }
+  // Delta debugging: drop chunks of the high set while the step stays
+  // within the tolerance, halving the chunks when none can go.
+  std::vector<std::string> high;
+  for (const std::string &n : fp8Names)
+    high.push_back(n);
+  FailureOr<double> all = b.drift(high);
+  if (failed(all))
+    return 1;
+  if (*all > tolerance)
+    return fail(llvm::formatv("with every FP8 GEMM kept high the logits are "
+                              "still {0:e2} from BF16's: the drift is not "
+                              "the GEMMs'",
+                              *all)
+                    .str());
+  size_t chunks = 2;
+  while (high.size() > 0) {
+    size_t n = std::min(chunks, high.size()), size = high.size();
+    bool dropped = false;
+    for (size_t c = 0; c < n && !dropped; ++c) {
+      std::vector<std::string> kept;
+      for (size_t i = 0; i < size; ++i)
+        if (i * n / size != c)
+          kept.push_back(high[i]);
+      FailureOr<double> d = b.drift(kept);
+      if (failed(d))
+        return 1;
+      if (*d <= tolerance) {
+        high = kept;
+        chunks = std::max<size_t>(chunks - 1, 2);
+        dropped = true;
+      }
+    }
+    if (!dropped) {
+      if (n >= size)
+        break;
+      chunks = std::min(2 * chunks, size);
+    }
+  }
+  FailureOr<double> final = b.drift(high);
+  if (failed(final))
+    return 1;
+  llvm::outs() << llvm::format("kept high: %zu of %zu FP8 GEMMs bring the "
+                               "logits to %.3g relative (%d interpreted "
+                               "steps)\n",
+                               high.size(), fp8Names.size(), *final, b.runs);
+  for (const std::string &n : high)
+    llvm::outs() << "  " << n << "\n";
+  llvm::outs() << "--recipe-options=\"" << recipeOptions
+               << (recipeOptions.empty() ? "" : " ")
+               << "keep-high=" << llvm::join(high, ",") << "\"\n";
+  return 0;
+}
