@@ -122,7 +122,7 @@ void AssignPrecisionPass::runOnOperation() {
     KeptHigh k{weight.str(), std::nullopt};
     if (!role.empty()) {
       k.role = fp8::symbolizeGemmRole(role);
-      if (!k.role) { // "name:with:colons" without a role is still a name
+      if (!k.role) { // after the last ':', a role or nothing
         getOperation().emitError()
             << "keep-high entry '" << entry << "': the role after ':' must "
             << "be fprop, dgrad or wgrad, got '" << role << "'";
@@ -189,6 +189,14 @@ void AssignPrecisionPass::runOnOperation() {
 DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
                                          const llvm::StringSet<> &lmHead,
                                          int64_t numLayers) {
+  // keep-high first: an entry matches its GEMMs whatever else would keep
+  // them high.
+  bool kept = false;
+  for (KeptHigh &k : keptHigh)
+    if (k.weight == g.weight && (!k.role || *k.role == g.role))
+      kept = k.matched = true;
+  if (kept)
+    return high(g.role, "kept high by bisection (keep-high)");
   if (!g.op.isSupportedGemm())
     return high(g.role, "a GEMM form the recipe does not handle (operand "
                         "layout or buffers)");
@@ -202,12 +210,6 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
       !isa<BFloat16Type, Float32Type>(c))
     return high(g.role, "FP8 GEMMs take bf16, f16 or f32 operands and write "
                         "bf16 or f32");
-  bool kept = false;
-  for (KeptHigh &k : keptHigh)
-    if (k.weight == g.weight && (!k.role || *k.role == g.role))
-      kept = k.matched = true;
-  if (kept)
-    return high(g.role, "kept high by bisection (keep-high)");
   if (recipe::isLMHead(g.op, lmHead))
     return high(g.role, "the LM head stays in high precision");
   if (std::optional<int64_t> layer = layerOf(g.weight);

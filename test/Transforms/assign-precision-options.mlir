@@ -15,6 +15,7 @@
 // keep-high (infir2-bisect's answer): layer 1's weight gradient and all of
 // layer 2 in high precision, each saying why; the rest in FP8.
 // KEEP-LABEL: func.func @train_step
+// KEEP-NOT: reason = "linear layer model.layers.2.w"
 // KEEP-DAG: role = fprop, {{.*}}reason = "linear layer model.layers.0.w"
 // KEEP-DAG: role = fprop, {{.*}}reason = "linear layer model.layers.1.w"
 // KEEP-DAG: role = dgrad, {{.*}}reason = "linear layer model.layers.1.w"

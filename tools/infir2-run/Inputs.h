@@ -39,9 +39,6 @@ interp::Tensor drawInput(mlir::BlockArgument arg, mlir::RankedTensorType type,
                          std::pair<std::string, std::string> role,
                          std::mt19937_64 &rng, double perturbInit);
 
-/// Fills `fn`'s FP8 weight cache arguments (infir2.fp8_cache) the way the
-/// trainer does: by running @quantize_weights on the parameters among
-/// `inputs` (found by `names`), here in the reference interpreter.
 /// The name argument `index` of `fn` goes by in a dump: its parameter's,
 /// "fp8_cache.<name>" for the FP8 weight cache, "<role>.<name>" for the
 /// optimizer state and step inputs, else "arg<index>".
@@ -56,6 +53,9 @@ readStoredInputs(mlir::func::FuncOp fn, llvm::ArrayRef<std::string> names,
                  llvm::MutableArrayRef<interp::Tensor> inputs,
                  const std::string &path, std::string &error);
 
+/// Fills `fn`'s FP8 weight cache arguments (infir2.fp8_cache) the way the
+/// trainer does: by running @quantize_weights on the parameters among
+/// `inputs` (found by `names`), here in the reference interpreter.
 mlir::LogicalResult fillWeightCache(mlir::ModuleOp module,
                                     mlir::func::FuncOp fn,
                                     llvm::ArrayRef<std::string> names,
