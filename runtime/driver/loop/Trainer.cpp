@@ -319,21 +319,29 @@ Status Trainer::trainLoop() {
       hook_->beforeStep(s_.comm.rank(), s_.step);
     // --fp8-stats-every: rank 0's quantizations of this step, written once
     // its optimizer step (the weight cache's refresh) is done or skipped.
-    bool statsNow = s_.fp8Stats && lead && s_.step % s_.o.fp8StatsEvery == 0;
-    if (statsNow)
+    bool statsStep = s_.fp8Stats && s_.step % s_.o.fp8StatsEvery == 0;
+    if (statsStep && lead)
       s_.fp8Stats->start(s_.step);
     auto writeStats = [&](bool skipped) -> Status {
-      if (!statsNow)
+      if (!statsStep)
         return Status::ok();
-      s_.fp8Stats->stop();
-      if (!statsNoticed && s_.fp8Stats->pending() == 0)
-        std::fprintf(stderr,
-                     "trainer: --fp8-stats-every: step %lld "
-                     "quantized nothing (a trainer compiled without "
-                     "the FP8 recipe?)\n",
-                     (long long)s_.step);
-      statsNoticed = true;
-      return s_.fp8Stats->write(s_.o.fp8Stats, skipped);
+      Status written = Status::ok();
+      if (lead) {
+        s_.fp8Stats->stop();
+        if (!statsNoticed && s_.fp8Stats->pending() == 0)
+          std::fprintf(stderr,
+                       "trainer: --fp8-stats-every: step %lld "
+                       "quantized nothing (a trainer compiled without "
+                       "the FP8 recipe?)\n",
+                       (long long)s_.step);
+        statsNoticed = true;
+        written = s_.fp8Stats->write(s_.o.fp8Stats, skipped);
+      }
+      // The ranks stop together when rank 0 cannot write (a full disk).
+      if (s_.comm.max(written ? 0.0 : 1.0) != 0.0 && written)
+        return fail("step %lld: rank 0 could not write --fp8-stats %s",
+                    (long long)s_.step, s_.o.fp8Stats.c_str());
+      return written;
     };
     INFIR2_RETURN_IF_ERROR(zeroGradients());
     // A step the runtime refused as non-finite (an infinite or NaN amax in
