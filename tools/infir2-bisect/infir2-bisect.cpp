@@ -10,13 +10,13 @@
 // Runs a model's training step through the FP64 reference interpreter twice
 // on the same inputs (a trainer's --dump-step): with the BF16 recipe (the
 // reference: no FP8 anywhere) and with the FP8 recipe. It prints every FP8
-// GEMM's result error against the reference's (relative L2 and SQNR, worst
-// first; a result holds what the step fuses into the GEMM: an accumulator, a
-// residual), then searches for a set of forward FP8 GEMMs whose return to high
-// precision brings the step's logits within --tolerance (relative L2 error)
-// of the reference's, none of which can go back to FP8 alone (delta
-// debugging over the GEMMs that reach the logits, named WEIGHT:fprop), and
-// prints it as the recipe option that applies it:
+// GEMM's product error against the reference's (relative L2 and SQNR,
+// worst first; what the step fuses into a GEMM, an accumulator or a
+// residual, is subtracted), then searches for a set of forward FP8 GEMMs whose
+// return to high precision brings the step's logits within --tolerance
+// (relative L2 error) of the reference's, none of which can go back to FP8
+// alone (delta debugging over the GEMMs that reach the logits, named
+// WEIGHT:fprop), and prints it as the recipe option that applies it:
 //   --recipe-options="keep-high=model.layers.1.mlp.down_proj.weight:fprop"
 // with which infir2-compile builds a trainer that keeps those GEMMs high,
 // saying "kept high by bisection".
@@ -40,6 +40,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -120,6 +121,16 @@ std::string weightOf(Operation *op) {
   return "";
 }
 
+/// The value a GEMM adds its product into (a residual, a gradient
+/// accumulator, another GEMM's product), or null.
+Value accumulatorOf(Operation *op) {
+  if (auto s = dyn_cast<infir2::fp8::ScaledMatmulOp>(op))
+    return s.getAcc();
+  if (auto a = dyn_cast<infir2::AccumulatingOpInterface>(op))
+    return a.getAccumulator();
+  return {};
+}
+
 Gemm describe(Operation *op) {
   auto role = op->getAttrOfType<StringAttr>(
       infir2::Infir2Dialect::getGemmRoleAttrName());
@@ -182,16 +193,40 @@ public:
       return failure();
     Step step;
     llvm::SmallPtrSet<Operation *, 4> logits; // the losses' logits' makers
+    llvm::DenseSet<Value> accumulators;       // what GEMMs add into
     fn.walk([&](Operation *op) {
       if (isa<infir2::fp8::ScaledMatmulOp>(op))
         step.fp8.push_back(describe(op));
       if (auto ce = dyn_cast<infir2::CrossEntropyOp>(op))
         if (Operation *def = ce.getLogits().getDefiningOp())
           logits.insert(def);
-    });
-    auto seen = [&](Operation *op, ArrayRef<Tensor> results) {
       if (isa<infir2::GemmOpInterface>(op))
-        step.gemms.push_back({describe(op), results.front()});
+        if (Value acc = accumulatorOf(op))
+          accumulators.insert(acc);
+    });
+    // Each GEMM's own product: what it adds into, subtracted (a function
+    // argument's value is an input; an op's, seen when it ran).
+    llvm::DenseMap<Value, Tensor> seenAccumulators;
+    auto seen = [&](Operation *op, ArrayRef<Tensor> results) {
+      for (auto [r, t] : llvm::zip_equal(op->getResults(), results))
+        if (accumulators.contains(r))
+          seenAccumulators[r] = t;
+      if (isa<infir2::GemmOpInterface>(op)) {
+        Tensor product = results.front();
+        if (Value acc = accumulatorOf(op)) {
+          auto arg = dyn_cast<BlockArgument>(acc);
+          const Tensor *added = arg && arg.getOwner()->getParentOp() == fn
+                                    ? &inputs[arg.getArgNumber()]
+                                    : nullptr;
+          if (auto it = seenAccumulators.find(acc);
+              !added && it != seenAccumulators.end())
+            added = &it->second;
+          if (added && added->data.size() == product.data.size())
+            for (auto [p, a] : llvm::zip_equal(product.data, added->data))
+              p -= a;
+        }
+        step.gemms.push_back({describe(op), std::move(product)});
+      }
       if (logits.contains(op)) // in order, chunk by chunk
         step.logits.data.insert(step.logits.data.end(),
                                 results.front().data.begin(),
@@ -328,8 +363,8 @@ int main(int argc, char **argv) {
   }
   std::sort(rows.begin(), rows.end(),
             [](const Row &a, const Row &b) { return a.sqnr < b.sqnr; });
-  llvm::outs() << "FP8 GEMM results against BF16's (" << rows.size()
-               << ", with what the step fuses into them), worst first:\n";
+  llvm::outs() << "FP8 GEMM products against BF16's (" << rows.size()
+               << "), worst first:\n";
   for (const Row &r : rows)
     llvm::outs() << llvm::format("  %-48s rel %.3e  SQNR %6.1f dB\n",
                                  r.name.c_str(), r.rel, r.sqnr);
