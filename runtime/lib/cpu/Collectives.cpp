@@ -85,10 +85,8 @@ int32_t tp_reduce(const Call &c) {
 
 namespace {
 
-/// The geometry of a tensor split along `dim` over the tensor-parallel
-/// group: `outer` rows of `run` elements (the slice's part of dimension
-/// `dim` and everything after it), and the group; null with the call failed
-/// where the shapes are not a split over the group.
+/// A sequence collective's group and the geometry of its split
+/// (splitAlong, Collectives.h).
 struct SequenceSplit {
   const infir2rt_communicator *tp = nullptr;
   int64_t outer = 1, run = 1;
@@ -100,15 +98,10 @@ int32_t sequenceSplit(const Call &c, const Operand &slice, const Operand &whole,
   if (!s.tp)
     return c.fail("a tensor-parallel step runs on its group, and this "
                   "context has none");
-  if (dim >= slice.rank || slice.dim(dim) * s.tp->size != whole.dim(dim))
-    return c.fail(
-        "dimension %lld of %lld values is not a group of %d's "
-        "slice of %lld",
-        (long long)dim, (long long)(dim < slice.rank ? slice.dim(dim) : 0),
-        int(s.tp->size), (long long)(dim < whole.rank ? whole.dim(dim) : 0));
-  for (int64_t i = 0; i < dim; ++i)
-    s.outer *= slice.dim(i);
-  s.run = s.outer ? slice.numel / s.outer : 0;
+  char error[256] = {0};
+  if (splitAlong(slice, whole, dim, s.tp->size, s.outer, s.run, error,
+                 sizeof error))
+    return c.fail("%s", error);
   return 0;
 }
 

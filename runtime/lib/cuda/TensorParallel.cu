@@ -19,6 +19,7 @@
 #include "TensorParallel.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
+#include "infir2/runtime/Collectives.h"
 #include "infir2/runtime/Descriptor.h"
 
 #include <cmath>
@@ -91,15 +92,10 @@ int32_t sequenceCall(infir2rt_context *ctx, const int64_t *desc,
   s.in = descOperand(ctx, desc, 0);
   s.out = descOperand(ctx, desc, 1);
   const Operand &slice = gather ? s.in : s.out, &whole = gather ? s.out : s.in;
-  if (dim >= slice.rank || slice.dim(dim) * s.tp->size != whole.dim(dim))
-    return setCallError(
-        ctx, where,
-        "dimension %lld of %lld values is not a group of %d's slice of %lld",
-        (long long)dim, (long long)(dim < slice.rank ? slice.dim(dim) : 0),
-        int(s.tp->size), (long long)(dim < whole.rank ? whole.dim(dim) : 0));
-  for (int64_t i = 0; i < dim; ++i)
-    s.outer *= slice.dim(i);
-  s.run = s.outer ? slice.numel / s.outer : 0;
+  char error[256] = {0};
+  if (infir2::rt::splitAlong(slice, whole, dim, s.tp->size, s.outer, s.run,
+                             error, sizeof error))
+    return setCallError(ctx, where, "%s", error);
   return 0;
 }
 

@@ -130,6 +130,30 @@ inline void hostCopy(void *dst, const void *src, int64_t bytes) {
   std::memcpy(dst, src, size_t(bytes));
 }
 
+/// A tensor split along `dim` over a tensor-parallel group of `size`
+/// (tp_all_gather's input, tp_reduce_scatter's output: `slice` of `whole`),
+/// as `outer` rows of `run` elements (the slice's part of dimension `dim`
+/// and everything after it); 1, with `error`, where the shapes are not such
+/// a split. `Shaped` is a backend's operand (rank, dim(i), numel).
+template <typename Shaped>
+int32_t splitAlong(const Shaped &slice, const Shaped &whole, int64_t dim,
+                   int size, int64_t &outer, int64_t &run, char *error,
+                   int64_t errorSize) {
+  if (dim >= slice.rank || slice.dim(dim) * size != whole.dim(dim)) {
+    std::snprintf(
+        error, size_t(errorSize),
+        "dimension %lld of %lld values is not a group of %d's slice of %lld",
+        (long long)dim, (long long)(dim < slice.rank ? slice.dim(dim) : 0),
+        size, (long long)(dim < whole.rank ? whole.dim(dim) : 0));
+    return 1;
+  }
+  outer = 1;
+  for (int64_t i = 0; i < dim; ++i)
+    outer *= slice.dim(i);
+  run = outer ? slice.numel / outer : 0;
+  return 0;
+}
+
 /// Checks that a ZeRO-1 step compiled for `world` ranks runs on as many.
 inline int32_t checkWorldSize(const infir2rt_context *ctx, int64_t world,
                               char *error, int64_t errorSize) {
