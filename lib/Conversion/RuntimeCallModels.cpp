@@ -20,6 +20,7 @@
 #include "infir2/Dialect/Infir2/IR/Infir2Ops.h"
 #include "infir2/Dialect/Runtime/IR/RuntimeInterfaces.h"
 #include "infir2/runtime/Attributes.h"
+#include "infir2/runtime/FP8.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -80,6 +81,19 @@ std::vector<double> blockOf(fp8::GranularityAttrInterface granularity,
   return std::vector<double>(block->begin(), block->end());
 }
 
+/// The quantizers' scale_rule word for a scale rule (FP8.h's ScaleRule).
+int64_t scaleRuleWord(fp8::ScaleRule rule) {
+  switch (rule) {
+  case fp8::ScaleRule::fp32:
+    return int64_t(rt::ScaleRule::FP32);
+  case fp8::ScaleRule::pow2:
+    return int64_t(rt::ScaleRule::Pow2);
+  case fp8::ScaleRule::floor:
+    return int64_t(rt::ScaleRule::Floor);
+  }
+  llvm_unreachable("unknown scale rule");
+}
+
 /// Fills the fields every quantize_dual-shaped entry shares (quantize_dual
 /// and the fused producers'): the format, the scale rule and both layouts'
 /// blocks, viewing `blocks`.
@@ -87,7 +101,7 @@ template <typename A>
 void setQuantizeDual(A &a, fp8::QuantizeDualOp q,
                      std::vector<double> (&blocks)[2]) {
   a.format = q.getFormat() == fp8::Format::e5m2 ? 1 : 0;
-  a.pow2 = q.getScaleRule() == fp8::ScaleRule::pow2;
+  a.scale_rule = scaleRuleWord(q.getScaleRule());
   blocks[0] = blockOf(q.getGranularity(), q.getInput());
   blocks[1] = blockOf(q.getTransposedGranularity(), q.getDataT());
   a.block = attrs::Array<int64_t>(blocks[0]);
@@ -314,7 +328,7 @@ RuntimeCall callOf(SGDOp op) {
 RuntimeCall callOf(fp8::QuantizeOp op) {
   attrs::quantize a;
   a.format = op.getFormat() == fp8::Format::e5m2 ? 1 : 0;
-  a.pow2 = op.getScaleRule() == fp8::ScaleRule::pow2;
+  a.scale_rule = scaleRuleWord(op.getScaleRule());
   std::vector<double> block = blockOf(op.getGranularity(), op.getInput());
   a.block = attrs::Array<int64_t>(block);
   return callTo(op, "quantize", encoded(a));

@@ -64,6 +64,12 @@ float infir2::interp::computeScale(float amax, float fmtMax, bool pow2) {
   return m == 0.5f ? s : std::ldexp(1.0f, e);
 }
 
+float infir2::interp::computeFloorScale(float amax, int emax) {
+  if (amax == 0.0f)
+    return 1.0f;
+  return std::ldexp(1.0f, std::ilogb(std::max(amax, kAmaxFloor)) - emax);
+}
+
 //===----------------------------------------------------------------------===//
 // Scale blocks
 //===----------------------------------------------------------------------===//
@@ -158,7 +164,9 @@ static LogicalResult quantizeInto(Operation *op, const Tensor &x, Value input,
                                << ") in scale block " << b
                                << " of 'input': refusing to quantize it";
     scale.data[b] =
-        computeScale(static_cast<float>(amax.data[b]), fmtMax, pow2);
+        rule == fp8::ScaleRule::floor
+            ? computeFloorScale(static_cast<float>(amax.data[b]), e5m2 ? 15 : 8)
+            : computeScale(static_cast<float>(amax.data[b]), fmtMax, pow2);
   }
   std::vector<int64_t> map = blockIndexMap(input, granularity);
   data = Tensor(x.shape);

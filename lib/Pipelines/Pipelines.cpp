@@ -123,8 +123,13 @@ static void addFP8Recipe(OpPassManager &pm,
   if (options.tensorParallel != 1 &&
       options.granularity != Granularity::blockwise) {
     pm.addPass(std::make_unique<BadPipelineOptionPass>(
-        "tensor-parallel needs granularity=blockwise: a per-tensor or "
-        "per-row scale of a shard would need the maximum over the ranks"));
+        options.granularity == Granularity::mxfp8
+            ? "tensor-parallel needs granularity=blockwise: the sharding "
+              "pass keeps the recipe's 128-wide blocks whole on a rank and "
+              "does not shard MX blocks yet"
+            : "tensor-parallel needs granularity=blockwise: a per-tensor or "
+              "per-row scale of a shard would need the maximum over the "
+              "ranks"));
     return;
   }
   addTrainingStep(pm, options, /*fp8Block=*/128);
@@ -143,8 +148,7 @@ static void addFP8Recipe(OpPassManager &pm,
   if (options.fuseCasts)
     pm.addPass(createFuseCastsPass());
   VerifyPrecisionPassOptions verify;
-  verify.scales = options.scales == ScalePolicy::pow2 ? RequiredScales::pow2
-                                                      : RequiredScales::fp32;
+  verify.scales = requiredScales(options.scales);
   pm.addPass(createVerifyPrecisionPass(verify));
   // Weight gradients added to their FP32 accumulators by the GEMMs.
   pm.addPass(createFuseAccumulationPass());

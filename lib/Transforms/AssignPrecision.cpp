@@ -117,6 +117,13 @@ void AssignPrecisionPass::runOnOperation() {
     }
     costTarget = *t;
   }
+  if (granularity == Granularity::mxfp8 && scales == ScalePolicy::fp32) {
+    getOperation().emitError()
+        << "granularity=mxfp8 takes power-of-two scales (E8M0, as the MX "
+           "format stores them): scales=fp32 does not apply; take pow2 "
+           "(rounded up, the default) or floor (the specification's rule)";
+    return signalPassFailure();
+  }
   for (StringRef entry : keepHigh) {
     auto [weight, role] = entry.rsplit(':');
     KeptHigh k{weight.str(), std::nullopt};
@@ -221,7 +228,9 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
 
   GemmDims d = getGemmDims(g.op);
   int64_t rows = d.batch * d.m;
-  int64_t block = granularity == Granularity::blockwise ? 128 : 16;
+  int64_t block = granularity == Granularity::blockwise ? 128
+                  : granularity == Granularity::mxfp8 ? fp8::MxAttr::kBlockSize
+                                                      : 16;
   for (auto [name, size] :
        {std::pair<StringRef, int64_t>{"M", rows}, {"N", d.n}, {"K", d.k}})
     if (size % block != 0)
@@ -248,6 +257,8 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
       gran[i] = fp8::TensorwiseAttr::get(ctx);
     else if (granularity == Granularity::rowwise)
       gran[i] = fp8::GroupsAttr::get(ctx, d.k, kDim);
+    else if (granularity == Granularity::mxfp8)
+      gran[i] = fp8::MxAttr::get(ctx, kDim);
     else if (isWeight)
       gran[i] = fp8::BlocksAttr::get(ctx, 128, 128);
     else
@@ -261,7 +272,9 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
                            : "linear layer " + g.weight;
   return DecisionAttr::get(
       ctx, Precision::fp8, g.role, gran[0], gran[1], fmt[0], fmt[1],
-      scales == ScalePolicy::pow2 ? fp8::ScaleRule::pow2 : fp8::ScaleRule::fp32,
+      scales == ScalePolicy::pow2   ? fp8::ScaleRule::pow2
+      : scales == ScalePolicy::fp32 ? fp8::ScaleRule::fp32
+                                    : fp8::ScaleRule::floor,
       reason);
 }
 

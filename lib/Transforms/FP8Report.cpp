@@ -37,6 +37,8 @@ std::string describeOperand(fp8::GranularityAttrInterface g,
   if (auto blocks = dyn_cast<fp8::BlocksAttr>(g))
     return s + std::to_string(blocks.getRows()) + "x" +
            std::to_string(blocks.getCols());
+  if (auto mx = dyn_cast<fp8::MxAttr>(g))
+    return s + "mx@" + std::to_string(mx.getDim());
   return s + "tensor";
 }
 

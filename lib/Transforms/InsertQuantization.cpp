@@ -41,6 +41,12 @@ fp8::GranularityAttrInterface transposed(fp8::GranularityAttrInterface g,
       dim = rank - 1;
     return fp8::GroupsAttr::get(g.getContext(), groups.getSize(), dim);
   }
+  if (auto mx = dyn_cast<fp8::MxAttr>(g)) {
+    int64_t dim = mx.getDim();
+    if (dim == rank - 1 || dim == rank - 2)
+      dim = 2 * rank - 3 - dim;
+    return fp8::MxAttr::get(g.getContext(), dim);
+  }
   if (auto blocks = dyn_cast<fp8::BlocksAttr>(g))
     return fp8::BlocksAttr::get(g.getContext(), blocks.getCols(),
                                 blocks.getRows());
@@ -79,7 +85,7 @@ FailureOr<std::pair<Value, Value>> quantize(OpBuilder &b, Operation *op,
   if (failed(scaleShape))
     return failure();
   auto data = type.clone(fp8::getElementType(b.getContext(), format));
-  auto scale = RankedTensorType::get(*scaleShape, b.getF32Type());
+  auto scale = RankedTensorType::get(*scaleShape, g.getScaleElementType());
   auto q = fp8::QuantizeOp::create(
       b, loc, data, scale, v, fp8::FormatAttr::get(b.getContext(), format), g,
       fp8::ScaleRuleAttr::get(b.getContext(), rule));

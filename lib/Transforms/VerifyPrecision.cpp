@@ -43,6 +43,8 @@ void VerifyPrecisionPass::runOnOperation() {
     required = fp8::ScaleRule::pow2;
   else if (scales == RequiredScales::fp32)
     required = fp8::ScaleRule::fp32;
+  else if (scales == RequiredScales::floor)
+    required = fp8::ScaleRule::floor;
   bool ok = true;
   getOperation().walk([&](FunctionOpInterface fn) {
     llvm::StringSet<> lmHead = recipe::lmHeadWeights(fn);

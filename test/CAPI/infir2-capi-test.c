@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
   // Bad option strings first: they must fail before any work.
   int status = 0;
   status |= runBadOptions(infir2RunFP8Recipe, "fp8-recipe", module,
-                          "granularity=mxfp8", &diagnostics);
+                          "granularity=nvfp4", &diagnostics);
   status |= runBadOptions(infir2RunFP8Recipe, "fp8-recipe", module,
                           "format=e4m3 bogus-key=1", &diagnostics);
   status |= runBadOptions(infir2RunFP8Recipe, "fp8-recipe", module, "beta1=abc",

@@ -1,14 +1,14 @@
 // RUN: infir2-opt %s --infir2-autodiff --infir2-assign-precision="format=hybrid keep-first-last=1" | FileCheck %s
-// RUN: not infir2-opt %s --infir2-assign-precision="granularity=mxfp8" 2>&1 | FileCheck %s --check-prefix=RECIPE
+// RUN: not infir2-opt %s --infir2-assign-precision="granularity=nvfp4" 2>&1 | FileCheck %s --check-prefix=RECIPE
 // RUN: not infir2-opt %s --infir2-assign-precision="format=e5m2" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not infir2-opt %s --infir2-assign-precision="scales=e8m0" 2>&1 | FileCheck %s --check-prefix=SCALES
 // RUN: infir2-opt %s --infir2-autodiff --infir2-assign-precision="keep-high=model.layers.1.w:wgrad,model.layers.2.w" | FileCheck %s --check-prefix=KEEP
 // RUN: infir2-opt %s --fp8-recipe="keep-high=model.layers.1.w:wgrad,model.layers.2.w" | FileCheck %s --check-prefix=KEEP
 // RUN: not infir2-opt %s --infir2-assign-precision="keep-high=model.layers.9.w" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not infir2-opt %s --infir2-assign-precision="keep-high=model.layers.1.w:bwd" 2>&1 | FileCheck %s --check-prefix=ROLE
-// RECIPE: for the --granularity option: invalid value 'mxfp8' (expected blockwise, tensorwise or rowwise)
+// RECIPE: for the --granularity option: invalid value 'nvfp4' (expected blockwise, tensorwise, rowwise or mxfp8)
 // FORMAT: for the --format option: invalid value 'e5m2' (expected e4m3 or hybrid)
-// SCALES: for the --scales option: invalid value 'e8m0' (expected pow2 or fp32)
+// SCALES: for the --scales option: invalid value 'e8m0' (expected pow2, fp32 or floor)
 // NONE: error: keep-high names 'model.layers.9.w', which no GEMM has (infir2-opt --infir2-fp8-report lists the GEMMs by weight and role)
 // ROLE: error: keep-high entry 'model.layers.1.w:bwd': the role after ':' must be fprop, dgrad or wgrad, got 'bwd'
 

@@ -156,3 +156,20 @@ func.func @accumulated(%dy: tensor<128x256xbf16>, %x: tensor<128x256xbf16>, %acc
       : tensor<128x256xbf16>, tensor<128x256xbf16> -> tensor<256x256xf32>
   return %g : tensor<256x256xf32>
 }
+
+// -----
+
+// Tests MXFP8 decisions: E8M0 scales (the type #fp8.mx fixes), and the
+// weight of a dgrad transposed to K-last with its blocks moved along (dim 0
+// of [N, K] becomes dim 1 of its [K, N] transpose).
+// CHECK-LABEL: func.func @mxfp8
+// CHECK-SAME: (%[[W:.+]]: tensor<256x512xbf16> {{.*}}, %[[DY:.+]]: tensor<128x256xbf16>)
+// CHECK: fp8.quantize %[[DY]] to e4m3 by #fp8.mx<dim = 1> scale pow2 : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>
+// CHECK: %[[WT:.+]] = infir2.transpose %[[W]] [1, 0] : tensor<256x512xbf16> -> tensor<512x256xbf16>
+// CHECK: fp8.quantize %[[WT]] to e4m3 by #fp8.mx<dim = 1> scale pow2 : tensor<512x256xbf16> -> tensor<512x256xf8E4M3FN>, tensor<512x8xf8E8M0FNU>
+// CHECK: fp8.scaled_matmul ({{.*}} by #fp8.mx<dim = 1>), ({{.*}} by #fp8.mx<dim = 1>)
+func.func @mxfp8(%w: tensor<256x512xbf16> {infir2.param = #infir2.param<"w", normal(std = 0.02)>}, %dy: tensor<128x256xbf16>) -> tensor<128x512xbf16> {
+  %dx = infir2.matmul %dy, %w {infir2.gemm_role = "dgrad", infir2.gemm_weight = "w", infir2.gemm_grad_operand = 0 : i64, fp8.decision = #fp8.decision<precision = fp8, role = dgrad, lhs = #fp8.mx<dim = 1>, rhs = #fp8.mx<dim = 0>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">}
+      : tensor<128x256xbf16>, tensor<256x512xbf16> -> tensor<128x512xbf16>
+  return %dx : tensor<128x512xbf16>
+}

@@ -1,7 +1,9 @@
 // RUN: infir2-opt %s --split-input-file --infir2-verify-precision="scales=pow2" --verify-diagnostics
 // RUN: infir2-import --hf-config %examples/mini-qwen/config.json --seq-len 128 --micro-batch 2 | infir2-opt --infir2-autodiff --infir2-optimizer --infir2-assign-precision="min-gemm-flops=0" --infir2-verify-precision="scales=pow2" -o /dev/null
 // RUN: not infir2-opt %s --split-input-file --infir2-verify-precision="scales=e8m0" 2>&1 | FileCheck %s --check-prefix=OPTION
-// OPTION: for the --scales option: invalid value 'e8m0' (expected any, pow2 or fp32)
+// OPTION: for the --scales option: invalid value 'e8m0' (expected any, pow2, fp32 or floor)
+// RUN: not infir2-opt %s --split-input-file --infir2-verify-precision="scales=floor" 2>&1 | FileCheck %s --check-prefix=FLOOR
+// FLOOR: is decided with pow2 scales, but floor was asked for
 
 // Tests that FP8 on the LM head is refused.
 func.func @lm_head(%head: tensor<256x128xbf16> {infir2.param = #infir2.param<"lm_head.weight", normal(std = 0.02)>},

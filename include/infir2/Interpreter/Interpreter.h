@@ -98,6 +98,12 @@ double roundToFP8(float value, bool e5m2);
 /// `pow2` is set. `amax` must be finite.
 float computeScale(float amax, float fmtMax, bool pow2);
 
+/// The `floor` rule (the OCP MX specification's conversion): amax 0 gives
+/// 1; otherwise 2^(floor(log2 max(amax, kAmaxFloor)) - emax), `emax` the
+/// format's largest exponent (8 for E4M3, 15 for E5M2). `amax` must be
+/// finite.
+float computeFloorScale(float amax, int emax);
+
 } // namespace infir2::interp
 
 #endif // INFIR2_INTERPRETER_INTERPRETER_H

@@ -35,7 +35,8 @@ enum class Recipe {
 enum class Granularity {
   blockwise,  ///< InfiR2: 128x128 weight blocks, 1x128 activation groups
   tensorwise, ///< one scale per tensor
-  rowwise     ///< one scale per row of K
+  rowwise,    ///< one scale per row of K
+  mxfp8       ///< OCP MX: 1x32 blocks along K with E8M0 scales, every operand
 };
 
 /// Which FP8 formats the GEMM operands take.
@@ -47,11 +48,12 @@ enum class FormatPolicy {
 /// How a scale is rounded.
 enum class ScalePolicy {
   pow2, ///< up to a power of two (E8M0-compatible)
-  fp32  ///< plain FP32
+  fp32, ///< plain FP32
+  floor ///< 2^(floor(log2 amax) - emax): the OCP MX specification's rule
 };
 
 /// What --infir2-verify-precision requires of every scale.
-enum class RequiredScales { any, pow2, fp32 };
+enum class RequiredScales { any, pow2, fp32, floor };
 
 /// The update rule of @optimizer_step.
 enum class OptimizerKind { adamw, sgd };
@@ -93,7 +95,10 @@ inline llvm::cl::ValuesClass granularityValues() {
                  "InfiR2: 128x128 weight blocks, 1x128 activation and "
                  "gradient groups"),
       clEnumValN(Granularity::tensorwise, "tensorwise", "one scale per tensor"),
-      clEnumValN(Granularity::rowwise, "rowwise", "one scale per row of K"));
+      clEnumValN(Granularity::rowwise, "rowwise", "one scale per row of K"),
+      clEnumValN(Granularity::mxfp8, "mxfp8",
+                 "OCP MX (Blackwell's MXFP8): 1x32 blocks along K with E8M0 "
+                 "scales, weights included"));
 }
 inline llvm::cl::ValuesClass formatValues() {
   return llvm::cl::values(
@@ -102,14 +107,19 @@ inline llvm::cl::ValuesClass formatValues() {
 }
 inline llvm::cl::ValuesClass scaleValues() {
   return llvm::cl::values(
-      clEnumValN(ScalePolicy::pow2, "pow2", "power-of-two scales"),
-      clEnumValN(ScalePolicy::fp32, "fp32", "plain FP32 scales"));
+      clEnumValN(ScalePolicy::pow2, "pow2",
+                 "power-of-two scales, rounded up (nothing saturates)"),
+      clEnumValN(ScalePolicy::fp32, "fp32", "plain FP32 scales"),
+      clEnumValN(ScalePolicy::floor, "floor",
+                 "2^(floor(log2 amax) - emax), the OCP MX specification's "
+                 "power of two (a block's largest values may saturate)"));
 }
 inline llvm::cl::ValuesClass requiredScaleValues() {
   return llvm::cl::values(
       clEnumValN(RequiredScales::any, "any", "any scale rule"),
       clEnumValN(RequiredScales::pow2, "pow2", "power-of-two scales only"),
-      clEnumValN(RequiredScales::fp32, "fp32", "plain FP32 scales only"));
+      clEnumValN(RequiredScales::fp32, "fp32", "plain FP32 scales only"),
+      clEnumValN(RequiredScales::floor, "floor", "the OCP MX floor rule only"));
 }
 inline llvm::cl::ValuesClass optimizerValues() {
   return llvm::cl::values(
@@ -141,8 +151,24 @@ inline llvm::StringRef stringify(Granularity g) {
     return "tensorwise";
   case Granularity::rowwise:
     return "rowwise";
+  case Granularity::mxfp8:
+    return "mxfp8";
   }
   llvm_unreachable("unknown granularity");
+}
+
+/// The scale rule a policy asks of every quantization
+/// (--infir2-verify-precision's requirement).
+inline RequiredScales requiredScales(ScalePolicy p) {
+  switch (p) {
+  case ScalePolicy::pow2:
+    return RequiredScales::pow2;
+  case ScalePolicy::fp32:
+    return RequiredScales::fp32;
+  case ScalePolicy::floor:
+    return RequiredScales::floor;
+  }
+  llvm_unreachable("unknown scale policy");
 }
 
 inline llvm::StringRef stringify(OptimizerKind k) {

@@ -132,7 +132,7 @@ Status hostBytes(infir2rt_context *ctx, const DescOperand &o,
   return Status::ok();
 }
 
-/// An FP32 or BF16 operand's elements as FP32 on the host.
+/// An FP32, BF16 or E8M0 operand's elements as FP32 on the host.
 Status hostFloats(infir2rt_context *ctx, const DescOperand &o,
                   std::vector<float> &out) {
   std::vector<uint8_t> raw;
@@ -143,6 +143,8 @@ Status hostFloats(infir2rt_context *ctx, const DescOperand &o,
       uint16_t b;
       std::memcpy(&b, raw.data() + 2 * i, 2);
       out[size_t(i)] = bf16ToFloat(b);
+    } else if (o.dtype == INFIR2RT_E8M0) {
+      out[size_t(i)] = e8m0ToFloat(raw[size_t(i)]);
     } else {
       std::memcpy(&out[size_t(i)], raw.data() + 4 * i, 4);
     }
@@ -199,10 +201,11 @@ int32_t Fp8StatsRecorder::recordOne(infir2rt_context *ctx, const int64_t *desc,
               q = descOperand(ctx, desc, codes),
               s = descOperand(ctx, desc, scales);
   if ((x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16) ||
-      s.dtype != INFIR2RT_F32 || infir2rt_dtype_size(q.dtype) != 1)
+      (s.dtype != INFIR2RT_F32 && s.dtype != INFIR2RT_E8M0) ||
+      infir2rt_dtype_size(q.dtype) != 1)
     return setCallError(ctx, where, "%s",
                         "--fp8-stats-every reads an f32 or bf16 input, FP8 "
-                        "codes and f32 scales");
+                        "codes and f32 or E8M0 scales");
   std::vector<float> xs, ss;
   std::vector<uint8_t> bytes;
   Status read = hostFloats(ctx, x, xs);

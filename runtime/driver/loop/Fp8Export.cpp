@@ -61,7 +61,10 @@ void quantize(const ManifestSlot &s, const uint8_t *data,
     }
   out.scaleInv.resize(amax.size());
   for (size_t b = 0; b < amax.size(); ++b)
-    out.scaleInv[b] = fp8Scale(amax[b], FP8Format::E4M3, w.scales == "pow2");
+    out.scaleInv[b] = fp8Scale(amax[b], FP8Format::E4M3,
+                               w.scales == "pow2"    ? ScaleRule::Pow2
+                               : w.scales == "floor" ? ScaleRule::Floor
+                                                     : ScaleRule::FP32);
   out.data.resize(size_t(rows * cols));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
@@ -92,7 +95,10 @@ Status Fp8Export::write(const std::string &outArg) {
     out.pop_back();
   if (s_.m.fp8Weights.empty())
     return fail("--export-fp8: the compiled model runs no GEMM in FP8 with "
-                "block-scaled weights (compile it with --recipe=fp8)");
+                "block-scaled weights (compile it with --recipe=fp8 and "
+                "granularity=blockwise, the default: the export writes "
+                "128x128-block FP8, which MXFP8 and per-tensor or per-row "
+                "training do not make)");
   if (s_.m.modelConfig.empty())
     return fail("--export-fp8: the compiled model carries no Hugging Face "
                 "config (import it with infir2-import, which records one)");

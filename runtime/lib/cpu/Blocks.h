@@ -93,7 +93,7 @@ inline float nanMax(float a, float b) {
 /// Quantizes the FP32 values `x` (numel of `data`) into `data` and `scale`
 /// in `block`s; a non-finite block fails the call, naming it.
 int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
-                     const Operand &scale, FP8Format format, bool pow2,
+                     const Operand &scale, FP8Format format, ScaleRule rule,
                      const int64_t *block);
 
 /// The FP32 values data·scale of a quantized operand (exact under pow2

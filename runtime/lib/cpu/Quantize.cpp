@@ -74,7 +74,7 @@ void writeCodes(const Blocks &g, int64_t rows, const float *x,
 } // namespace
 
 int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
-                     const Operand &scale, FP8Format format, bool pow2,
+                     const Operand &scale, FP8Format format, ScaleRule rule,
                      const int64_t *block) {
   Blocks g(data, block);
   int64_t rows = data.numel / g.C;
@@ -133,7 +133,7 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
   }
   std::vector<float> s(scale.numel);
   for (int64_t b = 0; b < scale.numel; ++b) {
-    s[b] = fp8Scale(amax[b], format, pow2);
+    s[b] = fp8Scale(amax[b], format, rule);
     scale.set(b, s[b]);
   }
   // x / s: for a power-of-two scale (>= 2^-57, kAmaxFloor / 57344) the
@@ -141,6 +141,7 @@ int32_t quantizeInto(const Call &c, const float *x, const Operand &data,
   std::vector<float> inv(scale.numel);
   for (int64_t b = 0; b < scale.numel; ++b)
     inv[b] = 1.0f / s[b];
+  bool pow2 = rule != ScaleRule::FP32;
   writeCodes(g, rows, x, pow2 ? inv.data() : s.data(), pow2, data.ptr,
              format);
   return 0;
@@ -225,8 +226,8 @@ int32_t quantize(const Call &c) {
   FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
   std::vector<int64_t> block = a.block.values();
   Buffer bx;
-  return quantizeInto(c, x.floats(bx), data, scale, format, a.pow2,
-                      block.data());
+  return quantizeInto(c, x.floats(bx), data, scale, format,
+                      ScaleRule(a.scale_rule), block.data());
 }
 
 int32_t dequantize(const Call &c) {

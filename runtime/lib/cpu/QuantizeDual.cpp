@@ -37,8 +37,8 @@ namespace {
 /// The [K, T] layout in 1 x bt groups, from x [T, K], whose values are
 /// finite (the direct layout, quantized first, has refused any other).
 void quantizeColumnGroups(const float *x, int64_t T, int64_t K, int64_t bt,
-                          FP8Format format, bool pow2, const Operand &dataT,
-                          const Operand &scaleT) {
+                          FP8Format format, ScaleRule rule,
+                          const Operand &dataT, const Operand &scaleT) {
   int64_t nT = T / bt;
   // Work areas for every thread, taken before the parallel region (a
   // failed allocation must not throw inside it).
@@ -67,17 +67,17 @@ void quantizeColumnGroups(const float *x, int64_t T, int64_t K, int64_t bt,
 #pragma omp single
     // x / s, or x · (1 / s) under power-of-two scales (the same rounding).
     for (int64_t b = 0; b < K * nT; ++b) {
-      float s = fp8Scale(amax.data()[b], format, pow2);
+      float s = fp8Scale(amax.data()[b], format, rule);
       scaleT.set(b, s);
-      factor.data()[b] = pow2 ? 1.0f / s : s;
+      factor.data()[b] = rule != ScaleRule::FP32 ? 1.0f / s : s;
     }
 #pragma omp for
     for (int64_t tb = 0; tb < nT; ++tb) {
       for (int64_t k = 0; k < K; ++k) // this block's factors, by column
         mx[k] = factor.data()[k * nT + tb];
       for (int64_t t = 0; t < bt; ++t)
-        encodeSpanEach(format, x + (tb * bt + t) * K, mx, pow2,
-                       codes + t * K, K);
+        encodeSpanEach(format, x + (tb * bt + t) * K, mx,
+                       rule != ScaleRule::FP32, codes + t * K, K);
       for (int64_t k = 0; k < K; ++k)
         for (int64_t t = 0; t < bt; ++t)
           dataT.ptr[k * T + tb * bt + t] = codes[t * K + k];
@@ -98,12 +98,12 @@ int32_t quantizeDualGroup(const Call &c, int64_t first) {
   // block shape serves them all.
   auto a = c.attrs<attrs::quantize_dual>();
   FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
-  bool pow2 = a.pow2;
+  ScaleRule rule = ScaleRule(a.scale_rule);
   std::vector<int64_t> block = a.block.values();
   int64_t blockT[2] = {a.block_t[0], a.block_t[1]};
   Buffer bx;
   const float *X = x.floats(bx);
-  if (int32_t err = quantizeInto(c, X, data, scale, format, pow2, block.data()))
+  if (int32_t err = quantizeInto(c, X, data, scale, format, rule, block.data()))
     return err;
   int64_t cols = x.last(), rows = x.rows();
   if (x.rank == 2 && block[0] == block[1] && blockT[0] == block[0] &&
@@ -116,14 +116,13 @@ int32_t quantizeDualGroup(const Call &c, int64_t first) {
     return 0;
   }
   if (blockT[0] == 1 && blockT[1] > 0 && rows % blockT[1] == 0) {
-    quantizeColumnGroups(X, rows, cols, blockT[1], format, pow2, dataT,
-                         scaleT);
+    quantizeColumnGroups(X, rows, cols, blockT[1], format, rule, dataT, scaleT);
     return 0;
   }
   // Otherwise the FP32 transpose, quantized.
   Buffer t(x.numel);
   transposeLastTwo(X, t.data(), 1, rows, cols);
-  return quantizeInto(c, t.data(), dataT, scaleT, format, pow2, blockT);
+  return quantizeInto(c, t.data(), dataT, scaleT, format, rule, blockT);
 }
 
 } // namespace

@@ -85,13 +85,14 @@ extern "C" int32_t infir2rt_cuda_select(int32_t local_rank, int32_t *device,
   *minor = prop.minor;
   int n = std::snprintf(why, size_t(why_size), "GPU %d of %d: %s (sm_%d%d)",
                         *device, count, prop.name, prop.major, prop.minor);
-  // The kernels are built for sm_90a (runtime/CMakeLists.txt), whose code
-  // runs on compute capability 9.0 only; block-scaled FP8 GEMMs need Hopper
-  // anyway.
-  if (prop.major != 9 || prop.minor != 0) {
+  // The kernels are built for sm_90a and sm_100a (runtime/CMakeLists.txt),
+  // whose code runs on compute capability 9.0 and 10.0 only. Which FP8
+  // GEMMs a GPU has is checked where they run (ScaledMatmul.cu: 128-wide
+  // blocks on Hopper, MXFP8 on Blackwell).
+  if (!((prop.major == 9 || prop.major == 10) && prop.minor == 0)) {
     std::snprintf(why + n, size_t(why_size - n),
-                  ": the CUDA backend is built for Hopper (sm_90a, compute "
-                  "capability 9.0)");
+                  ": the CUDA backend is built for Hopper and Blackwell "
+                  "(sm_90a and sm_100a: compute capability 9.0 or 10.0)");
     return 1;
   }
   return 0;

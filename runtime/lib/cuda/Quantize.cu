@@ -93,7 +93,7 @@ __global__ void dualAmaxKernel(const uint8_t *x, int64_t dtype, int64_t n,
 /// Pass 2: scales; a non-finite amax sets *bad to the smallest flag of
 /// `flagBase` + block (flagBase: the blocks of the copies before).
 __global__ void scaleKernel(const unsigned *amax, int64_t blocks,
-                            FP8Format format, bool pow2, float *scale,
+                            FP8Format format, ScaleRule rule, float *scale,
                             float *inverse, unsigned long long *bad,
                             unsigned long long tag, int64_t flagBase) {
   int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -107,9 +107,18 @@ __global__ void scaleKernel(const unsigned *amax, int64_t blocks,
     inverse[b] = 1.0f;
     return;
   }
-  float s = fp8Scale(a, format, pow2);
+  float s = fp8Scale(a, format, rule);
   scale[b] = s;
   inverse[b] = 1.0f / s;
+}
+
+/// E8M0 scales (an MX block's; `f8E8M0FNU`): a power-of-two FP32 scale's
+/// biased exponent, which is its E8M0 code (fp8Scale's pow2 scales are
+/// normal floats).
+__global__ void e8m0Kernel(const float *scale, int64_t blocks, uint8_t *out) {
+  int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b < blocks)
+    out[b] = uint8_t((__float_as_uint(scale[b]) >> 23) & 0xffu);
 }
 
 /// Pass 3: the FP8 data (and, for quantize_dual, the transposed copy).
@@ -145,10 +154,17 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
   if (x.dtype != INFIR2RT_F32 && x.dtype != INFIR2RT_BF16)
     return setCallError(ctx, where, "%s",
                     "the CUDA quantizer takes f32 or bf16 inputs");
-  if (scale.dtype != INFIR2RT_F32 ||
-      (dual && descOperand(ctx, desc, 4).dtype != INFIR2RT_F32))
+  // E8M0 scales (MX blocks) are made in FP32 in the workspace, then
+  // written as their exponents.
+  auto scaleType = [](int64_t t) {
+    return t == INFIR2RT_F32 || t == INFIR2RT_E8M0;
+  };
+  int64_t scaleTType = dual ? descOperand(ctx, desc, 4).dtype : INFIR2RT_F32;
+  if (!scaleType(scale.dtype) || !scaleType(scaleTType))
     return setCallError(ctx, where, "%s",
-                    "the CUDA quantizer writes f32 scales only");
+                        "the CUDA quantizer writes f32 or E8M0 scales");
+  const bool e8m0 = scale.dtype == INFIR2RT_E8M0,
+             e8m0T = scaleTType == INFIR2RT_E8M0;
   // quantize's attributes are quantize_dual's first ones.
   attrs::quantize_dual a;
   if (dual) {
@@ -156,11 +172,12 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
   } else {
     auto q = attrs::decode<attrs::quantize>(desc);
     a.format = q.format;
-    a.pow2 = q.pow2;
+    a.scale_rule = q.scale_rule;
     a.block = q.block;
   }
   FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
-  bool pow2 = a.pow2;
+  ScaleRule rule = ScaleRule(a.scale_rule);
+  bool pow2 = rule != ScaleRule::FP32; // x · (1/s): exact
   int64_t block[INFIR2RT_MAX_RANK];
   for (int64_t i = 0; i < x.rank; ++i)
     block[i] = a.block[i];
@@ -191,7 +208,7 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
                                      : nullptr,
                                 nb,
                                 format,
-                                pow2,
+                                rule,
                                 nullptr,
                                 0};
   // INFIR2_CUDA_QUANTIZE=passes keeps the three passes everywhere (to
@@ -200,20 +217,28 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
     const char *v = std::getenv("INFIR2_CUDA_QUANTIZE");
     return v && std::strcmp(v, "passes") == 0;
   }();
-  const bool tiled = !passesOnly && infir2::rt::cuda::tileQuantizable(job);
+  const bool tiled =
+      !passesOnly && !e8m0 && !e8m0T && infir2::rt::cuda::tileQuantizable(job);
   // Workspace: the three passes' amax bits and inverses, for both copies;
-  // the error flag.
+  // FP32 scales to narrow to E8M0; the error flag.
   unsigned *amax = nullptr;
-  float *inverse = nullptr;
+  float *inverse = nullptr, *wide = nullptr;
   int64_t passBytes = tiled ? 0 : (nb + nbt) * int64_t(sizeof(float));
+  int64_t wideBytes =
+      ((e8m0 ? nb : 0) + (e8m0T ? nbt : 0)) * int64_t(sizeof(float));
   const infir2::rt::cuda::RefusalKind refusal =
       infir2::rt::cuda::quantizeRefusal(dual, nb);
   unsigned long long *own = nullptr;
-  INFIR2_CUDA_CHECK(
-      ctx,
-      infir2::rt::cuda::takeWorkspace(
-          {{&amax, passBytes}, {&inverse, passBytes}, {&own, 16}}),
-      where);
+  INFIR2_CUDA_CHECK(ctx,
+                    infir2::rt::cuda::takeWorkspace({{&amax, passBytes},
+                                                     {&inverse, passBytes},
+                                                     {&wide, wideBytes},
+                                                     {&own, 16}}),
+                    where);
+  if (e8m0)
+    job.scale = wide;
+  if (e8m0T)
+    job.scaleT = wide + (e8m0 ? nb : 0);
   infir2::rt::cuda::RefusalSlot slot;
   if (int32_t rc = infir2::rt::cuda::openRefusal(ctx, where, refusal,
                                                  /*detail=*/false, own, slot))
@@ -251,11 +276,17 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   float *s = job.scale, *sT = job.scaleT;
   scaleKernel<<<unsigned((nb + threads - 1) / threads), threads, 0, stream>>>(
-      amax, nb, format, pow2, s, inverse, job.bad, job.tag, 0);
+      amax, nb, format, rule, s, inverse, job.bad, job.tag, 0);
   if (dual)
     scaleKernel<<<unsigned((nbt + threads - 1) / threads), threads, 0,
-                  stream>>>(amax + nb, nbt, format, pow2, sT, inverse + nb,
+                  stream>>>(amax + nb, nbt, format, rule, sT, inverse + nb,
                             job.bad, job.tag, nb);
+  if (e8m0)
+    e8m0Kernel<<<unsigned((nb + threads - 1) / threads), threads, 0, stream>>>(
+        s, nb, scale.ptr);
+  if (e8m0T)
+    e8m0Kernel<<<unsigned((nbt + threads - 1) / threads), threads, 0, stream>>>(
+        sT, nbt, descOperand(ctx, desc, 4).ptr);
   INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
   if (int32_t rc =
           infir2::rt::cuda::closeRefusal(ctx, where, refusal, own, slot))

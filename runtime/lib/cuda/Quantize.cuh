@@ -94,7 +94,7 @@ struct TileJob {
   float *scaleT;
   int64_t flagBaseT;
   FP8Format format;
-  bool pow2;
+  ScaleRule rule;
   /// Where a non-finite amax is flagged: atomicMin(bad, tag | flag).
   unsigned long long *bad;
   unsigned long long tag;

@@ -4,16 +4,15 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// fp8.scaled_matmul on Hopper through cuBLASLt's scaled modes, following
-// shared/CUBLASLT.md:
+// fp8.scaled_matmul through cuBLASLt's scaled modes (128-wide blocks on
+// Hopper, MXFP8 on Blackwell), following shared/CUBLASLT.md:
 // - "TN": our lhs [M, K] and rhs [N, K] (row-major, K contiguous) are
 //   cuBLAS's B (op N) and A (op T); D, column-major N x M, is our row-major
 //   [M, N]. A rank-3 lhs with a shared rank-2 rhs is one GEMM of M = B·S.
-// - Scales: 1x128 groups along K use VEC128_32F, which wants them M-major
-//   (scale (i, kb) at kb·rows + i), so our [rows, K/128] is transposed;
-//   128x128 blocks use BLK128x128_32F, K-major with the K-block stride
-//   padded to a multiple of 4 (zeros in the padding); a tensorwise scale is
-//   the scalar mode. BLK x BLK is not supported by cuBLASLt and is refused.
+// - Scales: relaid for their mode (ScaleLayout.cuh: 1x128 groups, 128x128
+//   blocks, one per tensor, MX blocks of 32 with E8M0 scales). BLK x BLK
+//   has no cuBLASLt mode, and MX blocks pair only with MX blocks: both
+//   refused, as is a mode the GPU does not have.
 // - FP32 compute, split accumulation (FAST_ACCUM 0), BF16 or FP32 output.
 // - One handle and one 32 MiB workspace per process; the heuristic is asked
 //   once per shape and cached.
@@ -27,6 +26,7 @@
 
 #include "CudaCheck.h"
 #include "DeviceView.cuh"
+#include "ScaleLayout.cuh"
 #include "Workspace.h"
 #include "infir2/runtime/CUDA.h"
 #include "infir2/runtime/Descriptor.h"
@@ -42,8 +42,14 @@ namespace {
 
 using Operand = infir2::rt::DescOperand;
 namespace attrs = infir2::rt::attrs;
-using infir2::rt::setCallError;
 using infir2::rt::descOperand;
+using infir2::rt::setCallError;
+using infir2::rt::cuda::cublasScaleMode;
+using infir2::rt::cuda::layoutScales;
+using infir2::rt::cuda::requireArchitecture;
+using infir2::rt::cuda::scaleLayoutBytes;
+using infir2::rt::cuda::ScaleMode;
+using infir2::rt::cuda::scaleModeOf;
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
@@ -120,48 +126,6 @@ Lt &lt() {
   return instance;
 }
 
-enum class Mode { Scalar, Vec128, Blk128 };
-
-/// How cuBLASLt takes an operand's scales, from its block shape.
-bool modeOf(const Operand &x, const int64_t *block, Mode &mode) {
-  bool whole = true, leadOne = true;
-  for (int64_t i = 0; i < x.rank; ++i)
-    whole &= block[i] == x.shape[i];
-  for (int64_t i = 0; i + 2 < x.rank; ++i)
-    leadOne &= block[i] == 1;
-  int64_t br = x.rank >= 2 ? block[x.rank - 2] : 1, bc = block[x.rank - 1];
-  if (whole)
-    mode = Mode::Scalar; // one block: tensorwise
-  else if (leadOne && br == 1 && bc == 128)
-    mode = Mode::Vec128;
-  else if (x.rank == 2 && br == 128 && bc == 128)
-    mode = Mode::Blk128;
-  else
-    return false;
-  return true;
-}
-
-/// VEC128: [rows, L] row-major -> M-major (kb·rows + i).
-__global__ void vecLayoutKernel(const float *in, float *out, int64_t rows,
-                                int64_t L) {
-  int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= rows * L)
-    return;
-  int64_t i = t / L, kb = t % L;
-  out[kb * rows + i] = in[t];
-}
-
-/// BLK128x128: [R/128, L] row-major -> K-block stride padded to L4, zeros in
-/// the padding.
-__global__ void blkLayoutKernel(const float *in, float *out, int64_t rb,
-                                int64_t L, int64_t L4) {
-  int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= rb * L4)
-    return;
-  int64_t mb = t / L4, kb = t % L4;
-  out[t] = kb < L ? in[mb * L + kb] : 0.0f;
-}
-
 cudaDataType_t fp8Type(int64_t dtype) {
   return dtype == INFIR2RT_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
 }
@@ -215,21 +179,27 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     blockA[i] = attributes.lhs_block[i];
   for (int64_t i = 0; i < 2; ++i)
     blockB[i] = attributes.rhs_block[i];
-  Mode ma, mb;
-  if (!modeOf(a, blockA, ma) || !modeOf(b, blockB, mb))
+  ScaleMode ma, mb;
+  if (!scaleModeOf(a, sa, blockA, ma) || !scaleModeOf(b, sb, blockB, mb))
     return setCallError(
         ctx, where, "%s",
-        "cuBLASLt takes 1x128 groups along K, 128x128 blocks or one "
-        "scale per tensor");
-  if (ma == Mode::Blk128 && mb == Mode::Blk128)
+        "cuBLASLt takes 1x128 groups along K, 128x128 blocks, one scale "
+        "per tensor (f32) or MX blocks of 32 along K (E8M0)");
+  if ((ma == ScaleMode::Mx32) != (mb == ScaleMode::Mx32))
+    return setCallError(ctx, where, "%s",
+                        "cuBLASLt's MXFP8 mode scales both operands in MX "
+                        "blocks, not one");
+  if (ma != ScaleMode::Scalar || mb != ScaleMode::Scalar)
+    if (int32_t rc = requireArchitecture(ctx, where, ma == ScaleMode::Mx32))
+      return rc;
+  if (ma == ScaleMode::Blk128 && mb == ScaleMode::Blk128)
     return setCallError(ctx, where, "%s",
                     "cuBLASLt has no 128x128 x 128x128 block mode");
-  if ((ma == Mode::Scalar) != (mb == Mode::Scalar))
+  if ((ma == ScaleMode::Scalar) != (mb == ScaleMode::Scalar))
     return setCallError(ctx, where, "%s",
                     "cuBLASLt cannot mix a per-tensor scale with block scales");
 
   int64_t K = a.shape[a.rank - 1], M = a.numel / K, N = b.shape[0];
-  int64_t L = (K + 127) / 128, L4 = (L + 3) / 4 * 4;
   // With an accumulator the product goes to the workspace, then
   // out = acc + product (one rounding, as the CPU backend does). The
   // workspace then holds an M x N FP32 product (outside the plan: 17 MiB
@@ -249,41 +219,18 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
 
   // Scales in cuBLASLt's layouts (cuBLAS A = our rhs, B = our lhs), in the
   // workspace; a per-tensor scale is used where it is.
-  auto count = [&](Mode m, int64_t rows) -> int64_t {
-    return m == Mode::Scalar   ? 0
-           : m == Mode::Vec128 ? rows * L
-                               : ((rows + 127) / 128) * L4;
-  };
-  float *scaleA = nullptr, *scaleB = nullptr, *product = nullptr;
+  void *scaleA = nullptr, *scaleB = nullptr;
+  float *product = nullptr;
   INFIR2_CUDA_CHECK(ctx,
                     infir2::rt::cuda::takeWorkspace(
-                        {{&scaleA, count(mb, N) * int64_t(sizeof(float))},
-                         {&scaleB, count(ma, M) * int64_t(sizeof(float))},
+                        {{&scaleA, scaleLayoutBytes(mb, N, K)},
+                         {&scaleB, scaleLayoutBytes(ma, M, K)},
                          {&product, acc ? M * N * int64_t(sizeof(float)) : 0}}),
                     where);
   uint8_t *dPtr = acc ? reinterpret_cast<uint8_t *>(product) : d.ptr;
-  auto layout = [&](const Operand &s, Mode m, int64_t rows,
-                    float **out) -> int32_t {
-    const float *in = reinterpret_cast<const float *>(s.ptr);
-    if (m == Mode::Scalar) {
-      *out = const_cast<float *>(in);
-      return 0;
-    }
-    int64_t n = count(m, rows);
-    const int threads = 256;
-    unsigned grid = unsigned((n + threads - 1) / threads);
-    if (m == Mode::Vec128)
-      vecLayoutKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
-          in, *out, rows, L);
-    else
-      blkLayoutKernel<<<grid, threads, 0, infir2::rt::cuda::streamOf(ctx)>>>(
-          in, *out, (rows + 127) / 128, L, L4);
-    INFIR2_CUDA_CHECK(ctx, cudaGetLastError(), where);
-    return 0;
-  };
-  int32_t rc = layout(sb, mb, N, &scaleA);
+  int32_t rc = layoutScales(ctx, where, sb, mb, N, K, &scaleA);
   if (!rc)
-    rc = layout(sa, ma, M, &scaleB);
+    rc = layoutScales(ctx, where, sa, ma, M, K, &scaleB);
 
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
@@ -291,14 +238,7 @@ extern "C" int32_t infir2rt_cuda_scaled_matmul(infir2rt_context *ctx,
     BLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t transA = CUBLAS_OP_T, transB = CUBLAS_OP_N;
     int8_t fastAccum = 0;
-    int32_t modeA = mb == Mode::Scalar ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
-                    : mb == Mode::Vec128
-                        ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
-                        : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-    int32_t modeB = ma == Mode::Scalar ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
-                    : ma == Mode::Vec128
-                        ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
-                        : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    int32_t modeA = cublasScaleMode(mb), modeB = cublasScaleMode(ma);
     BLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA,
                                               &transA, sizeof transA));
     BLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB,

@@ -70,7 +70,7 @@ __device__ void scaleOf(unsigned bits, const TileJob &job, int64_t block,
     scale = inverse = 1.0f;
     return;
   }
-  scale = fp8Scale(a, job.format, job.pow2);
+  scale = fp8Scale(a, job.format, job.rule);
   inverse = 1.0f / scale;
 }
 
@@ -80,7 +80,9 @@ __device__ void scaleOf(unsigned bits, const TileJob &job, int64_t block,
 /// tests compare the bytes).
 __device__ inline uint32_t cast4(const TileJob &job, float a, float b, float c,
                                  float d, float scale, float inverse) {
-  auto scaled = [&](float v) { return job.pow2 ? v * inverse : v / scale; };
+  auto scaled = [&](float v) {
+    return job.rule != ScaleRule::FP32 ? v * inverse : v / scale;
+  };
   __nv_fp8_interpretation_t kind =
       job.format == FP8Format::E4M3 ? __NV_E4M3 : __NV_E5M2;
   uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(scaled(a), scaled(b)),

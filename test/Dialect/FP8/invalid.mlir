@@ -465,3 +465,85 @@ func.func @yield_outside() {
   // expected-error @+1 {{expects parent op 'fp8.fused'}}
   fp8.yield
 }
+
+// -----
+
+// Tests that an MX block dimension is non-negative.
+// expected-error @+1 {{MX block dimension must be non-negative, got -1}}
+func.func @mx_dim() attributes {g = #fp8.mx<dim = -1>} {
+  return
+}
+
+// -----
+
+// Tests that an MX block dimension exists.
+func.func @mx_dim_range(%x: tensor<64x256xbf16>) {
+  // expected-error @+1 {{'fp8.quantize' op 'input': MX block dimension 2 is out of range for a tensor of shape [64, 256]}}
+  %q, %s = fp8.quantize %x to e4m3 by #fp8.mx<dim = 2> scale pow2 : tensor<64x256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>
+  return
+}
+
+// -----
+
+// Tests that 32 divides the MX block dimension.
+func.func @mx_tiles(%x: tensor<64x240xbf16>) {
+  // expected-error @+1 {{#fp8.mx<dim = 1> does not tile shape [64, 240]: block size 32 does not divide dimension 1 (size 240)}}
+  %q, %s = fp8.quantize %x to e4m3 by #fp8.mx<dim = 1> scale pow2 : tensor<64x240xbf16> -> tensor<64x240xf8E4M3FN>, tensor<64x7xf8E8M0FNU>
+  return
+}
+
+// -----
+
+// Tests that MX blocks carry E8M0 scales, not f32.
+func.func @mx_f32_scales(%x: tensor<64x256xbf16>) {
+  // expected-error @+1 {{expects 'scale' of element type 'f8E8M0FNU' (#fp8.mx<dim = 1> blocks carry E8M0 scales), got 'f32'}}
+  %q, %s = fp8.quantize %x to e4m3 by #fp8.mx<dim = 1> scale pow2 : tensor<64x256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<64x8xf32>
+  return
+}
+
+// -----
+
+// Tests that quantize_dual's transposed MX copy carries E8M0 scales too.
+func.func @mx_dual_f32_scales(%x: tensor<64x256xbf16>) {
+  // expected-error @+1 {{expects 'scale_t' of element type 'f8E8M0FNU' (#fp8.mx<dim = 1> blocks carry E8M0 scales), got 'f32'}}
+  %q:4 = fp8.quantize_dual %x to e4m3 by #fp8.mx<dim = 1> and transposed by #fp8.mx<dim = 1> scale pow2 : tensor<64x256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>, tensor<256x64xf8E4M3FN>, tensor<256x2xf32>
+  return
+}
+
+// -----
+
+// Tests that MX scales keep the pow2 rule (E8M0 holds powers of two only).
+func.func @mx_fp32_rule(%x: tensor<64x256xbf16>) {
+  // expected-error @+1 {{expects f32 scales with scale rule fp32 (f8E8M0FNU holds only powers of two)}}
+  %q, %s = fp8.quantize %x to e4m3 by #fp8.mx<dim = 1> scale fp32 : tensor<64x256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>
+  return
+}
+
+// -----
+
+// Tests that dequantize checks MX scales' type.
+func.func @mx_dequantize(%q: tensor<64x256xf8E4M3FN>, %s: tensor<64x8xf32>) {
+  // expected-error @+1 {{expects 'scale' of element type 'f8E8M0FNU' (#fp8.mx<dim = 1> blocks carry E8M0 scales), got 'f32'}}
+  %x = fp8.dequantize (%q, %s by #fp8.mx<dim = 1>) : (tensor<64x256xf8E4M3FN>, tensor<64x8xf32>) -> tensor<64x256xbf16>
+  return
+}
+
+// -----
+
+// Tests that an MX GEMM has both operands in MX blocks.
+func.func @mx_mixed(%a: tensor<64x256xf8E4M3FN>, %as: tensor<64x8xf8E8M0FNU>, %b: tensor<96x256xf8E4M3FN>, %bs: tensor<96x2xf32>) {
+  // expected-error @+1 {{expects both operands in #fp8.mx blocks or neither, got #fp8.mx<dim = 1> and #fp8.groups<128, dim = 1>}}
+  %y = fp8.scaled_matmul (%a, %as by #fp8.mx<dim = 1>), (%b, %bs by #fp8.groups<128, dim = 1>)
+      : (tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>), (tensor<96x256xf8E4M3FN>, tensor<96x2xf32>) -> tensor<64x96xbf16>
+  return
+}
+
+// -----
+
+// Tests that an MX GEMM's blocks run along K.
+func.func @mx_not_k(%a: tensor<64x256xf8E4M3FN>, %as: tensor<2x256xf8E8M0FNU>, %b: tensor<96x256xf8E4M3FN>, %bs: tensor<96x8xf8E8M0FNU>) {
+  // expected-error @+1 {{expects the #fp8.mx blocks of 'lhs' along its contraction dimension K (1, the last), got dim = 0}}
+  %y = fp8.scaled_matmul (%a, %as by #fp8.mx<dim = 0>), (%b, %bs by #fp8.mx<dim = 1>)
+      : (tensor<64x256xf8E4M3FN>, tensor<2x256xf8E8M0FNU>), (tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>) -> tensor<64x96xbf16>
+  return
+}

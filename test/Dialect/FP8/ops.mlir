@@ -140,3 +140,22 @@ func.func @fused(%x: tensor<128x256xbf16>) -> (tensor<128x256xbf16>, tensor<128x
   }
   return %y, %q : tensor<128x256xbf16>, tensor<128x256xf8E4M3FN>
 }
+
+// -----
+
+// Tests MXFP8 (OCP MX): every operand in 1x32 blocks along K with E8M0
+// scales, a column-wise copy whose blocks run along the tokens, and the
+// specification's floor scale rule.
+// CHECK-LABEL: func.func @mxfp8
+// CHECK: fp8.quantize_dual %{{.+}} to e4m3 by #fp8.mx<dim = 1> and transposed by #fp8.mx<dim = 1> scale pow2 : tensor<64x256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>, tensor<256x64xf8E4M3FN>, tensor<256x2xf8E8M0FNU>
+// CHECK: fp8.quantize %{{.+}} to e4m3 by #fp8.mx<dim = 1> scale floor : tensor<96x256xbf16> -> tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>
+// CHECK: fp8.scaled_matmul (%{{.+}}, %{{.+}} by #fp8.mx<dim = 1>), (%{{.+}}, %{{.+}} by #fp8.mx<dim = 1>) : (tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>), (tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>) -> tensor<64x96xbf16>
+func.func @mxfp8(%x: tensor<64x256xbf16>, %w: tensor<96x256xbf16>) -> tensor<64x96xbf16> {
+  %xq, %xs, %xqt, %xst = fp8.quantize_dual %x to e4m3 by #fp8.mx<dim = 1> and transposed by #fp8.mx<dim = 1> scale pow2
+      : tensor<64x256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>, tensor<256x64xf8E4M3FN>, tensor<256x2xf8E8M0FNU>
+  %wq, %ws = fp8.quantize %w to e4m3 by #fp8.mx<dim = 1> scale floor
+      : tensor<96x256xbf16> -> tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>
+  %y = fp8.scaled_matmul (%xq, %xs by #fp8.mx<dim = 1>), (%wq, %ws by #fp8.mx<dim = 1>)
+      : (tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>), (tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>) -> tensor<64x96xbf16>
+  return %y : tensor<64x96xbf16>
+}

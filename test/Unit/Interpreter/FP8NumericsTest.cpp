@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 
+using infir2::interp::computeFloorScale;
 using infir2::interp::computeScale;
 using infir2::interp::roundToFP8;
 
@@ -131,16 +132,23 @@ TEST(ScaleRule, HugeAmaxStaysFinite) {
 }
 
 TEST(ScaleRule, InterpreterAgreesWithRuntime) {
-  // Two implementations of the contract's scale rule (frexp/ldexp in the
+  // Two implementations of the contract's scale rules (frexp/ldexp in the
   // interpreter, exponent bits in the runtime) over every 997th finite
-  // non-negative float, both formats, both rules: identical floats.
+  // non-negative float, both formats, all three rules: identical floats.
+  using infir2::rt::ScaleRule;
   for (uint32_t bits = 0; bits < 0x7f800000u; bits += 997) {
     float amax = fromBits(bits);
-    for (auto f : {infir2::rt::FP8Format::E4M3, infir2::rt::FP8Format::E5M2})
+    for (auto f : {infir2::rt::FP8Format::E4M3, infir2::rt::FP8Format::E5M2}) {
       for (bool pow2 : {true, false})
         ASSERT_EQ(computeScale(amax, infir2::rt::fp8MaxFinite(f), pow2),
-                  infir2::rt::fp8Scale(amax, f, pow2))
+                  infir2::rt::fp8Scale(
+                      amax, f, pow2 ? ScaleRule::Pow2 : ScaleRule::FP32))
             << "amax " << amax << " pow2 " << pow2;
+      int emax = f == infir2::rt::FP8Format::E4M3 ? 8 : 15;
+      ASSERT_EQ(computeFloorScale(amax, emax),
+                infir2::rt::fp8Scale(amax, f, ScaleRule::Floor))
+          << "amax " << amax << " floor";
+    }
   }
 }
 

@@ -79,11 +79,11 @@ TEST(Attributes, QuantizeDualRoundTrips) {
   std::vector<double> block = {1, 1, 128}, blockT = {1, 128};
   attrs::quantize_dual a;
   a.format = 1;
-  a.pow2 = true;
+  a.scale_rule = 2; // floor: a rule word beyond a flag's 0 and 1
   a.block = attrs::Array<int64_t>(block);
   a.block_t = attrs::Array<int64_t>(blockT);
   std::vector<double> words = attrs::encoded(a);
-  EXPECT_EQ(words, (std::vector<double>{1, 1, 1, 1, 128, 1, 128}));
+  EXPECT_EQ(words, (std::vector<double>{1, 2, 1, 1, 128, 1, 128}));
   Call c;
   c.add({2, 4, 128}, INFIR2RT_BF16);
   c.add({2, 4, 128}, INFIR2RT_E5M2);
@@ -97,14 +97,14 @@ TEST(Attributes, QuantizeDualRoundTrips) {
       << why;
   auto b = attrs::decode<attrs::quantize_dual>(c.desc.data());
   EXPECT_EQ(b.format, 1);
-  EXPECT_TRUE(b.pow2);
+  EXPECT_EQ(b.scale_rule, 2);
   EXPECT_EQ(b.block.values(), (std::vector<int64_t>{1, 1, 128}));
   EXPECT_EQ(b.block_t.values(), (std::vector<int64_t>{1, 128}));
   // The fused producers' quantization part is quantize_dual's.
   attrs::rms_norm_quantize_dual f;
   f.epsilon = 1e-6;
   f.format = 0;
-  f.pow2 = true;
+  f.scale_rule = 1;
   f.block = a.block;
   f.block_t = a.block_t;
   EXPECT_EQ(attrs::encoded(f),

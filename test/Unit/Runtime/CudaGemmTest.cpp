@@ -137,20 +137,9 @@ TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
   std::vector<double> da = dequantized(a, as, 256, 0),
                       db = dequantized(b, bs, 384, 2);
   auto errorVsExact = [&](const std::vector<uint8_t> &mem) {
-    const float *out =
-        reinterpret_cast<const float *>(mem.data() + mm.operands[y].first);
-    double worst = 0.0;
-    for (int64_t i = 0; i < 256; ++i)
-      for (int64_t j = 0; j < 384; ++j) {
-        double exact = 0.0, magnitude = 0.0;
-        for (int64_t k = 0; k < 512; ++k) {
-          exact += da[i * 512 + k] * db[j * 512 + k];
-          magnitude += std::fabs(da[i * 512 + k] * db[j * 512 + k]);
-        }
-        worst =
-            std::max(worst, std::fabs(out[i * 384 + j] - exact) / magnitude);
-      }
-    return worst;
+    return errorVsExactProduct(
+        reinterpret_cast<const float *>(mem.data() + mm.operands[y].first), da,
+        db, 256, 384, 512);
   };
   double cpu = errorVsExact(onCpu), gpu = errorVsExact(onGpu);
   std::printf("error / sum|a*b| against FP64: cpu %.3g, gpu %.3g; gpu vs cpu "

@@ -155,6 +155,26 @@ inline double worstRowError(const Call &c, int out,
   return worst;
 }
 
+/// The largest error of `out`, an [M, N] product of `a` [M, K] and `b`
+/// [N, K] (dequantized FP8 operands), against the exact FP64 product: each
+/// element's error relative to its Σ|a·b|, the scale of any summation error.
+inline double errorVsExactProduct(const float *out,
+                                  const std::vector<double> &a,
+                                  const std::vector<double> &b, int64_t M,
+                                  int64_t N, int64_t K) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double exact = 0.0, magnitude = 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        exact += a[i * K + k] * b[j * K + k];
+        magnitude += std::fabs(a[i * K + k] * b[j * K + k]);
+      }
+      worst = std::max(worst, std::fabs(out[i * N + j] - exact) / magnitude);
+    }
+  return worst;
+}
+
 /// Expects operands `first`.. of `c` to hold the same bytes in `a` and `b`.
 inline void expectSameBytes(const Call &c, size_t first,
                             const std::vector<uint8_t> &a,

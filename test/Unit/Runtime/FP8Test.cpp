@@ -108,17 +108,40 @@ TEST(RuntimeFP8, RoundTripOfEveryCode) {
 
 TEST(RuntimeFP8, ScaleRule) {
   // Worked by hand from the numerics contract.
-  EXPECT_EQ(fp8Scale(0.0f, FP8Format::E4M3, true), 1.0f);
-  EXPECT_EQ(fp8Scale(448.0f, FP8Format::E4M3, true), 1.0f);
-  EXPECT_EQ(fp8Scale(449.0f, FP8Format::E4M3, true), 2.0f);
-  EXPECT_EQ(fp8Scale(57344.0f, FP8Format::E5M2, true), 1.0f);
-  EXPECT_EQ(fp8Scale(3.0f, FP8Format::E4M3, false), 3.0f / 448.0f);
+  EXPECT_EQ(fp8Scale(0.0f, FP8Format::E4M3, ScaleRule::Pow2), 1.0f);
+  EXPECT_EQ(fp8Scale(448.0f, FP8Format::E4M3, ScaleRule::Pow2), 1.0f);
+  EXPECT_EQ(fp8Scale(449.0f, FP8Format::E4M3, ScaleRule::Pow2), 2.0f);
+  EXPECT_EQ(fp8Scale(57344.0f, FP8Format::E5M2, ScaleRule::Pow2), 1.0f);
+  EXPECT_EQ(fp8Scale(3.0f, FP8Format::E4M3, ScaleRule::FP32), 3.0f / 448.0f);
   // amax 2.2e-43 (an FP32 subnormal) floors to 1e-12: 1e-12/448 in
   // (2^-49, 2^-48] gives 2^-48, never 0.
-  EXPECT_EQ(fp8Scale(2.2e-43f, FP8Format::E4M3, true), std::ldexp(1.0f, -48));
-  float huge =
-      fp8Scale(std::numeric_limits<float>::max(), FP8Format::E4M3, true);
+  EXPECT_EQ(fp8Scale(2.2e-43f, FP8Format::E4M3, ScaleRule::Pow2),
+            std::ldexp(1.0f, -48));
+  float huge = fp8Scale(std::numeric_limits<float>::max(), FP8Format::E4M3,
+                        ScaleRule::Pow2);
   EXPECT_TRUE(std::isfinite(huge));
+}
+
+TEST(RuntimeFP8, FloorScaleRule) {
+  // The OCP MX specification's 2^(floor(log2 amax) - emax), emax 8 (E4M3)
+  // or 15 (E5M2), by hand.
+  EXPECT_EQ(fp8Scale(0.0f, FP8Format::E4M3, ScaleRule::Floor), 1.0f);
+  EXPECT_EQ(fp8Scale(448.0f, FP8Format::E4M3, ScaleRule::Floor), 1.0f);
+  EXPECT_EQ(fp8Scale(256.0f, FP8Format::E4M3, ScaleRule::Floor), 1.0f);
+  // 511.9 / 1 saturates to 448; pow2 would take 2 and not saturate.
+  EXPECT_EQ(fp8Scale(511.9f, FP8Format::E4M3, ScaleRule::Floor), 1.0f);
+  EXPECT_EQ(fp8Scale(511.9f, FP8Format::E4M3, ScaleRule::Pow2), 2.0f);
+  EXPECT_EQ(fp8Scale(512.0f, FP8Format::E4M3, ScaleRule::Floor), 2.0f);
+  EXPECT_EQ(fp8Scale(255.9f, FP8Format::E4M3, ScaleRule::Floor), 0.5f);
+  EXPECT_EQ(fp8Scale(65535.0f, FP8Format::E5M2, ScaleRule::Floor), 1.0f);
+  EXPECT_EQ(fp8Scale(3.0f, FP8Format::E5M2, ScaleRule::Floor),
+            std::ldexp(1.0f, 1 - 15));
+  // amax below 1e-12 is taken as 1e-12: floor(log2 1e-12) = -40.
+  EXPECT_EQ(fp8Scale(2.2e-43f, FP8Format::E4M3, ScaleRule::Floor),
+            std::ldexp(1.0f, -48));
+  EXPECT_EQ(fp8Scale(std::numeric_limits<float>::max(), FP8Format::E4M3,
+                     ScaleRule::Floor),
+            std::ldexp(1.0f, 127 - 8));
 }
 
 } // namespace

@@ -22,6 +22,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace infir2::test {
@@ -52,6 +54,23 @@ private:
   mlir::MLIRContext ctx;
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };
+
+/// The largest error of `got` ([rows, cols]) against the oracle's `want`,
+/// relative to each row's RMS.
+inline double worstRowError(const interp::Tensor &want, const float *got,
+                            int64_t rows, int64_t cols) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < rows; ++i) {
+    double rms = 0.0, err = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = want.data[i * cols + j];
+      rms += v * v;
+      err = std::max(err, std::fabs(double(got[i * cols + j]) - v));
+    }
+    worst = std::max(worst, err / std::sqrt(rms / double(cols)));
+  }
+  return worst;
+}
 
 } // namespace infir2::test
 

@@ -42,6 +42,7 @@ using infir2::interp::Tensor;
 namespace {
 
 using infir2::test::Call;
+using infir2::test::worstRowError;
 
 class KernelsVsInterpreter : public ::testing::TestWithParam<bool> {
 protected:
@@ -208,23 +209,6 @@ Call quantized(const Tensor &t, std::vector<int64_t> scaleShape, double rows,
     q.f32(in)[i] = float(t.data[i]);
   EXPECT_EQ(q.run(infir2rt_quantize), 0);
   return q;
-}
-
-/// The largest error of `got` ([rows, cols]) against `want`, relative to
-/// each row's RMS.
-double worstRowError(const Tensor &want, const float *got, int64_t rows,
-                     int64_t cols) {
-  double worst = 0.0;
-  for (int64_t i = 0; i < rows; ++i) {
-    double rms = 0.0, err = 0.0;
-    for (int64_t j = 0; j < cols; ++j) {
-      double v = want.data[i * cols + j];
-      rms += v * v;
-      err = std::max(err, std::fabs(double(got[i * cols + j]) - v));
-    }
-    worst = std::max(worst, err / std::sqrt(rms / double(cols)));
-  }
-  return worst;
 }
 
 TEST_P(KernelsVsInterpreter, ScaledMatmulAgrees) {

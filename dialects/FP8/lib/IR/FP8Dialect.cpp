@@ -112,18 +112,26 @@ LogicalResult GroupsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-FailureOr<SmallVector<int64_t>>
-GroupsAttr::getBlockShape(ArrayRef<int64_t> shape,
-                          function_ref<InFlightDiagnostic()> emitError) const {
-  if (getDim() >= static_cast<int64_t>(shape.size())) {
-    emitError() << "group dimension " << getDim()
+/// A block of `size` elements along dimension `dim` (a `what` of a
+/// granularity), or an error when `shape` has no such dimension.
+static FailureOr<SmallVector<int64_t>>
+blockAlong(ArrayRef<int64_t> shape, int64_t dim, int64_t size, StringRef what,
+           function_ref<InFlightDiagnostic()> emitError) {
+  if (dim >= static_cast<int64_t>(shape.size())) {
+    emitError() << what << " " << dim
                 << " is out of range for a tensor of shape "
                 << "[" << shape << "]";
     return failure();
   }
   SmallVector<int64_t> block(shape.size(), 1);
-  block[getDim()] = getSize();
+  block[dim] = size;
   return block;
+}
+
+FailureOr<SmallVector<int64_t>>
+GroupsAttr::getBlockShape(ArrayRef<int64_t> shape,
+                          function_ref<InFlightDiagnostic()> emitError) const {
+  return blockAlong(shape, getDim(), getSize(), "group dimension", emitError);
 }
 
 LogicalResult BlocksAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -146,6 +154,25 @@ BlocksAttr::getBlockShape(ArrayRef<int64_t> shape,
   block[shape.size() - 2] = getRows();
   block[shape.size() - 1] = getCols();
   return block;
+}
+
+LogicalResult MxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                             int64_t dim) {
+  if (dim < 0)
+    return emitError() << "MX block dimension must be non-negative, got "
+                       << dim;
+  return success();
+}
+
+FailureOr<SmallVector<int64_t>>
+MxAttr::getBlockShape(ArrayRef<int64_t> shape,
+                      function_ref<InFlightDiagnostic()> emitError) const {
+  return blockAlong(shape, getDim(), kBlockSize, "MX block dimension",
+                    emitError);
+}
+
+Type MxAttr::getScaleElementType() const {
+  return Float8E8M0FNUType::get(getContext());
 }
 
 FailureOr<SmallVector<int64_t>>

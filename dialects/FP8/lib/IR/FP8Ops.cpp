@@ -41,6 +41,28 @@ LogicalResult verifyScale(Operation *op, StringRef dataName, Value data,
                              << "[" << actual << "]";
   return success();
 }
+/// Checks that `scale` has the element type `granularity` fixes, if any (MX
+/// blocks carry E8M0 scales).
+LogicalResult verifyScaleType(Operation *op, StringRef scaleName, Value scale,
+                              GranularityAttrInterface granularity) {
+  Type want = granularity.getScaleElementType();
+  Type got = tensorOf(scale).getElementType();
+  if (isa<Float32Type>(want) || got == want)
+    return success();
+  return op->emitOpError() << "expects '" << scaleName << "' of element type "
+                           << want << " (" << granularity
+                           << " blocks carry E8M0 scales), got " << got;
+}
+
+/// Checks `scale`'s shape and element type against `granularity`.
+LogicalResult verifyScales(Operation *op, StringRef dataName, Value data,
+                           StringRef scaleName, Value scale,
+                           GranularityAttrInterface granularity) {
+  if (failed(verifyScale(op, dataName, data, scaleName, scale, granularity)))
+    return failure();
+  return verifyScaleType(op, scaleName, scale, granularity);
+}
+
 /// Checks the element type of `data` against `format` and the scale type
 /// against `rule`.
 LogicalResult verifyFormat(Operation *op, StringRef dataName, Value data,
@@ -52,7 +74,7 @@ LogicalResult verifyFormat(Operation *op, StringRef dataName, Value data,
            << " for format " << stringifyFormat(format) << ", got "
            << tensorOf(data).getElementType();
   if (isa<Float8E8M0FNUType>(tensorOf(scale).getElementType()) &&
-      rule != ScaleRule::pow2)
+      rule == ScaleRule::fp32)
     return op->emitOpError()
            << "expects f32 scales with scale rule " << stringifyScaleRule(rule)
            << " (f8E8M0FNU holds only powers of two)";
@@ -71,8 +93,8 @@ LogicalResult QuantizeOp::verify() {
   if (failed(verifyFormat(*this, "data", getData(), getScale(), getFormat(),
                           getScaleRule())))
     return failure();
-  return verifyScale(*this, "input", getInput(), "scale", getScale(),
-                     getGranularity());
+  return verifyScales(*this, "input", getInput(), "scale", getScale(),
+                      getGranularity());
 }
 
 LogicalResult QuantizeDualOp::verify() {
@@ -100,11 +122,11 @@ LogicalResult QuantizeDualOp::verify() {
                           getScaleRule())) ||
       failed(verifyFormat(*this, "data_t", getDataT(), getScaleT(), getFormat(),
                           getScaleRule())) ||
-      failed(verifyScale(*this, "data", getData(), "scale", getScale(),
-                         getGranularity())))
+      failed(verifyScales(*this, "data", getData(), "scale", getScale(),
+                          getGranularity())))
     return failure();
-  return verifyScale(*this, "data_t", getDataT(), "scale_t", getScaleT(),
-                     getTransposedGranularity());
+  return verifyScales(*this, "data_t", getDataT(), "scale_t", getScaleT(),
+                      getTransposedGranularity());
 }
 
 LogicalResult FusedOp::verify() {
@@ -148,8 +170,8 @@ LogicalResult DequantizeOp::verify() {
                          << "[" << data.getShape() << "]"
                          << ", got "
                          << "[" << out.getShape() << "]";
-  return verifyScale(*this, "data", getData(), "scale", getScale(),
-                     getGranularity());
+  return verifyScales(*this, "data", getData(), "scale", getScale(),
+                      getGranularity());
 }
 
 LogicalResult ScaledMatmulOp::verify() {
@@ -183,11 +205,29 @@ LogicalResult ScaledMatmulOp::verify() {
                          << "[" << expected << "]"
                          << " ([..., M, N]), got "
                          << "[" << out << "]";
-  if (failed(verifyScale(*this, "lhs", getLhs(), "lhs_scale", getLhsScale(),
-                         getLhsGranularity())) ||
-      failed(verifyScale(*this, "rhs", getRhs(), "rhs_scale", getRhsScale(),
-                         getRhsGranularity())))
+  if (failed(verifyScales(*this, "lhs", getLhs(), "lhs_scale", getLhsScale(),
+                          getLhsGranularity())) ||
+      failed(verifyScales(*this, "rhs", getRhs(), "rhs_scale", getRhsScale(),
+                          getRhsGranularity())))
     return failure();
+  // An MX GEMM scales both operands by 32 elements of K (the MXFP8 mode of
+  // Blackwell's tensor cores): blocks along any other dimension, or one
+  // operand in MX blocks and the other not, have no such GEMM.
+  auto lhsMx = dyn_cast<MxAttr>(getLhsGranularity());
+  auto rhsMx = dyn_cast<MxAttr>(getRhsGranularity());
+  if (bool(lhsMx) != bool(rhsMx))
+    return emitOpError() << "expects both operands in #fp8.mx blocks or "
+                            "neither, got "
+                         << getLhsGranularity() << " and "
+                         << getRhsGranularity();
+  for (auto [name, mx, rank] :
+       {std::tuple<StringRef, MxAttr, size_t>{"lhs", lhsMx, lhs.size()},
+        {"rhs", rhsMx, rhs.size()}})
+    if (mx && mx.getDim() != static_cast<int64_t>(rank) - 1)
+      return emitOpError() << "expects the #fp8.mx blocks of '" << name
+                           << "' along its contraction dimension K ("
+                           << rank - 1
+                           << ", the last), got dim = " << mx.getDim();
   // An accumulator, when there is one, has the result's type (f32 or bf16:
   // the product added before the one rounding).
   if (Value acc = getAcc())

@@ -49,7 +49,9 @@ extern "C" {
 // trailing vocab_shards attribute (the vocabulary split over the group).
 // 13: tp_all_gather and tp_reduce_scatter (sequence parallelism), before
 // all_gather (the entries after them move).
-enum { INFIR2RT_ABI_VERSION = 13 };
+// 14: the quantizers' pow2 flag is scale_rule (FP8.h's ScaleRule: 0 fp32,
+// 1 pow2, 2 floor).
+enum { INFIR2RT_ABI_VERSION = 14 };
 
 enum { INFIR2RT_MAX_RANK = 7, INFIR2RT_OPERAND_WORDS = 5 + INFIR2RT_MAX_RANK };
 

@@ -171,7 +171,7 @@ template <typename T> void encode(const T &a, std::vector<double> &out) {
 template <typename F> quantize_dual quantizePart(const F &fused) {
   quantize_dual q;
   q.format = fused.format;
-  q.pow2 = fused.pow2;
+  q.scale_rule = fused.scale_rule;
   q.block = fused.block;
   q.block_t = fused.block_t;
   return q;

@@ -14,10 +14,14 @@
 //   __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3 / __NV_E5M2) for every
 //   one of the 2^32 float inputs (test/Unit/Runtime/FP8Test.cpp).
 // - E4M3 / E5M2 -> float: exact.
-// - scale rule: amax 0 -> 1; otherwise max(amax, 1e-12) / fmt_max, rounded up
-//   to a power of two for the pow2 rule, so a scale is never zero,
-//   subnormal-small or infinite. Non-finite amax must be rejected by the
-//   caller (it is reported, never turned into a number).
+// - scale rules: amax 0 -> 1; otherwise a = max(amax, 1e-12) and
+//   fp32: a / fmt_max; pow2: that rounded up to a power of two (nothing
+//   saturates); floor: 2^(floor(log2 a) - emax), emax 8 for E4M3 and 15
+//   for E5M2 (the OCP MX specification's conversion: the block's largest
+//   values may saturate). So a scale is never zero, subnormal-small or
+//   infinite, and the power-of-two ones are E8M0 codes. Non-finite amax
+//   must be rejected by the caller (it is reported, never turned into a
+//   number).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +37,10 @@
 namespace infir2::rt {
 
 enum class FP8Format : uint8_t { E4M3, E5M2 };
+
+/// How a block's scale follows from its amax (the fp8 dialect's ScaleRule,
+/// and the quantizers' scale_rule attribute: these values).
+enum class ScaleRule : uint8_t { FP32 = 0, Pow2 = 1, Floor = 2 };
 
 namespace detail {
 
@@ -188,11 +196,19 @@ constexpr float kAmaxFloor = 1e-12f;
 
 /// The dequantization scale for a block with largest magnitude `amax`
 /// (finite, non-negative): see the file comment.
-INFIR2_HD float fp8Scale(float amax, FP8Format f, bool pow2) {
+INFIR2_HD float fp8Scale(float amax, FP8Format f, ScaleRule rule) {
   if (amax == 0.0f)
     return 1.0f;
-  float s = (amax > kAmaxFloor ? amax : kAmaxFloor) / fp8MaxFinite(f);
-  if (!pow2)
+  float a = amax > kAmaxFloor ? amax : kAmaxFloor;
+  if (rule == ScaleRule::Floor) {
+    // 2^(floor(log2 a) - emax): a's exponent (a is a normal float), less
+    // the format's largest exponent.
+    int emax = f == FP8Format::E4M3 ? 8 : 15;
+    int e = static_cast<int>(detail::floatBits(a) >> 23) - 127 - emax;
+    return detail::bitsFloat(static_cast<uint32_t>(e + 127) << 23);
+  }
+  float s = a / fp8MaxFinite(f);
+  if (rule == ScaleRule::FP32)
     return s;
   // Round up to a power of two: keep the exponent, add one unless the
   // mantissa is already zero. s is a normal float (>= 2.2e-15).

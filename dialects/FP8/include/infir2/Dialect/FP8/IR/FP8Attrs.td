@@ -28,13 +28,14 @@ def FP8_FormatAttr : EnumAttr<FP8_Dialect, FP8_Format, "format"> {
 
 def FP8_ScaleRule : I32EnumAttr<"ScaleRule", "how a scale is derived from amax", [
     I32EnumAttrCase<"pow2", 0>,  // amax / fmt_max rounded up to a power of two (E8M0-exact)
-    I32EnumAttrCase<"fp32", 1>   // amax / fmt_max as a plain FP32 value
+    I32EnumAttrCase<"fp32", 1>,  // amax / fmt_max as a plain FP32 value
+    I32EnumAttrCase<"floor", 2>  // 2^(floor(log2 amax) - emax): the OCP MX specification's
   ]> {
   let cppNamespace = "::infir2::fp8";
   let genSpecializedAttr = 0;
 }
 def FP8_ScaleRuleAttr : EnumAttr<FP8_Dialect, FP8_ScaleRule, "scale_rule"> {
-  let summary = "The scale rule: pow2 (rounded up to a power of two) or fp32.";
+  let summary = "The scale rule: pow2 (rounded up to a power of two), fp32, or floor (OCP MX).";
 }
 
 //===----------------------------------------------------------------------===//
@@ -56,13 +57,24 @@ def FP8_GranularityAttrInterface : AttrInterface<"GranularityAttrInterface"> {
       }],
       "::llvm::FailureOr<::llvm::SmallVector<int64_t>>", "getBlockShape",
       (ins "::llvm::ArrayRef<int64_t>":$shape,
-           "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError)>
+           "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError)>,
+    InterfaceMethod<[{
+        Returns the element type of the scales this granularity carries:
+        `f32` (which may hold any scale rule's values; E8M0 storage is
+        allowed under the `pow2` rule) unless the granularity fixes it, as
+        MX blocks fix E8M0.
+      }],
+      "::mlir::Type", "getScaleElementType", (ins), [{}], [{
+        return ::mlir::Float32Type::get($_attr.getContext());
+      }]>
   ];
 }
 
-class FP8_GranularityAttr<string name, string attrMnemonic>
+class FP8_GranularityAttr<string name, string attrMnemonic,
+                          list<string> overridden = []>
     : AttrDef<FP8_Dialect, name, [
-        DeclareAttrInterfaceMethods<FP8_GranularityAttrInterface>]> {
+        DeclareAttrInterfaceMethods<FP8_GranularityAttrInterface,
+                                    overridden>]> {
   let mnemonic = attrMnemonic;
 }
 
@@ -115,6 +127,35 @@ def FP8_BlocksAttr : FP8_GranularityAttr<"Blocks", "blocks"> {
   let parameters = (ins "int64_t":$rows, "int64_t":$cols);
   let assemblyFormat = "`<` $rows `,` $cols `>`";
   let genVerifyDecl = 1;
+}
+
+def FP8_MxAttr : FP8_GranularityAttr<"Mx", "mx", ["getScaleElementType"]> {
+  let summary = "An OCP MX block: 32 consecutive elements along `dim`, one E8M0 scale.";
+  let description = [{
+    The microscaling (MX) format of the OCP Microscaling Formats (MX)
+    specification v1.0, as Blackwell's tensor cores take it (MXFP8): every
+    32 consecutive elements along `dim`, the contraction dimension where a
+    GEMM reads the tensor, share one power-of-two scale stored as
+    `f8E8M0FNU` (an 8-bit exponent, bias 127). The scale tensor is
+    therefore `f8E8M0FNU` and the scale rule a power-of-two one: `pow2`
+    (rounded up, as TransformerEngine's MXFP8 recipe: nothing saturates) or
+    `floor` (the specification's own conversion). The recipe's
+    `granularity=mxfp8` scales every operand of an FP8 GEMM this way,
+    weights included (a weight and its transpose get separate blocks).
+    32 must divide the dimension.
+
+    ```mlir
+    %q, %s = fp8.quantize %x to e4m3 by #fp8.mx<dim = 1> scale pow2
+        : tensor<64x256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>
+    ```
+  }];
+  let parameters = (ins "int64_t":$dim);
+  let assemblyFormat = "`<` `dim` `=` $dim `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The number of elements that share a scale (the specification's k).
+    static constexpr int64_t kBlockSize = 32;
+  }];
 }
 
 //===----------------------------------------------------------------------===//

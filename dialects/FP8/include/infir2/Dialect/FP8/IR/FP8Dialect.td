@@ -28,12 +28,13 @@ def FP8_Dialect : Dialect {
     | `#fp8.tensorwise`         | the whole tensor                                |
     | `#fp8.groups<128, dim = 1>` | 128 consecutive elements along dimension 1   |
     | `#fp8.blocks<128, 128>`   | 128×128 tiles of the last two dimensions        |
+    | `#fp8.mx<dim = 1>`        | 32 consecutive elements along dimension 1, with an E8M0 scale (OCP MX) |
 
     The scale tensor has the data's rank and shape `shape[i] / block[i]`;
     blocks must tile the tensor exactly. Scales are dequantization multipliers
     (`x ≈ data · scale`), as cuBLASLt's block-scaled modes take them. FP8 data
     uses MLIR's builtin `f8E4M3FN` and `f8E5M2` types; `f8E8M0FNU` may hold
-    power-of-two scales.
+    power-of-two scales, and holds every MX block's.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;

@@ -22,14 +22,19 @@ def FP8_QuantizeOp : FP8_Op<"quantize", [Pure]> {
     For every block of the granularity, `amax` is the largest magnitude in the
     block and `scale = amax / fmt_max` (448 for e4m3, 57344 for e5m2), rounded
     up to a power of two under the `pow2` rule (so nothing overflows and the
-    scale is exact in E8M0). A block with `amax == 0` gets scale 1; a block
-    whose scale would underflow is given a floored scale and flushes to zero.
+    scale is exact in E8M0). Under the `floor` rule, the conversion of the
+    OCP MX specification (v1.0, section 6.3), `scale = 2^(floor(log2 amax) -
+    emax)` with `emax` the format's largest exponent (8 for e4m3, 15 for
+    e5m2): a power of two too, one step smaller than `pow2`'s for most
+    blocks, so a block's largest values may saturate. A block with
+    `amax == 0` gets scale 1; an amax below 1e-12 is taken as 1e-12, so a
+    scale never underflows (such a block flushes to zero).
     Then `data = saturate_rne(input / scale)`. The results satisfy
     `input ≈ data · scale`.
 
     `data` has the input's shape and the element type of `format`; `scale` has
     the shape the granularity implies and type `f32` (or `f8E8M0FNU` under the
-    `pow2` rule).
+    power-of-two rules, `pow2` and `floor`).
 
     ```mlir
     %q, %s = fp8.quantize %x to e4m3 by #fp8.groups<128, dim = 1> scale pow2
