@@ -6,17 +6,21 @@
 //
 //   infir2-bisect model.mlir --inputs step.safetensors
 //                 [--recipe-options="granularity=tensorwise"] [--tolerance X]
+//                 [--criterion=logits|gradients]
 //
 // Runs a model's training step through the FP64 reference interpreter twice
 // on the same inputs (a trainer's --dump-step): with the BF16 recipe (the
 // reference: no FP8 anywhere) and with the FP8 recipe. It prints every FP8
 // GEMM's product error against the reference's (relative L2 and SQNR,
 // worst first; what the step fuses into a GEMM, an accumulator or a
-// residual, is subtracted), then searches for a set of forward FP8 GEMMs whose
-// return to high precision brings the step's logits within --tolerance
-// (relative L2 error) of the reference's, none of which can go back to FP8
-// alone (delta debugging over the GEMMs that reach the logits, named
-// WEIGHT:fprop), and prints it as the recipe option that applies it:
+// residual, is subtracted), then searches for a set of FP8 GEMMs whose
+// return to high precision brings the step within --tolerance of the
+// reference, none of which can go back to FP8 alone (delta debugging). The
+// criterion is the logits' relative L2 error (over the forward GEMMs, the
+// only ones that reach them, named WEIGHT:fprop), or with
+// --criterion=gradients the worst relative L2 error of any weight's
+// gradient (over every FP8 GEMM: fprop, dgrad and wgrad). It prints the
+// set as the recipe option that applies it:
 //   --recipe-options="keep-high=model.layers.1.mlp.down_proj.weight:fprop"
 // with which infir2-compile builds a trainer that keeps those GEMMs high,
 // saying "kept high by bisection".
@@ -71,10 +75,20 @@ static cl::opt<std::string> recipeOptions(
     "recipe-options", cl::init(""),
     cl::desc("The FP8 recipe's options, as infir2-compile takes them"),
     cl::cat(category));
-static cl::opt<double> tolerance(
-    "tolerance", cl::init(1e-2),
-    cl::desc("How close to the BF16 step's logits (relative L2 error) the "
-             "FP8 step must come (default 1e-2)"),
+static cl::opt<double>
+    tolerance("tolerance", cl::init(1e-2),
+              cl::desc("How close to the BF16 step (relative L2 error of the "
+                       "criterion) the FP8 step must come (default 1e-2)"),
+              cl::cat(category));
+enum class Criterion { logits, gradients };
+static cl::opt<Criterion> criterion(
+    "criterion", cl::init(Criterion::logits),
+    cl::desc("What must come within the tolerance"),
+    cl::values(clEnumValN(Criterion::logits, "logits",
+                          "the logits (bisects the forward GEMMs)"),
+               clEnumValN(Criterion::gradients, "gradients",
+                          "every weight's gradient, the worst one (bisects "
+                          "every FP8 GEMM: fprop, dgrad, wgrad)")),
     cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
@@ -139,10 +153,12 @@ Gemm describe(Operation *op) {
 
 /// One interpreted step: its loss, its logits (what the loss reads: every
 /// forward GEMM's error reaches them, and unlike the loss they do not let
-/// errors cancel), and each GEMM's output in order.
+/// errors cancel), its weight gradients (by parameter) and each GEMM's
+/// output in order.
 struct Step {
   double loss = 0.0;
   Tensor logits;
+  std::map<std::string, Tensor> grads;
   std::vector<std::pair<Gemm, Tensor>> gemms;
   std::vector<Gemm> fp8; ///< the GEMMs the recipe put in FP8
 };
@@ -237,17 +253,32 @@ public:
     if (failed(out))
       return failure();
     step.loss = out->front().data.front();
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      if (auto p = fn.getResultAttrOfType<StringAttr>(
+              i, infir2::Infir2Dialect::getGradOfAttrName()))
+        step.grads[p.getValue().str()] = (*out)[i];
     ++runs;
     return step;
   }
 
-  /// The logits' relative L2 error against the reference's with `high`
-  /// kept high.
+  /// The worst weight gradient of `s` against the reference's: its relative
+  /// L2 error and its parameter.
+  std::pair<double, std::string> worstGradient(const Step &s) const {
+    std::pair<double, std::string> worst{0.0, ""};
+    for (auto &[name, g] : s.grads)
+      if (auto it = reference.grads.find(name); it != reference.grads.end())
+        worst = std::max(worst, {relativeError(g, it->second), name});
+    return worst;
+  }
+
+  /// The criterion's error against the reference with `high` kept high.
   FailureOr<double> drift(const std::vector<std::string> &high) {
     FailureOr<Step> s = run(/*fp8=*/true, high);
     if (failed(s))
       return failure();
-    return relativeError(s->logits, reference);
+    return criterion == Criterion::logits
+               ? relativeError(s->logits, reference.logits)
+               : worstGradient(*s).first;
   }
 
   static double relativeError(const Tensor &got, const Tensor &want) {
@@ -260,7 +291,7 @@ public:
   }
 
   ModuleOp model;
-  Tensor reference; ///< the BF16 step's logits
+  Step reference; ///< the BF16 step
   int runs = 0;
 };
 
@@ -326,12 +357,25 @@ int main(int argc, char **argv) {
       bf16->logits.data.size() != fp8->logits.data.size())
     return fail("the step has no cross-entropy loss whose logits an op "
                 "makes: nothing to compare");
-  b.reference = bf16->logits;
-  double drift = Bisector::relativeError(fp8->logits, bf16->logits);
+  if (criterion == Criterion::gradients && bf16->grads.empty())
+    return fail("the step returns no weight gradients (results marked "
+                "infir2.grad_of): nothing to compare");
+  b.reference = *bf16;
+  double logitsDrift = Bisector::relativeError(fp8->logits, bf16->logits);
+  auto [gradDrift, worstParam] = b.worstGradient(*fp8);
+  bool byLogits = criterion == Criterion::logits;
+  double drift = byLogits ? logitsDrift : gradDrift;
+  std::string tol;
+  llvm::raw_string_ostream(tol)
+      << llvm::format(" (tolerance %g)", tolerance.getValue());
   llvm::outs() << llvm::format("loss: bf16 %.9g, fp8 %.9g; logits: %.3g "
-                               "relative L2 error (tolerance %g)\n",
-                               bf16->loss, fp8->loss, drift,
-                               tolerance.getValue());
+                               "relative L2 error%s\n",
+                               bf16->loss, fp8->loss, logitsDrift,
+                               byLogits ? tol.c_str() : "");
+  llvm::outs() << llvm::format("gradients: the worst %.3g relative L2 error "
+                               "(%s)%s\n",
+                               gradDrift, worstParam.c_str(),
+                               byLogits ? "" : tol.c_str());
 
   // Each FP8 GEMM's output against the reference's same GEMM (the k-th of
   // its weight and role), worst first.
@@ -348,8 +392,9 @@ int main(int argc, char **argv) {
   for (const Gemm &g : fp8->fp8) {
     fp8Names.insert(g.name());
     // Only the forward GEMMs reach the logits: the gradient GEMMs run after
-    // them, and returning one to high precision cannot change them.
-    if (g.role == "fprop")
+    // them, and returning one to high precision cannot change them. Every
+    // GEMM reaches some gradient.
+    if (g.role == "fprop" || criterion == Criterion::gradients)
       candidates.insert(g.name());
   }
   for (auto &[g, t] : fp8->gemms) {
@@ -381,9 +426,10 @@ int main(int argc, char **argv) {
   if (failed(all))
     return 1;
   if (*all > tolerance)
-    return fail(llvm::formatv("with every forward FP8 GEMM kept high the "
-                              "logits are still {0:e2} from BF16's: the "
-                              "drift is not the GEMMs'",
+    return fail(llvm::formatv("with every {0} kept high the {1} still {2:e2} "
+                              "from BF16's: the drift is not the GEMMs'",
+                              byLogits ? "forward FP8 GEMM" : "FP8 GEMM",
+                              byLogits ? "logits are" : "worst gradient is",
                               *all)
                     .str());
   size_t chunks = 2;
@@ -410,10 +456,12 @@ int main(int argc, char **argv) {
       chunks = std::min(2 * chunks, size);
     }
   }
-  llvm::outs() << llvm::format("kept high: %zu of %zu forward FP8 GEMMs "
-                               "bring the logits within the tolerance (%d "
-                               "interpreted steps)\n",
-                               high.size(), candidates.size(), b.runs);
+  llvm::outs() << llvm::format("kept high: %zu of %zu %s bring the %s "
+                               "within the tolerance (%d interpreted steps)\n",
+                               high.size(), candidates.size(),
+                               byLogits ? "forward FP8 GEMMs" : "FP8 GEMMs",
+                               byLogits ? "logits" : "weight gradients",
+                               b.runs);
   for (const std::string &n : high)
     llvm::outs() << "  " << n << "\n";
   llvm::outs() << "--recipe-options=\"" << recipeOptions
