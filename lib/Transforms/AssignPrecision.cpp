@@ -117,6 +117,14 @@ void AssignPrecisionPass::runOnOperation() {
     }
     costTarget = *t;
   }
+  if (granularity == Granularity::mxfp8 && costTarget) {
+    getOperation().emitError()
+        << "cost-model=" << costModel
+        << " prices Hopper's FP8 GEMMs and a weight cache; granularity=mxfp8 "
+           "runs on Blackwell and quantizes its weights every step: leave "
+           "cost-model out";
+    return signalPassFailure();
+  }
   if (granularity == Granularity::mxfp8 && scales == ScalePolicy::fp32) {
     getOperation().emitError()
         << "granularity=mxfp8 takes power-of-two scales (E8M0, as the MX "

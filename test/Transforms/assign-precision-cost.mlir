@@ -16,6 +16,8 @@
 // CHECK: precision = fp8, role = fprop
 // CHECK-SAME: reason = "linear layer model.layers.0.mlp.gate_proj.weight"
 // BAD: error: cost-model must be h100 or h200, got 'tpu'
+// RUN: not infir2-opt %s --split-input-file --infir2-assign-precision="cost-model=h100 granularity=mxfp8" 2>&1 | FileCheck %s --check-prefix=MX
+// MX: error: cost-model=h100 prices Hopper's FP8 GEMMs and a weight cache; granularity=mxfp8 runs on Blackwell and quantizes its weights every step: leave cost-model out
 func.func @forward(%k: tensor<128x896xbf16> {infir2.param = #infir2.param<"model.layers.0.self_attn.k_proj.weight", normal(std = 0.02)>},
                    %g: tensor<4864x896xbf16> {infir2.param = #infir2.param<"model.layers.0.mlp.gate_proj.weight", normal(std = 0.02)>},
                    %x: tensor<8x2048x896xbf16>) -> (tensor<8x2048x128xbf16>, tensor<8x2048x4864xbf16>) {

@@ -118,7 +118,7 @@ def f32(x):
 def make_inputs(path, rows, cols, seed):
     print(f"mx_spec_oracle: seed {seed}")
     rng = random.Random(seed)
-    table = element_values("e4m3")
+    tables = [element_values("e4m3"), element_values("e5m2")]
     data = []
     for r in range(rows):
         for b in range(cols // K):
@@ -128,18 +128,22 @@ def make_inputs(path, rows, cols, seed):
             if kind == 1:  # all zeros, one a negative zero
                 block = [0.0] * K
                 block[3] = -0.0
-            elif kind == 2:  # amax exactly 448 * 2^j: X = 2^j, nothing rounds up
+            elif kind in (2, 3):
+                # amax exactly 448 * 2^j (X = 2^j under rceil, nothing rounds
+                # up), or one FP32 step above it (X doubles); the rest well
+                # below it, so that it is the amax.
                 j = rng.randint(-40, 40)
-                block = [f32(v / 1e30) for v in block]
-                block[rng.randrange(K)] = math.ldexp(448.0, j)
-            elif kind == 3:  # one FP32 step above 448 * 2^j: X doubles
-                j = rng.randint(-40, 40)
-                block = [f32(v * 1e-40) for v in block]
+                block = [f32(rng.gauss(0, 1) * math.ldexp(10.0, j)) for _ in range(K)]
+                top = 0x43E00000 if kind == 2 else 0x43E00001  # 448, next float
                 block[rng.randrange(K)] = math.ldexp(
-                    struct.unpack("<f", struct.pack("<I", 0x43E00001))[0], j)
-            elif kind == 4:  # exact ties between E4M3 codes, scaled by 2^j
+                    struct.unpack("<f", struct.pack("<I", top))[0], j)
+            elif kind == 4:  # exact ties between codes of E4M3 (even rows)
+                # or E5M2 (odd rows), scaled by 2^j with the format's largest
+                # value as the amax, so that X = 2^j and each value / X is
+                # a tie
+                table = tables[r % 2]
                 j = rng.randint(-30, 30)
-                block[0] = math.ldexp(448.0, j)
+                block[0] = math.ldexp(float(table[-1][0]), j)
                 for i in range(1, K):
                     t = rng.randrange(1, len(table) - 1)
                     mid = (table[t][0] + table[t + 1][0]) / 2

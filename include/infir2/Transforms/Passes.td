@@ -188,14 +188,15 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     keeps the GEMMs of
     the first and last N decoder layers (`model.layers.<i>.` weights) in high
     precision; a GEMM whose token, output or contraction size is not a
-    multiple of the recipe's block (128 for `blockwise`, 16 otherwise, as FP8
-    tensor cores need) stays in high precision; so does a GEMM of fewer than
+    multiple of the recipe's block (128 for `blockwise`, 32 for `mxfp8`, 16
+    otherwise, as FP8 tensor cores need) stays in high precision; so does a GEMM of fewer than
     `min-gemm-flops` floating-point operations (too small to gain). With
     `cost-model=h100` (or `h200`), the step-time model
     (`--infir2-report-step-time`, GEMM rates by shape as measured on the lent
     GPUs) chooses among the GEMMs left in FP8: those that quantize a common
     activation or gradient (through reshapes and transposes; weights are
-    quantized once per optimizer step) form a group, and the group takes the
+    quantized once per optimizer step, so `mxfp8`, which has no weight cache
+    and no Hopper target, is refused with it) form a group, and the group takes the
     choice of FP8 GEMMs with the least predicted time, its BF16 GEMMs plus
     its FP8 GEMMs plus one quantization per operand an FP8 GEMM reads (every
     choice for groups of up to 12 GEMMs, a layer's q, k and v make 9; all or
@@ -205,8 +206,14 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     stored: `blockwise` (the InfiR2 recipe) puts the weight in 128×128 blocks
     and activations and gradients in 1×128 groups along the contraction
     dimension — along tokens in the weight-gradient GEMM; `tensorwise` gives
-    one scale per tensor; `rowwise` one per row of K. `format=hybrid` puts the
-    incoming gradient operand of dgrad and wgrad GEMMs in E5M2.
+    one scale per tensor; `rowwise` one per row of K; `mxfp8` every operand,
+    weights included, in OCP MX blocks of 32 along its contraction dimension
+    with E8M0 scales (`#fp8.mx`, for Blackwell; docs/MXFP8.md), which takes
+    the `pow2` or `floor` scale rule. `scales=floor` is the OCP MX
+    specification's power of two, 2^(floor(log2 amax) - emax), which may
+    saturate a block's largest values; `pow2` rounds amax / max up to a
+    power of two and saturates nothing. `format=hybrid` puts the incoming
+    gradient operand of dgrad and wgrad GEMMs in E5M2.
   }];
   let options = [
     Option<"granularity", "granularity", "infir2::Granularity",
@@ -289,8 +296,8 @@ def VerifyPrecisionPass : Pass<"infir2-verify-precision", "mlir::ModuleOp"> {
     - a GEMM the contract keeps in high precision (the LM head, and the
       gradient GEMMs of its weight) is decided FP8;
     - an FP8 decision's granularities do not tile its operands;
-    - `scales=pow2` is asked for and a decision or an `fp8.quantize` uses
-      plain FP32 scales;
+    - `scales=pow2` (or `fp32`, or `floor`) is asked for and a decision or
+      an `fp8.quantize` uses another scale rule;
     - an optimizer update (`infir2.adamw`, `infir2.sgd`) does not act on an
       FP32 master weight (an argument carrying `infir2.master_of`).
   }];

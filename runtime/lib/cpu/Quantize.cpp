@@ -223,6 +223,9 @@ void decodedCodes(const Operand &data, float *f32, uint16_t *bf16) {
 int32_t quantize(const Call &c) {
   Operand x = c.operand(0), data = c.operand(1), scale = c.operand(2);
   auto a = c.attrs<attrs::quantize>();
+  if (const char *why =
+          scaleRuleError(a.scale_rule, scale.dtype == INFIR2RT_E8M0))
+    return c.fail("%s", why);
   FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
   std::vector<int64_t> block = a.block.values();
   Buffer bx;

@@ -98,6 +98,10 @@ int32_t quantizeDualGroup(const Call &c, int64_t first) {
   // block shape serves them all.
   auto a = c.attrs<attrs::quantize_dual>();
   FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
+  if (const char *why =
+          scaleRuleError(a.scale_rule, scale.dtype == INFIR2RT_E8M0 ||
+                                           scaleT.dtype == INFIR2RT_E8M0))
+    return c.fail("%s", why);
   ScaleRule rule = ScaleRule(a.scale_rule);
   std::vector<int64_t> block = a.block.values();
   int64_t blockT[2] = {a.block_t[0], a.block_t[1]};

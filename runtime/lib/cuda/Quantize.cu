@@ -176,6 +176,8 @@ int32_t infir2::rt::cuda::quantizeWith(infir2rt_context *ctx,
     a.block = q.block;
   }
   FP8Format format = a.format ? FP8Format::E5M2 : FP8Format::E4M3;
+  if (const char *why = scaleRuleError(a.scale_rule, e8m0 || e8m0T))
+    return setCallError(ctx, where, "%s", why);
   ScaleRule rule = ScaleRule(a.scale_rule);
   bool pow2 = rule != ScaleRule::FP32; // x · (1/s): exact
   int64_t block[INFIR2RT_MAX_RANK];

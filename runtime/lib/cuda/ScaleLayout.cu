@@ -11,6 +11,7 @@
 #include "ScaleLayout.cuh"
 
 #include "CudaCheck.h"
+#include "MxTiles.h"
 
 #include <cublasLt.h>
 
@@ -20,20 +21,15 @@ using infir2::rt::setCallError;
 
 namespace {
 
-/// VEC32_UE8M0 (MXFP8): [rows, S] row-major E8M0 scales (S = K/32) -> the
-/// tiled layout cuBLASLt reads on Blackwell: 128 x 4 tiles, row-block major,
-/// each stored as 32 lines of 16 bytes (row r of a tile at (r % 32)·16 +
-/// (r / 32)·4, its four scales consecutive); zeros pad rows to a multiple
-/// of 128 and S to a multiple of 4.
+/// VEC32_UE8M0 (MXFP8): [rows, S] row-major E8M0 scales -> the tiled layout
+/// (MxTiles.h), zeros as padding.
 __global__ void mxLayoutKernel(const uint8_t *in, uint8_t *out, int64_t rows,
-                               int64_t S, int64_t colTiles, int64_t total) {
+                               int64_t S, int64_t total) {
   int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= total)
     return;
-  int64_t tile = t / 512, at = t % 512;
-  int64_t r = (tile / colTiles) * 128 + (at % 16) / 4 * 32 + at / 16;
-  int64_t c = (tile % colTiles) * 4 + at % 4;
-  out[t] = r < rows && c < S ? in[r * S + c] : uint8_t(0);
+  int64_t from = infir2::rt::cuda::mxTiledSource(t, rows, S);
+  out[t] = from >= 0 ? in[from] : uint8_t(0);
 }
 
 /// VEC128: [rows, L] row-major -> M-major (kb·rows + i).
@@ -103,7 +99,7 @@ int32_t requireArchitecture(infir2rt_context *ctx, const char *where, bool mx) {
   if (mx)
     return setCallError(ctx, where,
                         "MXFP8 GEMMs (granularity=mxfp8) need a Blackwell GPU "
-                        "(compute capability 10.0 or newer); this is %s "
+                        "(compute capability 10.0); this is %s "
                         "(compute capability %d.%d): compile the trainer with "
                         "granularity=blockwise for it",
                         prop.name, prop.major, prop.minor);
@@ -140,7 +136,7 @@ int64_t scaleLayoutBytes(ScaleMode m, int64_t rows, int64_t K) {
   case ScaleMode::Blk128:
     return (rows + 127) / 128 * L4 * f;
   case ScaleMode::Mx32:
-    return (rows + 127) / 128 * 128 * ((K / 32 + 3) / 4 * 4);
+    return mxTiledBytes(rows, K / 32);
   }
   return 0;
 }
@@ -162,8 +158,7 @@ int32_t layoutScales(infir2rt_context *ctx, const char *where,
   cudaStream_t stream = streamOf(ctx);
   if (m == ScaleMode::Mx32)
     mxLayoutKernel<<<grid, threads, 0, stream>>>(
-        scale.ptr, static_cast<uint8_t *>(*out), rows, K / 32, (K / 32 + 3) / 4,
-        n);
+        scale.ptr, static_cast<uint8_t *>(*out), rows, K / 32, n);
   else if (m == ScaleMode::Vec128)
     vecLayoutKernel<<<grid, threads, 0, stream>>>(in, to, rows, L);
   else

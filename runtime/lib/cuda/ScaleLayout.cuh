@@ -52,8 +52,9 @@ int32_t layoutScales(infir2rt_context *ctx, const char *where,
                      int64_t K, void **out);
 
 /// Whether this GPU has the FP8 GEMM mode: MXFP8 (`mx`) on Blackwell
-/// (compute capability 10.0 or newer), 128-wide block scales on Hopper
-/// (9.x); else an error naming the GPU and the granularity it takes.
+/// (compute capability 10.0), 128-wide block scales on Hopper (9.0), the
+/// two the backend is built for (Device.cu); else an error naming the GPU
+/// and the granularity it takes.
 int32_t requireArchitecture(infir2rt_context *ctx, const char *where, bool mx);
 
 } // namespace infir2::rt::cuda

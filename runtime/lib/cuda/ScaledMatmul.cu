@@ -111,9 +111,11 @@ struct Lt {
       cublasLtMatmulPreferenceDestroy(pref);
       BLAS_CHECK(st);
       if (found == 0)
-        return setCallError(ctx, where, "%s",
-                        "cuBLASLt has no algorithm for this GEMM (FP8 block "
-                        "scaling needs Hopper and cuBLAS >= 12.9)");
+        return setCallError(
+            ctx, where, "%s",
+            "cuBLASLt has no algorithm for this GEMM (128-wide "
+            "block scaling needs Hopper and cuBLAS >= 12.9, MXFP8 "
+            "Blackwell and cuBLAS >= 12.8)");
       it = algos.emplace(key, result.algo).first;
     }
     algo = it->second;

@@ -547,3 +547,19 @@ func.func @mx_not_k(%a: tensor<64x256xf8E4M3FN>, %as: tensor<2x256xf8E8M0FNU>, %
       : (tensor<64x256xf8E4M3FN>, tensor<2x256xf8E8M0FNU>), (tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>) -> tensor<64x96xbf16>
   return
 }
+
+// -----
+
+// Tests that an MX decision has both operands in MX blocks.
+// expected-error @+1 {{an MX decision has both operands in #fp8.mx blocks, got #fp8.mx<dim = 1> and #fp8.blocks<128, 128>}}
+func.func @decision_mx_mixed() attributes {d = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.mx<dim = 1>, rhs = #fp8.blocks<128, 128>, lhs_format = e4m3, rhs_format = e4m3, scales = pow2, reason = "x">} {
+  return
+}
+
+// -----
+
+// Tests that an MX decision takes a power-of-two scale rule.
+// expected-error @+1 {{an MX decision takes a power-of-two scale rule (pow2 or floor): MX scales are E8M0, not fp32}}
+func.func @decision_mx_fp32() attributes {d = #fp8.decision<precision = fp8, role = fprop, lhs = #fp8.mx<dim = 1>, rhs = #fp8.mx<dim = 1>, lhs_format = e4m3, rhs_format = e4m3, scales = fp32, reason = "x">} {
+  return
+}

@@ -78,7 +78,7 @@ struct GemmCall {
 class CudaScaledMatmul : public ::testing::TestWithParam<GemmVariant> {};
 
 TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
-  if (std::string why = gpuUnusable(); !why.empty())
+  if (std::string why = blockScaledGemmsUnusable(); !why.empty())
     GTEST_SKIP() << why;
   const GemmVariant &v = GetParam();
   std::mt19937_64 rng = seededRng();
@@ -158,7 +158,7 @@ TEST_P(CudaScaledMatmul, MatchesTheCpuBackend) {
 // CPU first used fma(partial · sA, sB, acc) everywhere, which cuBLASLt does
 // only for 1x128 x 1x128 groups; 45% of the vec_blk results differed.)
 TEST_P(CudaScaledMatmul, ScalesAndBlocksFoldAsTheCpuDoes) {
-  if (std::string why = gpuUnusable(); !why.empty())
+  if (std::string why = blockScaledGemmsUnusable(); !why.empty())
     GTEST_SKIP() << why;
   const GemmVariant &v = GetParam();
   std::mt19937_64 rng = seededRng();
@@ -254,7 +254,7 @@ TEST(CudaMatmul, FormsMatchTheCpuBackend) {
 // the accumulator once, so the bits agree. The BF16 GEMM in its weight-
 // gradient form within 1e-4 of each row's RMS, as FormsMatchTheCpuBackend.
 TEST(CudaGemmAccumulator, MatchesTheCpuBackend) {
-  if (std::string why = gpuUnusable(); !why.empty())
+  if (std::string why = blockScaledGemmsUnusable(); !why.empty())
     GTEST_SKIP() << why;
   std::mt19937_64 rng = seededRng();
   std::normal_distribution<float> normal;

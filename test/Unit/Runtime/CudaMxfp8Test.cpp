@@ -39,16 +39,20 @@ TEST(CudaMxfp8, QuantizeMatchesTheCpuBackend) {
   if (std::string why = gpuUnusable(); !why.empty())
     GTEST_SKIP() << why;
   std::mt19937_64 rng = seededRng();
-  for (int64_t dtype : {INFIR2RT_F32, INFIR2RT_BF16}) {
-    SCOPED_TRACE(dtype == INFIR2RT_F32 ? "f32 input" : "bf16 input");
-    Call c;
-    int in = c.add({2, 96, 320}, dtype);
-    c.add({2, 96, 320}, INFIR2RT_E4M3);
-    c.add({2, 96, 10}, INFIR2RT_E8M0);
-    c.attrs({0.0, 1.0, 1, 1, 32});
-    fill(c, in, dtype, 192, 320, rng);
-    compare(c, infir2rt_quantize, infir2rt_cuda_quantize);
-  }
+  // Both power-of-two rules: pow2 (1) and the specification's floor (2).
+  for (double rule : {1.0, 2.0})
+    for (int64_t dtype : {INFIR2RT_F32, INFIR2RT_BF16}) {
+      SCOPED_TRACE(testing::Message()
+                   << (dtype == INFIR2RT_F32 ? "f32" : "bf16")
+                   << " input, scale_rule " << rule);
+      Call c;
+      int in = c.add({2, 96, 320}, dtype);
+      c.add({2, 96, 320}, INFIR2RT_E4M3);
+      c.add({2, 96, 10}, INFIR2RT_E8M0);
+      c.attrs({0.0, rule, 1, 1, 32});
+      fill(c, in, dtype, 192, 320, rng);
+      compare(c, infir2rt_quantize, infir2rt_cuda_quantize);
+    }
 }
 
 // Both layouts: MX blocks along the features, and the [K, T] copy in MX
@@ -76,39 +80,39 @@ int majorVersion() {
   return major;
 }
 
-// x [256, 512] and w [384, 512] in MX blocks, quantized on the CPU, then
-// the GEMM on the GPU: refused before Blackwell, else against the exact
-// product. M = 256 and N = 384 are not multiples of the 128 x 4 scale
-// tiles' padding in K / 32 = 16 (a multiple of 4); N = 384 is 3 row tiles.
+// x [M, K] and w [N, K] in MX blocks, quantized on the CPU, then the GEMM
+// on the GPU: refused before Blackwell, else against the exact product.
+// M = 160 and N = 288 are not multiples of the scale tiles' 128 rows, and
+// K / 32 = 7 not of their 4 columns: both paddings are laid out (the
+// layout itself is MxTilesTest's, on the CPU).
 TEST(CudaMxfp8, GemmOnBlackwellOrRefusedByName) {
   if (std::string why = gpuUnusable(); !why.empty())
     GTEST_SKIP() << why;
+  constexpr int64_t M = 160, N = 288, K = 224, S = K / 32;
   std::mt19937_64 rng = seededRng();
   Call q1, q2;
-  int x = q1.add({256, 512}, INFIR2RT_F32);
-  q1.add({256, 512}, INFIR2RT_E4M3);
-  q1.add({256, 16}, INFIR2RT_E8M0);
+  int x = q1.add({M, K}, INFIR2RT_F32);
+  q1.add({M, K}, INFIR2RT_E4M3);
+  q1.add({M, S}, INFIR2RT_E8M0);
   q1.attrs({0.0, 1.0, 1, 32});
-  int w = q2.add({384, 512}, INFIR2RT_F32);
-  q2.add({384, 512}, INFIR2RT_E4M3);
-  q2.add({384, 16}, INFIR2RT_E8M0);
+  int w = q2.add({N, K}, INFIR2RT_F32);
+  q2.add({N, K}, INFIR2RT_E4M3);
+  q2.add({N, S}, INFIR2RT_E8M0);
   q2.attrs({0.0, 1.0, 1, 32});
-  fill(q1, x, INFIR2RT_F32, 256, 512, rng);
-  fill(q2, w, INFIR2RT_F32, 384, 512, rng);
+  fill(q1, x, INFIR2RT_F32, M, K, rng);
+  fill(q2, w, INFIR2RT_F32, N, K, rng);
   ASSERT_EQ(q1.run(infir2rt_quantize), 0);
   ASSERT_EQ(q2.run(infir2rt_quantize), 0);
 
   Call mm;
-  int a = mm.add({256, 512}, INFIR2RT_E4M3),
-      as = mm.add({256, 16}, INFIR2RT_E8M0),
-      b = mm.add({384, 512}, INFIR2RT_E4M3),
-      bs = mm.add({384, 16}, INFIR2RT_E8M0),
-      y = mm.add({256, 384}, INFIR2RT_F32);
+  int a = mm.add({M, K}, INFIR2RT_E4M3), as = mm.add({M, S}, INFIR2RT_E8M0),
+      b = mm.add({N, K}, INFIR2RT_E4M3), bs = mm.add({N, S}, INFIR2RT_E8M0),
+      y = mm.add({M, N}, INFIR2RT_F32);
   mm.attrs({1, 32, 1, 32, 0.0});
-  std::memcpy(mm.u8(a), q1.u8(1), 256 * 512);
-  std::memcpy(mm.u8(as), q1.u8(2), 256 * 16);
-  std::memcpy(mm.u8(b), q2.u8(1), 384 * 512);
-  std::memcpy(mm.u8(bs), q2.u8(2), 384 * 16);
+  std::memcpy(mm.u8(a), q1.u8(1), M * K);
+  std::memcpy(mm.u8(as), q1.u8(2), M * S);
+  std::memcpy(mm.u8(b), q2.u8(1), N * K);
+  std::memcpy(mm.u8(bs), q2.u8(2), N * S);
 
   int32_t rc;
   std::string error;
@@ -117,7 +121,7 @@ TEST(CudaMxfp8, GemmOnBlackwellOrRefusedByName) {
   if (majorVersion() < 10) {
     EXPECT_NE(rc, 0);
     EXPECT_NE(error.find("MXFP8 GEMMs (granularity=mxfp8) need a Blackwell "
-                         "GPU (compute capability 10.0 or newer); this is "),
+                         "GPU (compute capability 10.0); this is "),
               std::string::npos)
         << error;
     std::printf("refused: %s\n", error.c_str());
@@ -126,25 +130,23 @@ TEST(CudaMxfp8, GemmOnBlackwellOrRefusedByName) {
   ASSERT_EQ(rc, 0) << error;
   std::vector<uint8_t> onCpu = runOnCpu(mm, infir2rt_scaled_matmul);
   auto dequantized = [&](int o, int so, int64_t rows) {
-    std::vector<double> d(rows * 512);
+    std::vector<double> d(rows * K);
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t k = 0; k < 512; ++k)
-        d[i * 512 + k] =
-            double(infir2::rt::e4m3ToFloat(mm.u8(o)[i * 512 + k])) *
-            infir2::rt::e8m0ToFloat(mm.u8(so)[i * 16 + k / 32]);
+      for (int64_t k = 0; k < K; ++k)
+        d[i * K + k] = double(infir2::rt::e4m3ToFloat(mm.u8(o)[i * K + k])) *
+                       infir2::rt::e8m0ToFloat(mm.u8(so)[i * S + k / 32]);
     return d;
   };
-  std::vector<double> da = dequantized(a, as, 256),
-                      db = dequantized(b, bs, 384);
+  std::vector<double> da = dequantized(a, as, M), db = dequantized(b, bs, N);
   auto errorVsExact = [&](const std::vector<uint8_t> &mem) {
     return errorVsExactProduct(
         reinterpret_cast<const float *>(mem.data() + mm.operands[y].first), da,
-        db, 256, 384, 512);
+        db, M, N, K);
   };
   double cpu = errorVsExact(onCpu), gpu = errorVsExact(onGpu);
   std::printf("error / sum|a*b| against FP64: cpu %.3g, gpu %.3g\n", cpu, gpu);
-  EXPECT_LE(cpu, 0x1p-15) << "CPU: FP32 sums of 512 products";
-  EXPECT_LE(gpu, 0x1p-9) << "GPU: MXFP8 tensor-core sums of 512 products";
+  EXPECT_LE(cpu, 0x1p-15) << "CPU: FP32 sums of 224 products";
+  EXPECT_LE(gpu, 0x1p-9) << "GPU: MXFP8 tensor-core sums of 224 products";
 }
 
 } // namespace

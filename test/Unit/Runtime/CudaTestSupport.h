@@ -50,6 +50,19 @@ inline std::string gpuUnusable() {
   return infir2rt_cuda_probe(&major, &minor, why, sizeof why) == 0 ? "" : why;
 }
 
+/// Why the 128-wide block-scaled FP8 GEMMs cannot run here: no usable GPU,
+/// or one that is not Hopper (Blackwell has MXFP8 instead: CudaMxfp8Test).
+inline std::string blockScaledGemmsUnusable() {
+  int32_t major = 0, minor = 0;
+  char why[256] = {0};
+  if (infir2rt_cuda_probe(&major, &minor, why, sizeof why) != 0)
+    return why;
+  if (major != 9)
+    return std::string(why) + ": 128-wide block-scaled FP8 GEMMs are "
+                              "Hopper's (compute capability 9.0)";
+  return "";
+}
+
 using Entry = int32_t (*)(infir2rt_context *, const int64_t *, const char *);
 
 /// The operands after `entry` ran on a host copy of them (the CPU backend).

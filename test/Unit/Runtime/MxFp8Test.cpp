@@ -69,15 +69,17 @@ Tensor draw(std::vector<int64_t> shape, std::mt19937_64 &rng) {
       std::fill(x, x + 32, 0.0);
       break;
     case 2: // amax 448·2^j exactly: the scale is 2^j, nothing rounds up
+    case 3: // or one FP32 step above it: the scale doubles
+    {
+      // The rest well below it (|N(0, 1)| · 10 < 448), so that it is the
+      // amax.
+      int e = j(rng);
       for (int i = 0; i < 32; ++i)
-        x[i] = double(float(x[i] / mag));
-      x[at(rng)] = std::ldexp(448.0, j(rng));
+        x[i] = double(std::ldexp(float(x[i] / mag) * 10.0f, e));
+      float top = b % 6 == 2 ? 448.0f : std::nextafter(448.0f, 1e9f);
+      x[at(rng)] = double(std::ldexp(top, e));
       break;
-    case 3: // one FP32 step above: the scale doubles
-      for (int i = 0; i < 32; ++i)
-        x[i] = double(float(x[i] / mag));
-      x[at(rng)] = double(std::ldexp(std::nextafter(448.0f, 1e9f), j(rng)));
-      break;
+    }
     case 4: // an outlier: its neighbours round to subnormals or zero
       x[at(rng)] = double(mag * 1e5f);
       break;
@@ -284,6 +286,32 @@ TEST(MxFp8Errors, NonFiniteBlockIsRefused) {
               std::string("q: non-finite amax (") +
                   (std::isnan(bad) ? "nan" : "inf") +
                   ") in scale block 3: refusing to quantize it");
+  }
+}
+
+// A scale_rule word beyond 0..2, or E8M0 scales under the fp32 rule (whose
+// scales E8M0 cannot hold), is refused by name: not taken as pow2.
+TEST(MxFp8Errors, BadScaleRuleIsRefused) {
+  for (auto [rule, dtype, why] :
+       {std::tuple<double, int64_t, const char *>{
+            3.0, INFIR2RT_E8M0,
+            "scale_rule must be 0 (fp32), 1 (pow2) or 2 (floor)"},
+        {-1.0, INFIR2RT_F32,
+         "scale_rule must be 0 (fp32), 1 (pow2) or 2 (floor)"},
+        {0.0, INFIR2RT_E8M0,
+         "E8M0 scales take a power-of-two scale rule (pow2 or floor), not "
+         "fp32"}}) {
+    Call c;
+    int in = c.add({2, 64}, INFIR2RT_F32);
+    c.add({2, 64}, INFIR2RT_E4M3);
+    c.add({2, 2}, dtype);
+    c.attrs({0.0, rule, 1, 32});
+    for (int i = 0; i < 128; ++i)
+      c.f32(in)[i] = 0.25f * float(i % 13) - 1.0f;
+    infir2rt_context ctx{};
+    ctx.regions[0] = ctx.regions[1] = c.host.data();
+    EXPECT_NE(infir2rt_quantize(&ctx, c.desc.data(), "q"), 0);
+    EXPECT_EQ(infir2::rt::callError(ctx), std::string("q: ") + why);
   }
 }
 

@@ -66,6 +66,16 @@ LogicalResult DecisionAttr::verify(
                           "formats or scales";
   if (reason.empty())
     return emitError() << "a decision states its reason";
+  // MX blocks come in pairs, with power-of-two (E8M0) scales.
+  if (precision == Precision::fp8 && (isa<MxAttr>(lhs) || isa<MxAttr>(rhs))) {
+    if (!isa<MxAttr>(lhs) || !isa<MxAttr>(rhs))
+      return emitError() << "an MX decision has both operands in #fp8.mx "
+                            "blocks, got "
+                         << lhs << " and " << rhs;
+    if (*scales == ScaleRule::fp32)
+      return emitError() << "an MX decision takes a power-of-two scale rule "
+                            "(pow2 or floor): MX scales are E8M0, not fp32";
+  }
   return success();
 }
 

@@ -191,6 +191,19 @@ INFIR2_HD float fp8ToFloat(uint8_t v, FP8Format f) {
   return f == FP8Format::E4M3 ? e4m3ToFloat(v) : e5m2ToFloat(v);
 }
 
+/// Why a quantizer's scale_rule attribute cannot go with the storage of its
+/// scales, or null: the rule is 0, 1 or 2 (ScaleRule), and E8M0 scales
+/// take a power-of-two rule (an FP32 scale would be truncated to its
+/// exponent while the codes were divided by the whole scale).
+inline const char *scaleRuleError(int64_t rule, bool e8m0Scales) {
+  if (rule < 0 || rule > 2)
+    return "scale_rule must be 0 (fp32), 1 (pow2) or 2 (floor)";
+  if (e8m0Scales && rule == int64_t(ScaleRule::FP32))
+    return "E8M0 scales take a power-of-two scale rule (pow2 or floor), not "
+           "fp32";
+  return nullptr;
+}
+
 /// Amax below this is treated as this, so that a scale never underflows.
 constexpr float kAmaxFloor = 1e-12f;
 

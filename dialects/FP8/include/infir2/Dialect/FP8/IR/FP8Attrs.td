@@ -29,7 +29,7 @@ def FP8_FormatAttr : EnumAttr<FP8_Dialect, FP8_Format, "format"> {
 def FP8_ScaleRule : I32EnumAttr<"ScaleRule", "how a scale is derived from amax", [
     I32EnumAttrCase<"pow2", 0>,  // amax / fmt_max rounded up to a power of two (E8M0-exact)
     I32EnumAttrCase<"fp32", 1>,  // amax / fmt_max as a plain FP32 value
-    I32EnumAttrCase<"floor", 2>  // 2^(floor(log2 amax) - emax): the OCP MX specification's
+    I32EnumAttrCase<"floor", 2>  // 2^(floor(log2 amax) - emax): the OCP MX specification's rule
   ]> {
   let cppNamespace = "::infir2::fp8";
   let genSpecializedAttr = 0;
@@ -61,8 +61,8 @@ def FP8_GranularityAttrInterface : AttrInterface<"GranularityAttrInterface"> {
     InterfaceMethod<[{
         Returns the element type of the scales this granularity carries:
         `f32` (which may hold any scale rule's values; E8M0 storage is
-        allowed under the `pow2` rule) unless the granularity fixes it, as
-        MX blocks fix E8M0.
+        allowed under the power-of-two rules, `pow2` and `floor`) unless the
+        granularity fixes it, as MX blocks fix E8M0.
       }],
       "::mlir::Type", "getScaleElementType", (ins), [{}], [{
         return ::mlir::Float32Type::get($_attr.getContext());

@@ -25,8 +25,9 @@ def FP8_QuantizeOp : FP8_Op<"quantize", [Pure]> {
     scale is exact in E8M0). Under the `floor` rule, the conversion of the
     OCP MX specification (v1.0, section 6.3), `scale = 2^(floor(log2 amax) -
     emax)` with `emax` the format's largest exponent (8 for e4m3, 15 for
-    e5m2): a power of two too, one step smaller than `pow2`'s for most
-    blocks, so a block's largest values may saturate. A block with
+    e5m2): a power of two too, equal to `pow2`'s unless amax's significand
+    exceeds 1.75 (448 = 1.75 · 2^8, 57344 = 1.75 · 2^15), when it is half
+    of it and the block's largest values may saturate. A block with
     `amax == 0` gets scale 1; an amax below 1e-12 is taken as 1e-12, so a
     scale never underflows (such a block flushes to zero).
     Then `data = saturate_rne(input / scale)`. The results satisfy
