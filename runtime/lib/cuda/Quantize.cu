@@ -113,8 +113,8 @@ __global__ void scaleKernel(const unsigned *amax, int64_t blocks,
 }
 
 /// E8M0 scales (an MX block's; `f8E8M0FNU`): a power-of-two FP32 scale's
-/// biased exponent, which is its E8M0 code (fp8Scale's pow2 scales are
-/// normal floats).
+/// biased exponent, which is its E8M0 code (fp8Scale's pow2 and floor
+/// scales are normal floats; quantizeWith refuses E8M0 under fp32).
 __global__ void e8m0Kernel(const float *scale, int64_t blocks, uint8_t *out) {
   int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b < blocks)
