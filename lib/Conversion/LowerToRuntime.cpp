@@ -217,6 +217,7 @@ void LowerToRuntimePass::runOnOperation() {
     return rank(a) < rank(b);
   });
   std::vector<rt::ManifestFp8Weight> fp8Weights = fp8WeightsOf(planned);
+  uint32_t fp8Gemms = fp8GemmsOf(planned);
   for (func::FuncOp fn : planned)
     if (failed(lowerFunction(
             fn, fn->getAttrOfType<StringAttr>(
@@ -227,7 +228,7 @@ void LowerToRuntimePass::runOnOperation() {
       module->getAttrOfType<StringAttr>(Infir2Dialect::getModelConfigAttrName());
   FailureOr<std::string> manifest = buildManifest(
       plan, planned, modelConfig ? modelConfig.getValue() : StringRef(),
-      fp8Weights);
+      fp8Weights, fp8Gemms);
   if (failed(manifest))
     return signalPassFailure();
   for (func::FuncOp fn : llvm::concat<func::FuncOp>(planned, others))

@@ -94,13 +94,34 @@ infir2::fp8WeightsOf(ArrayRef<func::FuncOp> planned) {
   return weights;
 }
 
-FailureOr<std::string>
-infir2::buildManifest(rtir::PlanAttr plan, ArrayRef<func::FuncOp> planned,
-                      StringRef modelConfig,
-                      ArrayRef<rt::ManifestFp8Weight> fp8Weights) {
+uint32_t infir2::fp8GemmsOf(ArrayRef<func::FuncOp> planned) {
+  // Hopper's 128-wide blocks (1x128 groups, 128x128 blocks) and
+  // Blackwell's MX blocks; per-tensor scales run anywhere.
+  uint32_t m = 0;
+  for (func::FuncOp fn : planned)
+    fn.walk([&](Operation *op) {
+      auto d = op->getAttrOfType<fp8::DecisionAttr>(
+          fp8::FP8Dialect::getDecisionAttrName());
+      if (!d || d.getPrecision() != fp8::Precision::fp8)
+        return;
+      for (fp8::GranularityAttrInterface g : {d.getLhs(), d.getRhs()}) {
+        auto groups = dyn_cast<fp8::GroupsAttr>(g);
+        if (isa<fp8::MxAttr>(g))
+          m |= INFIR2RT_FP8_GEMM_MX;
+        else if (isa<fp8::BlocksAttr>(g) || (groups && groups.getSize() == 128))
+          m |= INFIR2RT_FP8_GEMM_BLOCK128;
+      }
+    });
+  return m;
+}
+
+FailureOr<std::string> infir2::buildManifest(
+    rtir::PlanAttr plan, ArrayRef<func::FuncOp> planned, StringRef modelConfig,
+    ArrayRef<rt::ManifestFp8Weight> fp8Weights, uint32_t fp8Gemms) {
   rt::Manifest m;
   m.modelConfig = modelConfig.str();
   m.fp8Weights.assign(fp8Weights.begin(), fp8Weights.end());
+  m.fp8Gemms = fp8Gemms;
   m.stateBytes = plan.getStateBytes();
   m.scratchBytes = plan.getScratchBytes();
   m.batch = plan.getBatch();

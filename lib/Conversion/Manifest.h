@@ -21,12 +21,17 @@ namespace infir2 {
 /// functions), as JSON: what the trainer reads at start-up to lay out its
 /// state, with the runtime ABI version it was compiled for.
 /// `modelConfig` is the Hugging Face config the model was imported from
-/// (empty if none) and `fp8Weights` what fp8WeightsOf found before the
-/// functions were lowered.
+/// (empty if none); `fp8Weights` and `fp8Gemms` what fp8WeightsOf and
+/// fp8GemmsOf found before the functions were lowered.
 mlir::FailureOr<std::string>
 buildManifest(rtir::PlanAttr plan, llvm::ArrayRef<mlir::func::FuncOp> planned,
               llvm::StringRef modelConfig,
-              llvm::ArrayRef<rt::ManifestFp8Weight> fp8Weights);
+              llvm::ArrayRef<rt::ManifestFp8Weight> fp8Weights,
+              uint32_t fp8Gemms);
+
+/// The FP8 GEMM scalings (INFIR2RT_FP8_GEMM_* bits) the planned functions'
+/// FP8 decisions need a device to run.
+uint32_t fp8GemmsOf(llvm::ArrayRef<mlir::func::FuncOp> planned);
 
 /// The weights whose forward GEMMs (`fp8.decision` with precision fp8, role
 /// fprop) take them quantized by 2-D blocks, named by the GEMM's

@@ -188,6 +188,14 @@ std::string infir2::rt::toJson(const Manifest &m) {
                          {"scales", w.scales}});
     j["fp8_weights"] = std::move(weights);
   }
+  if (m.fp8Gemms) {
+    json gemms = json::array();
+    if (m.fp8Gemms & INFIR2RT_FP8_GEMM_BLOCK128)
+      gemms.push_back("block128");
+    if (m.fp8Gemms & INFIR2RT_FP8_GEMM_MX)
+      gemms.push_back("mx");
+    j["fp8_gemms"] = std::move(gemms);
+  }
   // Replacing invalid UTF-8 instead of throwing: the compiler calling this
   // is built without exceptions.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -338,6 +346,19 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
       r.string(w, path, "format", weight.format);
       r.string(w, path, "scales", weight.scales);
       m.fp8Weights.push_back(std::move(weight));
+    }
+  }
+  if (const json *gemms = r.field(j, "", "fp8_gemms", /*optional=*/true)) {
+    for (size_t i = 0; r.ok() && i < (gemms->is_array() ? gemms->size() : 1);
+         ++i) {
+      const json *g = gemms->is_array() ? &(*gemms)[i] : nullptr;
+      std::string kind = g && g->is_string() ? g->get<std::string>() : "";
+      if (kind == "block128")
+        m.fp8Gemms |= INFIR2RT_FP8_GEMM_BLOCK128;
+      else if (kind == "mx")
+        m.fp8Gemms |= INFIR2RT_FP8_GEMM_MX;
+      else
+        r.mistyped("", "fp8_gemms", "an array of \"block128\" and \"mx\"");
     }
   }
   if (!r.ok())

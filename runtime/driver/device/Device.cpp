@@ -51,8 +51,24 @@ Device::~Device() {
     scratch_.owner->stream_destroy(stream_);
 }
 
+std::string infir2::rt::missingFp8Gemms(uint32_t need, uint32_t have) {
+  std::string lack;
+  auto add = [&](uint32_t bit, const char *what) {
+    if ((need & bit) && !(have & bit))
+      lack += (lack.empty() ? "" : "; ") + std::string(what);
+  };
+  add(INFIR2RT_FP8_GEMM_BLOCK128,
+      "this trainer's FP8 GEMMs in 128-wide blocks (granularity=blockwise) "
+      "need a Hopper GPU (compute capability 9.0)");
+  add(INFIR2RT_FP8_GEMM_MX,
+      "this trainer's FP8 GEMMs in MX blocks (granularity=mxfp8) need a "
+      "Blackwell GPU (compute capability 10.0)");
+  return lack;
+}
+
 Status Device::open(DeviceChoice choice, int local, int64_t stateBytes,
-                    int64_t scratchBytes, std::string &notice) {
+                    int64_t scratchBytes, uint32_t fp8Gemms,
+                    std::string &notice) {
   // The host copy of the state; 64 bytes of slack as the compiled step's
   // alignment allows. A model larger than the machine is an error naming
   // the planned and the available memory, not an abort.
@@ -72,6 +88,17 @@ Status Device::open(DeviceChoice choice, int local, int64_t stateBytes,
       return fail("--device=cuda: %s", why);
     notice = std::string(why) + ": training on the CPU (--device cpu "
                                 "chooses it without this notice)";
+    gpu = nullptr;
+  }
+  // A GPU without the plan's FP8 GEMMs would stop at the first one.
+  if (std::string lack = missingFp8Gemms(
+          fp8Gemms, gpu && gpu->fp8_gemms ? gpu->fp8_gemms() : ~0u);
+      gpu && !lack.empty()) {
+    if (choice == DeviceChoice::Cuda)
+      return fail("--device=cuda: %s: %s", why, lack.c_str());
+    notice = std::string(why) + ": " + lack +
+             ": training on the CPU (--device cpu chooses it without this "
+             "notice)";
     gpu = nullptr;
   }
   backend_ = gpu ? gpu : host;

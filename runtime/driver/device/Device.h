@@ -31,6 +31,11 @@ namespace infir2::rt {
 /// The GPU backend this trainer was built with, or null (Backends.cpp).
 const infir2rt_backend *gpuBackend();
 
+/// What a device lacks of the FP8 GEMM scalings `need` (INFIR2RT_FP8_GEMM_*
+/// bits, the manifest's fp8_gemms) when it has `have`, in words naming the
+/// granularity each is and the GPUs that have it; empty when nothing.
+std::string missingFp8Gemms(uint32_t need, uint32_t have);
+
 class Device {
 public:
   Device() = default;
@@ -38,11 +43,12 @@ public:
   Device &operator=(const Device &) = delete;
   ~Device();
 
-  /// Chooses the backend for `--device` and allocates the regions.
+  /// Chooses the backend for `--device` and allocates the regions: a GPU
+  /// only if it runs the FP8 GEMM scalings `fp8Gemms` (the manifest's).
   /// `notice` gets a line for the user when auto falls back to the CPU; a
   /// failure when the choice cannot be honoured or the regions not held.
   Status open(DeviceChoice choice, int localRank, int64_t stateBytes,
-              int64_t scratchBytes, std::string &notice);
+              int64_t scratchBytes, uint32_t fp8Gemms, std::string &notice);
   /// Runs every later call through `backend` instead (a recording backend
   /// over the one opened; same regions and stream).
   void wrap(const infir2rt_backend *backend) { backend_ = backend; }

@@ -21,8 +21,8 @@ Session::Session(Manifest manifest, RunConfig config, ModelEntryPoints model,
 
 Status Session::open(std::string &notice) {
   comm.setTimeout(o.collectiveTimeout);
-  INFIR2_RETURN_IF_ERROR(
-      device.open(o.device, localRank(), m.stateBytes, m.scratchBytes, notice));
+  INFIR2_RETURN_IF_ERROR(device.open(o.device, localRank(), m.stateBytes,
+                                     m.scratchBytes, m.fp8Gemms, notice));
   if (!o.recordCalls.empty()) {
     recorder = std::make_unique<CallRecorder>(device.backend());
     device.wrap(recorder->backend());

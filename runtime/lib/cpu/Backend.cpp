@@ -144,6 +144,7 @@ const infir2rt_backend cpuBackend = {
     synchronize,
     memoryInUse,
     /*mark=*/nullptr,
+    /*fp8_gemms=*/nullptr, // all: the CPU emulates every scaling
 };
 
 } // namespace

@@ -208,6 +208,20 @@ int64_t memoryInUse() {
   return int64_t(total - free);
 }
 
+/// The current GPU's FP8 GEMM scalings: Hopper's 128-wide block scales, or
+/// Blackwell's MXFP8 (ScaleLayout.cu's requireArchitecture refuses the
+/// other at the GEMM).
+uint32_t fp8Gemms() {
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                             device) != cudaSuccess)
+    return 0;
+  return major == 9    ? INFIR2RT_FP8_GEMM_BLOCK128
+         : major >= 10 ? INFIR2RT_FP8_GEMM_MX
+                       : 0;
+}
+
 const infir2rt_backend cudaBackend = {
     "cuda",
     {
@@ -228,6 +242,7 @@ const infir2rt_backend cudaBackend = {
     synchronize,
     memoryInUse,
     infir2::rt::cuda::markEntry,
+    fp8Gemms,
 };
 
 } // namespace

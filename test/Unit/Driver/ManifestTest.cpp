@@ -225,6 +225,31 @@ TEST(Manifest, ModelConfigAndFp8WeightsRoundTrip) {
             "with a name and a block [rows, cols]");
 }
 
+// The FP8 GEMM scalings a device must run: both spellings round-trip, none
+// is written when there are none, anything else is refused by name.
+TEST(Manifest, Fp8GemmsRoundTripAndAreChecked) {
+  for (uint32_t bits :
+       {0u, uint32_t(INFIR2RT_FP8_GEMM_BLOCK128),
+        uint32_t(INFIR2RT_FP8_GEMM_MX),
+        uint32_t(INFIR2RT_FP8_GEMM_BLOCK128 | INFIR2RT_FP8_GEMM_MX)}) {
+    Manifest m = sample();
+    m.fp8Gemms = bits;
+    std::string text = toJson(m), error;
+    EXPECT_EQ(json::parse(text).contains("fp8_gemms"), bits != 0);
+    std::optional<Manifest> back = parseManifest(text, error);
+    ASSERT_TRUE(back) << error;
+    EXPECT_EQ(back->fp8Gemms, bits);
+  }
+  EXPECT_EQ(parseError(edited([](json &j) {
+              j["fp8_gemms"] = json::array({"mx", "nvfp4"});
+            })),
+            "the compiled model's manifest: fp8_gemms must be an array of "
+            "\"block128\" and \"mx\"");
+  EXPECT_EQ(parseError(edited([](json &j) { j["fp8_gemms"] = "mx"; })),
+            "the compiled model's manifest: fp8_gemms must be an array of "
+            "\"block128\" and \"mx\"");
+}
+
 TEST(Manifest, SlotKindsAreSpelledAsTheCompilerWritesThem) {
   const std::pair<SlotKind, const char *> spelled[] = {
       {SlotKind::Param, "param"},       {SlotKind::Master, "master"},

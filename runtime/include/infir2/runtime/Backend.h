@@ -75,7 +75,15 @@ typedef struct infir2rt_backend {
   /// `stream`; the backend times the stream from mark to mark without
   /// waiting and prints each entry's time at exit. Null where it cannot.
   void (*mark)(void *stream, int32_t entry);
+  /// The FP8 GEMM scalings the opened device runs (INFIR2RT_FP8_GEMM_*
+  /// bits): a GPU runs its generation's, the CPU emulates all. Null: all.
+  uint32_t (*fp8_gemms)(void);
 } infir2rt_backend;
+
+/// FP8 GEMM scalings a device may lack (per-tensor scales run anywhere):
+/// 128-wide block scales (1x128 groups, 128x128 blocks: Hopper's), and MX
+/// blocks of 32 with E8M0 scales (Blackwell's MXFP8).
+enum { INFIR2RT_FP8_GEMM_BLOCK128 = 1, INFIR2RT_FP8_GEMM_MX = 2 };
 
 /// The CPU backend (runtime/lib/cpu): always there.
 const infir2rt_backend *infir2rt_cpu_backend(void);

@@ -22,9 +22,11 @@
 //    "functions":[{"symbol":"infir2_train_step","scratch_bytes":...}, ...],
 //    "model_config":{...config.json...},
 //    "fp8_weights":[{"name":"model.layers.0.mlp.up_proj.weight",
-//                    "block":[128,128],"format":"e4m3","scales":"pow2"}, ...]}
+//                    "block":[128,128],"format":"e4m3","scales":"pow2"}, ...],
+//    "fp8_gemms":["block128"]}
 //
-// model_config and fp8_weights are optional.
+// model_config, fp8_weights and fp8_gemms ("block128" and/or "mx": the FP8
+// GEMM scalings the plan needs a device to run) are optional.
 //
 // This header holds no JSON library: the compiler, built without C++
 // exceptions, includes it too.
@@ -35,6 +37,7 @@
 #define INFIR2_RUNTIME_MANIFEST_H
 
 #include "infir2/runtime/ABI.h"
+#include "infir2/runtime/Backend.h"
 
 #include <cstdint>
 #include <optional>
@@ -122,6 +125,9 @@ struct Manifest {
   std::string modelConfig;
   /// Every GEMM weight the forward pass quantizes to FP8 by blocks.
   std::vector<ManifestFp8Weight> fp8Weights;
+  /// The FP8 GEMM scalings the plan runs that a device may lack
+  /// (INFIR2RT_FP8_GEMM_* bits of Backend.h).
+  uint32_t fp8Gemms = 0;
 };
 
 /// Bytes per element of a slot dtype (f32, bf16, ...), or 0 if unknown.
