@@ -10,16 +10,7 @@
 set -euo pipefail
 which=${1:-110m} rounds=${2:-3} steps=${3:-6}
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-case "$which" in
-  tiny) model=$root/examples/tiny-qwen/model.mlir ;;
-  110m) model=$tmp/model.mlir
-        "$bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen-110m.json" \
-          --seq-len 256 --micro-batch 4 -o "$model" ;;
-  0.5b) model=$tmp/model.mlir
-        "$bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen2.5-0.5b.json" \
-          --seq-len 256 --micro-batch 1 -o "$model" ;;
-  *) echo "usage: mxfp8.sh [tiny|110m|0.5b] [ROUNDS] [STEPS]" >&2; exit 2 ;;
-esac
+bench_model "$which" "$bin/infir2-import" "mxfp8.sh [tiny|110m|0.5b] [ROUNDS] [STEPS]"
 recipes="bf16 fp8 mxfp8"
 for r in $recipes; do
   case $r in

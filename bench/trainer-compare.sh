@@ -9,16 +9,8 @@
 set -euo pipefail
 old=$1 new=$2 which=${3:-110m} rounds=${4:-3} steps=${5:-6}
 INFIR2_BENCH_NO_BUILD=1 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-case "$which" in
-  tiny) model=$root/examples/tiny-qwen/model.mlir ;;
-  110m) model=$tmp/model.mlir
-        "$new/bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen-110m.json" \
-          --seq-len 256 --micro-batch 4 -o "$model" ;;
-  0.5b) model=$tmp/model.mlir
-        "$new/bin/infir2-import" --hf-config "$root/examples/hf-configs/qwen2.5-0.5b.json" \
-          --seq-len 256 --micro-batch 1 -o "$model" ;;
-  *) echo "usage: trainer-compare.sh OLD_BUILD NEW_BUILD [tiny|110m|0.5b] [ROUNDS] [STEPS]" >&2; exit 2 ;;
-esac
+bench_model "$which" "$new/bin/infir2-import" \
+  "trainer-compare.sh OLD_BUILD NEW_BUILD [tiny|110m|0.5b] [ROUNDS] [STEPS]"
 for side in old new; do
   dir=$old; [ "$side" = new ] && dir=$new
   for r in bf16 fp8; do
