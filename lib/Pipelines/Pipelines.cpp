@@ -139,6 +139,7 @@ static void addFP8Recipe(OpPassManager &pm,
   assign.scales = options.scales;
   assign.keepFirstLast = options.keepFirstLast;
   assign.keepHigh.assign(options.keepHigh.begin(), options.keepHigh.end());
+  assign.e5m2.assign(options.e5m2.begin(), options.e5m2.end());
   assign.minGemmFlops = options.minGemmFlops;
   assign.costModel = options.costModel;
   pm.addPass(createAssignPrecisionPass(assign));

@@ -90,13 +90,23 @@ struct AssignPrecisionPass
                       int64_t numLayers);
 
   std::optional<StepTimeTarget> costTarget;
-  /// keep-high's entries, parsed: the weight, and the role or none (all).
-  struct KeptHigh {
+  /// A list option's entry, parsed: the weight, and the role or none (all).
+  struct GemmSelector {
     std::string weight;
     std::optional<GemmRole> role;
     bool matched = false;
+    /// Whether it selects `g` (and then remembers that it matched).
+    bool selects(const GemmInfo &g) {
+      if (weight != g.weight || (role && *role != g.role))
+        return false;
+      return matched = true;
+    }
   };
-  SmallVector<KeptHigh> keptHigh;
+  SmallVector<GemmSelector> keptHigh, forcedE5M2;
+  LogicalResult parseSelectors(StringRef option, ArrayRef<std::string> entries,
+                               SmallVectorImpl<GemmSelector> &out);
+  LogicalResult checkAllMatched(StringRef option,
+                                ArrayRef<GemmSelector> selectors);
   DecisionAttr high(GemmRole role, const Twine &reason) {
     return DecisionAttr::get(&getContext(), Precision::high, role, {}, {},
                              std::nullopt, std::nullopt, std::nullopt,
@@ -132,20 +142,9 @@ void AssignPrecisionPass::runOnOperation() {
            "(rounded up, the default) or floor (the specification's rule)";
     return signalPassFailure();
   }
-  for (StringRef entry : keepHigh) {
-    auto [weight, role] = entry.rsplit(':');
-    KeptHigh k{weight.str(), std::nullopt};
-    if (!role.empty()) {
-      k.role = fp8::symbolizeGemmRole(role);
-      if (!k.role) { // after the last ':', a role or nothing
-        getOperation().emitError()
-            << "keep-high entry '" << entry << "': the role after ':' must "
-            << "be fprop, dgrad or wgrad, got '" << role << "'";
-        return signalPassFailure();
-      }
-    }
-    keptHigh.push_back(k);
-  }
+  if (failed(parseSelectors("keep-high", keepHigh, keptHigh)) ||
+      failed(parseSelectors("e5m2", e5m2, forcedE5M2)))
+    return signalPassFailure();
   getOperation().walk([&](FunctionOpInterface fn) {
     SmallVector<GemmInfo> gemms;
     // GEMMs already in FP8 keep their decision: the pass can run again on
@@ -190,15 +189,42 @@ void AssignPrecisionPass::runOnOperation() {
       g.op->setAttr(fp8::FP8Dialect::getDecisionAttrName(), decision);
   });
   // An entry that names no GEMM is a typo, not a choice.
-  for (const KeptHigh &k : keptHigh)
-    if (!k.matched) {
-      getOperation().emitError()
-          << "keep-high names '" << k.weight
-          << (k.role ? ":" + fp8::stringifyGemmRole(*k.role).str() : "")
-          << "', which no GEMM has (infir2-opt --infir2-fp8-report lists the "
-             "GEMMs by weight and role)";
-      return signalPassFailure();
+  if (failed(checkAllMatched("keep-high", keptHigh)) ||
+      failed(checkAllMatched("e5m2", forcedE5M2)))
+    signalPassFailure();
+}
+
+LogicalResult
+AssignPrecisionPass::parseSelectors(StringRef option,
+                                    ArrayRef<std::string> entries,
+                                    SmallVectorImpl<GemmSelector> &out) {
+  for (StringRef entry : entries) {
+    auto [weight, role] = entry.rsplit(':');
+    GemmSelector k{weight.str(), std::nullopt};
+    if (!role.empty()) {
+      k.role = fp8::symbolizeGemmRole(role);
+      if (!k.role) // after the last ':', a role or nothing
+        return getOperation().emitError()
+               << option << " entry '" << entry
+               << "': the role after ':' must be fprop, dgrad or wgrad, got '"
+               << role << "'";
     }
+    out.push_back(k);
+  }
+  return success();
+}
+
+LogicalResult
+AssignPrecisionPass::checkAllMatched(StringRef option,
+                                     ArrayRef<GemmSelector> selectors) {
+  for (const GemmSelector &k : selectors)
+    if (!k.matched)
+      return getOperation().emitError()
+             << option << " names '" << k.weight
+             << (k.role ? ":" + fp8::stringifyGemmRole(*k.role).str() : "")
+             << "', which no GEMM has (infir2-opt --infir2-fp8-report lists "
+                "the GEMMs by weight and role)";
+  return success();
 }
 
 DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
@@ -207,9 +233,13 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
   // keep-high first: an entry matches its GEMMs whatever else would keep
   // them high.
   bool kept = false;
-  for (KeptHigh &k : keptHigh)
-    if (k.weight == g.weight && (!k.role || *k.role == g.role))
-      kept = k.matched = true;
+  for (GemmSelector &k : keptHigh)
+    kept |= k.selects(g);
+  // An e5m2 entry puts both operands of its GEMMs in E5M2, whatever
+  // `format` says, where they run in FP8.
+  bool allE5M2 = false;
+  for (GemmSelector &k : forcedE5M2)
+    allE5M2 |= k.selects(g);
   if (kept)
     return high(g.role, "kept high by bisection (keep-high)");
   if (!g.op.isSupportedGemm())
@@ -272,12 +302,15 @@ DecisionAttr AssignPrecisionPass::decide(const GemmInfo &g,
     else
       gran[i] = fp8::GroupsAttr::get(ctx, 128, kDim);
     bool isGradient = g.role != GemmRole::fprop && i == g.gradOperand;
-    fmt[i] = format == FormatPolicy::hybrid && isGradient ? fp8::Format::e5m2
-                                                        : fp8::Format::e4m3;
+    fmt[i] = allE5M2 || (format == FormatPolicy::hybrid && isGradient)
+                 ? fp8::Format::e5m2
+                 : fp8::Format::e4m3;
   }
   std::string reason = g.weight.empty()
                            ? std::string("a GEMM the policy allows in FP8")
                            : "linear layer " + g.weight;
+  if (allE5M2)
+    reason += ", both operands E5M2 (e5m2)";
   return DecisionAttr::get(
       ctx, Precision::fp8, g.role, gran[0], gran[1], fmt[0], fmt[1],
       scales == ScalePolicy::pow2   ? fp8::ScaleRule::pow2

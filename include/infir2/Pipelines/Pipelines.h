@@ -174,6 +174,10 @@ struct FP8OptionsBase : public TrainingStepOptions<Derived> {
           llvm::cl::desc("GEMMs to keep in BF16: WEIGHT or WEIGHT:ROLE (fprop, "
                          "dgrad, wgrad), comma-separated, as infir2-bisect "
                          "prints them")};
+  typename mlir::PassPipelineOptions<Derived>::template ListOption<std::string>
+      e5m2{*this, "e5m2",
+           llvm::cl::desc("GEMMs whose two operands take E5M2: WEIGHT or "
+                          "WEIGHT:ROLE, comma-separated, as keep-high")};
   Option<double> minGemmFlops{
       *this, "min-gemm-flops",
       llvm::cl::desc("GEMMs of fewer flops stay in BF16 (too small to gain)"),

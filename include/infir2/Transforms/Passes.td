@@ -213,7 +213,9 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     specification's power of two, 2^(floor(log2 amax) - emax), which may
     saturate a block's largest values; `pow2` rounds amax / max up to a
     power of two and saturates nothing. `format=hybrid` puts the incoming
-    gradient operand of dgrad and wgrad GEMMs in E5M2.
+    gradient operand of dgrad and wgrad GEMMs in E5M2; `e5m2` puts both
+    operands of the GEMMs it lists in E5M2 (keep-high wins over it), and the
+    decision's reason says so.
   }];
   let options = [
     Option<"granularity", "granularity", "infir2::Granularity",
@@ -237,7 +239,12 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     ListOption<"keepHigh", "keep-high", "std::string",
                "GEMMs to keep in high precision, each `WEIGHT` (all its "
                "GEMMs) or `WEIGHT:ROLE` (fprop, dgrad or wgrad), as "
-               "infir2-bisect prints them; an entry no GEMM has is an error">
+               "infir2-bisect prints them; an entry no GEMM has is an error">,
+    ListOption<"e5m2", "e5m2", "std::string",
+               "GEMMs whose two operands take E5M2 where they run in FP8, "
+               "named as keep-high names them (a per-GEMM format, e.g. to "
+               "study one layer's sensitivity); an entry no GEMM has is an "
+               "error">
   ];
   let dependentDialects = ["infir2::fp8::FP8Dialect"];
 }
