@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CublasLtLoader.h"
 #include "Deferred.h"
 #include "Profile.h"
 #include "Workspace.h"
@@ -93,6 +94,10 @@ extern "C" int32_t infir2rt_cuda_select(int32_t local_rank, int32_t *device,
     std::snprintf(why + n, size_t(why_size - n),
                   ": the CUDA backend is built for Hopper and Blackwell "
                   "(sm_90a and sm_100a: compute capability 9.0 or 10.0)");
+    return 1;
+  }
+  if (const char *error = infir2::rt::cublasLtLoadError()) {
+    std::snprintf(why + n, size_t(why_size - n), ": %s", error);
     return 1;
   }
   return 0;
