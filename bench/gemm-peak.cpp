@@ -12,9 +12,12 @@
 // element), and the rates of what bounds the CPU backend's memory-light
 // kernels rather than bandwidth: an exp (SwiGLU's sigmoid, softmax), the
 // backend's own quantize_dual (input elements/s) and cross-entropy gradient
-// (logits/s), on the OpenMP threads. bench/trainer-throughput.sh takes the
-// BF16 rate as the hardware limit; infir2-compile --report-step-time=cpu
-// reads the --json form.
+// (logits/s), on the OpenMP threads, and by shape the BF16 GEMM and the
+// backend's emulated FP8 GEMM (scaled_matmul). bench/trainer-throughput.sh
+// takes the BF16 rate as the hardware limit; infir2-compile
+// --report-step-time=cpu reads the --json form.
+//
+//   --quick times each rate for a fiftieth of that (rough rates: a test).
 //
 //   infir2-gemm-peak [SIZE]         prints "bf16: G GFLOP/s (isa)",
 //                                   "fp32: G GFLOP/s" and "bandwidth: B GB/s"
@@ -22,7 +25,8 @@
 //                                    "bandwidth_gbs": B, "exp_gops": E,
 //                                    "quantize_gops": Q, "loss_gops": L,
 //                                    "size": SIZE,
-//                                    "gemms": [[M, N, K, GFLOP/s], ...]}
+//                                    "gemms": [[M, N, K, BF16 GFLOP/s,
+//                                               FP8 GFLOP/s], ...]}
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +48,9 @@
 
 namespace {
 
+/// What --quick multiplies each timing's length by.
+double timeScale = 1.0;
+
 /// G operations/s of `fn`, doing `ops` each call: the best of three runs of
 /// `seconds` / 3 each after a warm-up call (on a shared machine, the best
 /// is the rate the hardware gives; a neighbour's burst only lowers one).
@@ -60,7 +67,7 @@ template <typename Fn> double gflops(Fn fn, double ops, double seconds = 1.0) {
       elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                               start)
                     .count();
-    } while (elapsed < seconds / 3);
+    } while (elapsed < seconds * timeScale / 3);
     best = std::max(best, ops * n / elapsed / 1e9);
   }
   return best;
@@ -152,6 +159,32 @@ double quantizeRate() {
   return gflops([&] { c.run(infir2rt_quantize_dual); }, double(rows * cols));
 }
 
+/// GFLOP/s of the CPU backend's FP8 GEMM itself, through scaled_matmul's
+/// entry point: E4M3 [m, k] in 1 x 128 groups times E4M3 [n, k] in 128 x 128
+/// blocks (or, for a weight-gradient GEMM, 1 x 128 groups too), power-of-two
+/// scales (the recipe's), a BF16 [m, n] result. The backend emulates it:
+/// it widens the codes and scales to BF16 and runs the BF16 GEMM.
+double fp8Rate(long m, long n, long k, bool wgrad, double seconds) {
+  infir2::test::Call c;
+  int a = c.add({m, k}, INFIR2RT_E4M3), as = c.add({m, k / 128}, INFIR2RT_F32),
+      b = c.add({n, k}, INFIR2RT_E4M3),
+      bs = wgrad ? c.add({n, k / 128}, INFIR2RT_F32)
+                 : c.add({n / 128, k / 128}, INFIR2RT_F32);
+  c.add({m, n}, INFIR2RT_BF16);
+  c.attrs({1, 128, wgrad ? 1.0 : 128.0, 128, 0.0}); // blocks, no accumulator
+  for (auto [codes, count] : {std::pair{a, m * k}, std::pair{b, n * k}})
+    for (long i = 0; i < count; ++i)
+      c.u8(codes)[i] = uint8_t(0x30 + i % 64 + (i & 64 ? 0x80 : 0)); // finite
+  for (auto [scale, count] :
+       {std::pair{as, m * k / 128},
+        std::pair{bs, (wgrad ? n * 128 : n) * k / (128 * 128)}})
+    for (long i = 0; i < count; ++i)
+      c.f32(scale)[i] = 0.0625f;
+  checked(c.run(infir2rt_scaled_matmul), "scaled_matmul");
+  return gflops([&] { c.run(infir2rt_scaled_matmul); }, 2.0 * m * n * k,
+                seconds);
+}
+
 /// G logits/s of the CPU backend's cross-entropy gradient (FP32 [256,
 /// 32768] logits to a BF16 gradient: a log-sum-exp and an exp per logit).
 double lossRate() {
@@ -160,7 +193,8 @@ double lossRate() {
   int logits = c.add({rows, vocab}, INFIR2RT_F32),
       targets = c.add({rows}, INFIR2RT_I32), dloss = c.add({}, INFIR2RT_F32);
   c.add({rows, vocab}, INFIR2RT_BF16);
-  c.attrs({-100.0, 0.0}); // ignore_index, no mask
+  c.attrs({-100.0, 0.0, 0.0,
+           1.0}); // ignore_index, no mask or divisor, whole vocabulary
   for (int64_t i = 0; i < rows * vocab; ++i)
     c.f32(logits)[i] = float(i % 977) / 100.0f - 5.0f;
   for (int64_t i = 0; i < rows; ++i)
@@ -174,10 +208,19 @@ double lossRate() {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
-  if (json) {
-    --argc;
-    ++argv;
+  bool json = false;
+  for (; argc > 1 && argv[1][0] == '-'; --argc, ++argv) {
+    if (std::strcmp(argv[1], "--json") == 0)
+      json = true;
+    else if (std::strcmp(argv[1], "--quick") == 0)
+      timeScale = 0.02;
+    else {
+      std::fprintf(stderr,
+                   "infir2-gemm-peak: unknown option '%s' (--json, "
+                   "--quick)\n",
+                   argv[1]);
+      return 1;
+    }
   }
   long n = argc > 1 ? std::atol(argv[1]) : 2048;
   if (n <= 0 || n > 16384) {
@@ -198,13 +241,14 @@ int main(int argc, char **argv) {
   double exps = elementRate([](float v) { return std::exp(v); });
   double quantize = quantizeRate(), loss = lossRate();
   if (json) {
-    // The BF16 rate at the shapes of a transformer layer's GEMMs at a few
-    // hundred tokens (M = tokens), forward and weight gradient: the step-time
-    // model takes the nearest.
-    const long shapes[][3] = {{256, 896, 896},   {256, 4864, 896},
-                              {256, 896, 4864},  {896, 896, 256},
-                              {4864, 896, 256},  {1024, 2048, 2048},
-                              {256, 32768, 896}, {n, n, n}};
+    // The BF16 and FP8 rates at the shapes of a transformer layer's GEMMs
+    // at a few hundred tokens (M = tokens), forward and weight gradient
+    // (the fourth number: 1), the step-time model taking the nearest. The
+    // FP8 rate is left out (0: the BF16 one) where 128 does not divide.
+    const long shapes[][4] = {{256, 896, 896, 0},   {256, 4864, 896, 0},
+                              {256, 896, 4864, 0},  {896, 896, 256, 1},
+                              {4864, 896, 256, 1},  {1024, 2048, 2048, 0},
+                              {256, 32768, 896, 0}, {n, n, n, 0}};
     std::printf("{\"bf16_gflops\": %.1f, \"fp32_gflops\": %.1f, "
                 "\"bandwidth_gbs\": %.1f, \"exp_gops\": %.2f, "
                 "\"quantize_gops\": %.2f, \"loss_gops\": %.2f, "
@@ -212,9 +256,12 @@ int main(int argc, char **argv) {
                 bf16, fp32, bandwidth, exps, quantize, loss, n);
     for (size_t i = 0; i < std::size(shapes); ++i) {
       const long *g = shapes[i];
-      std::printf(
-          "%s[%ld, %ld, %ld, %.1f]", i ? ", " : "", g[0], g[1], g[2],
-          i + 1 == std::size(shapes) ? bf16 : bf16Rate(g[0], g[1], g[2], 0.25));
+      double rate =
+          i + 1 == std::size(shapes) ? bf16 : bf16Rate(g[0], g[1], g[2], 0.25);
+      bool tiles = g[0] % 128 == 0 && g[1] % 128 == 0 && g[2] % 128 == 0;
+      std::printf("%s[%ld, %ld, %ld, %.1f, %.1f]", i ? ", " : "", g[0], g[1],
+                  g[2], rate,
+                  tiles ? fp8Rate(g[0], g[1], g[2], g[3], 0.25) : rate);
     }
     std::printf("]}\n");
     return 0;

@@ -29,7 +29,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["infir2-opt", "infir2-import", "infir2-run", "infir2-compile", "infir2-capi-test",
-     "infir2-data", "infir2-bisect"],
+     "infir2-data", "infir2-bisect", "infir2-gemm-peak"],
     [config.infir2_tools_dir, config.llvm_tools_dir])
 
 # The plugin for upstream mlir-opt, and that mlir-opt: the one of the LLVM

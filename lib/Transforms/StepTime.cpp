@@ -256,8 +256,9 @@ FailureOr<StepTimeTarget> infir2::lookUpStepTimeTarget(StringRef name,
     }
     *field = *v * 1e9;
   }
-  // BF16 GEMM rates by shape, GFLOP/s; the CPU backend's FP8 GEMMs widen
-  // the codes and run the BF16 GEMM, at its rate.
+  // GEMM rates by shape, GFLOP/s: BF16, then the CPU backend's FP8 GEMM
+  // (which widens the codes and scales and runs the BF16 GEMM); a row
+  // without the FP8 rate (an older file) gives FP8 the BF16 one.
   const llvm::json::Value *table = o->get("gemms");
   if (table && !table->getAsArray()) {
     error = "'" + calibration.str() + "': \"gemms\" is not an array";
@@ -266,22 +267,26 @@ FailureOr<StepTimeTarget> infir2::lookUpStepTimeTarget(StringRef name,
   if (table)
     for (const llvm::json::Value &g : *table->getAsArray()) {
       const llvm::json::Array *row = g.getAsArray();
-      std::optional<double> v[4];
-      for (size_t i = 0; row && row->size() == 4 && i < 4; ++i)
+      size_t size = row ? row->size() : 0;
+      std::optional<double> v[5];
+      for (size_t i = 0; (size == 4 || size == 5) && i < size; ++i)
         v[i] = (*row)[i].getAsNumber();
+      if (size == 4)
+        v[4] = v[3];
       bool sizes = true;
       for (int i = 0; i < 3; ++i)
         sizes = sizes && positive(v[i]) && *v[i] == std::floor(*v[i]) &&
                 *v[i] <= double(int64_t(1) << 40);
-      if (!sizes || !positive(v[3])) {
+      if (!sizes || !positive(v[3]) || !positive(v[4])) {
         error = "'" + calibration.str() +
-                "': each of \"gemms\" is [M, N, K, GFLOP/s], positive "
-                "integer sizes and a positive rate";
+                "': each of \"gemms\" is [M, N, K, BF16 GFLOP/s, FP8 "
+                "GFLOP/s], positive integer sizes and positive rates (the FP8 "
+                "rate may be left out)";
         return failure();
       }
-      double rate = *v[3] / 1e3; // TFLOP/s, as the table holds
-      t.gemms.push_back(
-          {int64_t(*v[0]), int64_t(*v[1]), int64_t(*v[2]), rate, rate});
+      // TFLOP/s, as the table holds.
+      t.gemms.push_back({int64_t(*v[0]), int64_t(*v[1]), int64_t(*v[2]),
+                         *v[3] / 1e3, *v[4] / 1e3});
     }
   // Attention runs on the FP32 units; a call starts a thread team.
   t.fp8Flops = t.bf16Flops;
