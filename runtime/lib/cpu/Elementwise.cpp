@@ -14,6 +14,7 @@
 
 #include "infir2/runtime/Elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -21,23 +22,46 @@ namespace infir2::rt::cpu {
 
 namespace {
 
-template <typename Fn>
-int32_t elementwise(const Call &c, int64_t inputs, Fn fn) {
-  Operand out = c.operand(inputs);
-  Buffer b0, b1, b2, bo;
-  const float *in[3] = {};
-  int64_t n[3] = {};
-  Buffer *bufs[3] = {&b0, &b1, &b2};
-  for (int64_t i = 0; i < inputs; ++i) {
-    Operand o = c.operand(i);
-    in[i] = o.floats(*bufs[i]);
-    n[i] = o.numel;
+/// Elements a chunk of a per-element kernel holds: each thread widens its
+/// chunk of every operand into arrays of its own (16 KiB each), so that no
+/// whole FP32 copy of an operand exists (a BF16 [1024, 2816] MLP tensor
+/// would be 11 MiB; swiglu_grad reads three and writes two).
+constexpr int64_t kChunk = 4096;
+
+/// `body(in, out, n)` over the chunks of `ins` (all of `numel` elements)
+/// into `outs`: each chunk's inputs as FP32, its outputs written as FP32
+/// and rounded once to their types. An output may be an input: a chunk's
+/// elements are all read before they are written, each from its own.
+template <int NI, int NO, typename Body>
+void chunked(const Operand (&ins)[NI], const Operand (&outs)[NO], int64_t numel,
+             Body body) {
+#pragma omp parallel for schedule(static) if (numel > 65536)
+  for (int64_t begin = 0; begin < numel; begin += kChunk) {
+    int64_t n = std::min(kChunk, numel - begin);
+    float inBuf[NI][kChunk], outBuf[NO][kChunk];
+    const float *in[NI];
+    float *out[NO];
+    for (int k = 0; k < NI; ++k)
+      in[k] = ins[k].floats(begin, n, inBuf[k]);
+    for (int k = 0; k < NO; ++k)
+      out[k] = outs[k].output(begin, outBuf[k]);
+    body(in, out, n);
+    for (int k = 0; k < NO; ++k)
+      outs[k].store(begin, n, out[k]);
   }
-  float *o = out.output(bo);
-#pragma omp parallel for if (out.numel > 65536)
-  for (int64_t i = 0; i < out.numel; ++i)
-    o[i] = fn(in, n, i);
-  out.store(o);
+}
+
+/// out = fn(inputs...) element by element, operands 0..NI-1 in, NI out.
+template <int NI, typename Fn> int32_t elementwise(const Call &c, Fn fn) {
+  Operand ins[NI];
+  for (int k = 0; k < NI; ++k)
+    ins[k] = c.operand(k);
+  Operand outs[1] = {c.operand(NI)};
+  chunked(ins, outs, outs[0].numel,
+          [&](const float *const *in, float *const *out, int64_t n) {
+            for (int64_t i = 0; i < n; ++i)
+              out[0][i] = fn(in, i);
+          });
   return 0;
 }
 
@@ -120,13 +144,12 @@ template <typename Fn> int32_t broadcasting(const Call &c, Fn fn) {
 } // namespace
 
 int32_t silu(const Call &c) {
-  return elementwise(c, 1, [](const float **in, const int64_t *, int64_t i) {
-    return siluOf(in[0][i]);
-  });
+  return elementwise<1>(
+      c, [](const float *const *in, int64_t i) { return siluOf(in[0][i]); });
 }
 
 int32_t swiglu(const Call &c) {
-  return elementwise(c, 2, [](const float **in, const int64_t *, int64_t i) {
+  return elementwise<2>(c, [](const float *const *in, int64_t i) {
     return swigluOf(in[0][i], in[1][i]);
   });
 }
@@ -140,23 +163,19 @@ int32_t mul(const Call &c) {
 }
 
 int32_t silu_grad(const Call &c) {
-  return elementwise(c, 2, [](const float **in, const int64_t *, int64_t i) {
+  return elementwise<2>(c, [](const float *const *in, int64_t i) {
     return siluGradOf(in[0][i], in[1][i]);
   });
 }
 
 int32_t swiglu_grad(const Call &c) {
-  Operand g = c.operand(0), u = c.operand(1), dy = c.operand(2),
-          dg = c.operand(3), du = c.operand(4);
-  Buffer bg, bu, bd, bdg, bdu;
-  const float *G = g.floats(bg), *U = u.floats(bu), *D = dy.floats(bd);
-  float *DG = dg.output(bdg), *DU = du.output(bdu);
-#pragma omp parallel for
-  for (int64_t i = 0; i < g.numel; ++i) {
-    swigluGradOf(G[i], U[i], D[i], DG[i], DU[i]);
-  }
-  dg.store(DG);
-  du.store(DU);
+  Operand ins[3] = {c.operand(0), c.operand(1), c.operand(2)};
+  Operand outs[2] = {c.operand(3), c.operand(4)};
+  chunked(ins, outs, ins[0].numel,
+          [](const float *const *in, float *const *out, int64_t n) {
+            for (int64_t i = 0; i < n; ++i)
+              swigluGradOf(in[0][i], in[1][i], in[2][i], out[0][i], out[1][i]);
+          });
   return 0;
 }
 

@@ -115,6 +115,44 @@ struct Operand : DescOperand {
     return out;
   }
 
+  /// Elements [begin, begin + n) as FP32: the storage itself when it is
+  /// FP32, else widened into `buffer` (n floats).
+  const float *floats(int64_t begin, int64_t n, float *buffer) const {
+    if (dtype == INFIR2RT_F32)
+      return reinterpret_cast<const float *>(ptr) + begin;
+    if (dtype == INFIR2RT_BF16) {
+      const uint16_t *in = reinterpret_cast<const uint16_t *>(ptr) + begin;
+      for (int64_t i = 0; i < n; ++i)
+        buffer[i] = bf16ToFloat(in[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        buffer[i] = get(begin + i);
+    }
+    return buffer;
+  }
+
+  /// Where to write elements [begin, begin + n) as FP32: the storage itself
+  /// when it is FP32, else `buffer` (then store(begin, n, buffer)).
+  float *output(int64_t begin, float *buffer) const {
+    return dtype == INFIR2RT_F32 ? reinterpret_cast<float *>(ptr) + begin
+                                 : buffer;
+  }
+
+  /// Rounds elements [begin, begin + n), from output(begin, ...), into the
+  /// storage.
+  void store(int64_t begin, int64_t n, const float *values) const {
+    if (dtype == INFIR2RT_F32)
+      return;
+    if (dtype == INFIR2RT_BF16) {
+      uint16_t *out = reinterpret_cast<uint16_t *>(ptr) + begin;
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = floatToBF16(values[i]);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      set(begin + i, values[i]);
+  }
+
   /// A place to write FP32 results: the storage itself when it is FP32,
   /// else `buffer` (then call store()). Zeroed only when `zero` is set, for
   /// kernels that accumulate into their output; otherwise its values are
