@@ -243,15 +243,16 @@ int main(int argc, char **argv) {
   if (json) {
     // The BF16 and FP8 rates at the shapes of a transformer layer's GEMMs
     // at a few hundred tokens (M = tokens), forward and weight gradient
-    // (the fourth number: 1), the step-time model taking the nearest. The
-    // FP8 rate is left out (0: the BF16 one) where 128 does not divide.
+    // (the fourth number: 1), the step-time model taking the nearest. Where
+    // 128 does not divide a size, the FP8 rate written is the BF16 one.
     const long shapes[][4] = {{256, 896, 896, 0},   {256, 4864, 896, 0},
                               {256, 896, 4864, 0},  {896, 896, 256, 1},
                               {4864, 896, 256, 1},  {1024, 2048, 2048, 0},
                               {256, 32768, 896, 0}, {n, n, n, 0}};
-    std::printf("{\"bf16_gflops\": %.1f, \"fp32_gflops\": %.1f, "
-                "\"bandwidth_gbs\": %.1f, \"exp_gops\": %.2f, "
-                "\"quantize_gops\": %.2f, \"loss_gops\": %.2f, "
+    // %.4g: a slow build (the sanitizers') must not print a rate as 0.
+    std::printf("{\"bf16_gflops\": %.4g, \"fp32_gflops\": %.4g, "
+                "\"bandwidth_gbs\": %.4g, \"exp_gops\": %.4g, "
+                "\"quantize_gops\": %.4g, \"loss_gops\": %.4g, "
                 "\"size\": %ld, \"gemms\": [",
                 bf16, fp32, bandwidth, exps, quantize, loss, n);
     for (size_t i = 0; i < std::size(shapes); ++i) {
@@ -259,7 +260,7 @@ int main(int argc, char **argv) {
       double rate =
           i + 1 == std::size(shapes) ? bf16 : bf16Rate(g[0], g[1], g[2], 0.25);
       bool tiles = g[0] % 128 == 0 && g[1] % 128 == 0 && g[2] % 128 == 0;
-      std::printf("%s[%ld, %ld, %ld, %.1f, %.1f]", i ? ", " : "", g[0], g[1],
+      std::printf("%s[%ld, %ld, %ld, %.4g, %.4g]", i ? ", " : "", g[0], g[1],
                   g[2], rate,
                   tiles ? fp8Rate(g[0], g[1], g[2], g[3], 0.25) : rate);
     }

@@ -37,7 +37,13 @@ nvidia-smi -L; run ./infir2-cuda-probe
 
 if has tests; then
   echo "=== InfiR2CudaTests"
-  for f in '*CudaAttention*' '-*CudaAttention*'; do
+  # The loader's tests check that nothing loaded cuBLASLt before them: each
+  # in a process of its own, as ctest runs them.
+  for t in OpensTheLibraryOnFirstUseAndForwards ForwardsToTheLibrarysDefinitions; do
+    ./InfiR2CudaTests --gtest_filter="CublasLtLoader.$t" > "$out/cudatests-loader-$t.log" 2>&1
+    echo "CublasLtLoader.$t rc=$?"
+  done
+  for f in '*CudaAttention*' '-*CudaAttention*:CublasLtLoader.*'; do
     timeout 300 ./InfiR2CudaTests --gtest_filter="$f" > "$out/cudatests${f%%\**}.log" 2>&1
     echo "$f rc=$?"
     grep "worst\|Failure\|FAILED\|PASSED\|Expected\|actual\|Which is\|draw" \

@@ -96,7 +96,8 @@ infir2::fp8WeightsOf(ArrayRef<func::FuncOp> planned) {
 
 uint32_t infir2::fp8GemmsOf(ArrayRef<func::FuncOp> planned) {
   // Hopper's 128-wide blocks (1x128 groups, 128x128 blocks) and
-  // Blackwell's MX blocks; per-tensor scales run anywhere.
+  // Blackwell's MX blocks; per-tensor scales run anywhere. Both operands
+  // in E5M2 run on the CPU only (cuBLASLt has no such kernel).
   uint32_t m = 0;
   for (func::FuncOp fn : planned)
     fn.walk([&](Operation *op) {
@@ -104,6 +105,9 @@ uint32_t infir2::fp8GemmsOf(ArrayRef<func::FuncOp> planned) {
           fp8::FP8Dialect::getDecisionAttrName());
       if (!d || d.getPrecision() != fp8::Precision::fp8)
         return;
+      if (d.getLhsFormat() == fp8::Format::e5m2 &&
+          d.getRhsFormat() == fp8::Format::e5m2)
+        m |= INFIR2RT_FP8_GEMM_E5M2_PAIR;
       for (fp8::GranularityAttrInterface g : {d.getLhs(), d.getRhs()}) {
         auto groups = dyn_cast<fp8::GroupsAttr>(g);
         if (isa<fp8::MxAttr>(g))

@@ -194,6 +194,8 @@ std::string infir2::rt::toJson(const Manifest &m) {
       gemms.push_back("block128");
     if (m.fp8Gemms & INFIR2RT_FP8_GEMM_MX)
       gemms.push_back("mx");
+    if (m.fp8Gemms & INFIR2RT_FP8_GEMM_E5M2_PAIR)
+      gemms.push_back("e5m2_pair");
     j["fp8_gemms"] = std::move(gemms);
   }
   // Replacing invalid UTF-8 instead of throwing: the compiler calling this
@@ -357,8 +359,11 @@ std::optional<Manifest> infir2::rt::parseManifest(std::string_view text,
         m.fp8Gemms |= INFIR2RT_FP8_GEMM_BLOCK128;
       else if (kind == "mx")
         m.fp8Gemms |= INFIR2RT_FP8_GEMM_MX;
+      else if (kind == "e5m2_pair")
+        m.fp8Gemms |= INFIR2RT_FP8_GEMM_E5M2_PAIR;
       else
-        r.mistyped("", "fp8_gemms", "an array of \"block128\" and \"mx\"");
+        r.mistyped("", "fp8_gemms",
+                   "an array of \"block128\", \"mx\" and \"e5m2_pair\"");
     }
   }
   if (!r.ok())

@@ -7,6 +7,7 @@
 // RUN: not infir2-opt %s --infir2-assign-precision="keep-high=model.layers.9.w" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not infir2-opt %s --infir2-assign-precision="keep-high=model.layers.1.w:bwd" 2>&1 | FileCheck %s --check-prefix=ROLE
 // RUN: infir2-opt %s --infir2-autodiff --infir2-assign-precision="e5m2=model.layers.1.w:fprop,model.layers.2.w keep-high=model.layers.2.w:wgrad" | FileCheck %s --check-prefix=E5M2
+// RUN: infir2-opt %s --infir2-autodiff --infir2-assign-precision="e5m2=model.layers.1.w:fprop,model.layers.2.w keep-high=model.layers.2.w:wgrad" | grep -c 'rhs_format = e5m2' | FileCheck %s --check-prefix=E5M2-COUNT
 // RUN: not infir2-opt %s --infir2-assign-precision="e5m2=model.layers.9.w:dgrad" 2>&1 | FileCheck %s --check-prefix=E5M2-NONE
 // RUN: not infir2-opt %s --fp8-recipe="e5m2=model.layers.1.w:fwd" 2>&1 | FileCheck %s --check-prefix=E5M2-ROLE
 // RECIPE: for the --granularity option: invalid value 'nvfp4' (expected blockwise, tensorwise, rowwise or mxfp8)
@@ -28,7 +29,9 @@
 // E5M2-DAG: role = fprop, {{.*}}lhs_format = e5m2, rhs_format = e5m2, scales = pow2, reason = "linear layer model.layers.2.w, both operands E5M2 (e5m2)"
 // E5M2-DAG: role = dgrad, {{.*}}lhs_format = e5m2, rhs_format = e5m2, scales = pow2, reason = "linear layer model.layers.2.w, both operands E5M2 (e5m2)"
 // E5M2-DAG: precision = high, role = wgrad, reason = "kept high by bisection (keep-high)"
-// E5M2-NOT: e5m2, scales = pow2, reason = "linear layer model.layers.0.w
+// Exactly those: nothing else is E5M2 (three in @train_step, and the two
+// fprop ones in @forward, which the step is derived from).
+// E5M2-COUNT: 5
 
 // keep-high (infir2-bisect's answer): layer 1's weight gradient and all of
 // layer 2 in high precision, each saying why; the rest in FP8.

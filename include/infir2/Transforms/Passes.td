@@ -215,7 +215,8 @@ def AssignPrecisionPass : Pass<"infir2-assign-precision", "mlir::ModuleOp"> {
     power of two and saturates nothing. `format=hybrid` puts the incoming
     gradient operand of dgrad and wgrad GEMMs in E5M2; `e5m2` puts both
     operands of the GEMMs it lists in E5M2 (keep-high wins over it), and the
-    decision's reason says so.
+    decision's reason says so. cuBLASLt has no E5M2 x E5M2 GEMM: such a
+    trainer's manifest says so (`e5m2_pair`), and it trains on the CPU.
   }];
   let options = [
     Option<"granularity", "granularity", "infir2::Granularity",

@@ -63,6 +63,9 @@ std::string infir2::rt::missingFp8Gemms(uint32_t need, uint32_t have) {
   add(INFIR2RT_FP8_GEMM_MX,
       "this trainer's FP8 GEMMs in MX blocks (granularity=mxfp8) need a "
       "Blackwell GPU (compute capability 10.0)");
+  add(INFIR2RT_FP8_GEMM_E5M2_PAIR,
+      "this trainer has FP8 GEMMs with both operands in E5M2 (the recipe "
+      "option e5m2), which cuBLASLt does not run: the CPU backend does");
   return lack;
 }
 

@@ -30,8 +30,9 @@ constexpr int64_t kChunk = 4096;
 
 /// `body(in, out, n)` over the chunks of `ins` (all of `numel` elements)
 /// into `outs`: each chunk's inputs as FP32, its outputs written as FP32
-/// and rounded once to their types. An output may be an input: a chunk's
-/// elements are all read before they are written, each from its own.
+/// and rounded once to their types. An output may be an input of the same
+/// type (a chunk's elements are all read before they are written); of
+/// another type it would overlap other threads' chunks.
 template <int NI, int NO, typename Body>
 void chunked(const Operand (&ins)[NI], const Operand (&outs)[NO], int64_t numel,
              Body body) {

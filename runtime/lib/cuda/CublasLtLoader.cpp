@@ -23,7 +23,6 @@
 #include <cublasLt.h>
 #include <dlfcn.h>
 
-#include <mutex>
 #include <string>
 
 namespace {

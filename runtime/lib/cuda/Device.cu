@@ -97,7 +97,8 @@ extern "C" int32_t infir2rt_cuda_select(int32_t local_rank, int32_t *device,
     return 1;
   }
   if (const char *error = infir2::rt::cublasLtLoadError()) {
-    std::snprintf(why + n, size_t(why_size - n), ": %s", error);
+    if (n >= 0 && n < why_size)
+      std::snprintf(why + n, size_t(why_size - n), ": %s", error);
     return 1;
   }
   return 0;

@@ -20,7 +20,8 @@ using infir2::rt::missingFp8Gemms;
 namespace {
 
 constexpr uint32_t kBlock = INFIR2RT_FP8_GEMM_BLOCK128,
-                   kMx = INFIR2RT_FP8_GEMM_MX;
+                   kMx = INFIR2RT_FP8_GEMM_MX,
+                   kE5M2Pair = INFIR2RT_FP8_GEMM_E5M2_PAIR;
 
 TEST(Device, MissingFp8GemmsNameTheGranularityAndTheGpu) {
   const std::string block = "this trainer's FP8 GEMMs in 128-wide blocks "
@@ -38,6 +39,13 @@ TEST(Device, MissingFp8GemmsNameTheGranularityAndTheGpu) {
   EXPECT_EQ(missingFp8Gemms(kMx, kBlock), mx);
   EXPECT_EQ(missingFp8Gemms(kBlock, kMx), block);
   EXPECT_EQ(missingFp8Gemms(kBlock | kMx, 0), block + "; " + mx);
+  // E5M2 x E5M2 (the e5m2 option): no GPU runs it, the CPU does.
+  const std::string pair = "this trainer has FP8 GEMMs with both operands in "
+                           "E5M2 (the recipe option e5m2), which cuBLASLt "
+                           "does not run: the CPU backend does";
+  EXPECT_EQ(missingFp8Gemms(kBlock | kE5M2Pair, kBlock), pair);
+  EXPECT_EQ(missingFp8Gemms(kE5M2Pair, kBlock | kMx), pair);
+  EXPECT_EQ(missingFp8Gemms(kE5M2Pair, ~0u), "");
 }
 
 TEST(Device, TheCpuBackendRunsEveryScaling) {

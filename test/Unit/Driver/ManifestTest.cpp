@@ -231,7 +231,8 @@ TEST(Manifest, Fp8GemmsRoundTripAndAreChecked) {
   for (uint32_t bits :
        {0u, uint32_t(INFIR2RT_FP8_GEMM_BLOCK128),
         uint32_t(INFIR2RT_FP8_GEMM_MX),
-        uint32_t(INFIR2RT_FP8_GEMM_BLOCK128 | INFIR2RT_FP8_GEMM_MX)}) {
+        uint32_t(INFIR2RT_FP8_GEMM_BLOCK128 | INFIR2RT_FP8_GEMM_MX),
+        uint32_t(INFIR2RT_FP8_GEMM_BLOCK128 | INFIR2RT_FP8_GEMM_E5M2_PAIR)}) {
     Manifest m = sample();
     m.fp8Gemms = bits;
     std::string text = toJson(m), error;
@@ -244,10 +245,10 @@ TEST(Manifest, Fp8GemmsRoundTripAndAreChecked) {
               j["fp8_gemms"] = json::array({"mx", "nvfp4"});
             })),
             "the compiled model's manifest: fp8_gemms must be an array of "
-            "\"block128\" and \"mx\"");
+            "\"block128\", \"mx\" and \"e5m2_pair\"");
   EXPECT_EQ(parseError(edited([](json &j) { j["fp8_gemms"] = "mx"; })),
             "the compiled model's manifest: fp8_gemms must be an array of "
-            "\"block128\" and \"mx\"");
+            "\"block128\", \"mx\" and \"e5m2_pair\"");
 }
 
 TEST(Manifest, SlotKindsAreSpelledAsTheCompilerWritesThem) {

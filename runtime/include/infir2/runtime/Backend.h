@@ -80,10 +80,15 @@ typedef struct infir2rt_backend {
   uint32_t (*fp8_gemms)(void);
 } infir2rt_backend;
 
-/// FP8 GEMM scalings a device may lack (per-tensor scales run anywhere):
-/// 128-wide block scales (1x128 groups, 128x128 blocks: Hopper's), and MX
-/// blocks of 32 with E8M0 scales (Blackwell's MXFP8).
-enum { INFIR2RT_FP8_GEMM_BLOCK128 = 1, INFIR2RT_FP8_GEMM_MX = 2 };
+/// FP8 GEMM kinds a device may lack (per-tensor scales run anywhere):
+/// 128-wide block scales (1x128 groups, 128x128 blocks: Hopper's), MX
+/// blocks of 32 with E8M0 scales (Blackwell's MXFP8), and both operands in
+/// E5M2 (the recipe option e5m2), which cuBLASLt has no kernel for.
+enum {
+  INFIR2RT_FP8_GEMM_BLOCK128 = 1,
+  INFIR2RT_FP8_GEMM_MX = 2,
+  INFIR2RT_FP8_GEMM_E5M2_PAIR = 4
+};
 
 /// The CPU backend (runtime/lib/cpu): always there.
 const infir2rt_backend *infir2rt_cpu_backend(void);
