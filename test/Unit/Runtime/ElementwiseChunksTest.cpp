@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,6 +68,14 @@ void alias(Call &c, int aliasIndex, int to) {
 struct Types {
   int64_t in, out;
 };
+
+const char *nameOf(int64_t dtype) {
+  return dtype == INFIR2RT_BF16 ? "bf16" : "f32";
+}
+
+void PrintTo(const Types &t, std::ostream *os) {
+  *os << nameOf(t.in) << " to " << nameOf(t.out);
+}
 
 class ElementwiseChunks : public ::testing::TestWithParam<Types> {};
 
@@ -138,11 +147,8 @@ INSTANTIATE_TEST_SUITE_P(Types, ElementwiseChunks,
                                            Types{INFIR2RT_BF16, INFIR2RT_F32},
                                            Types{INFIR2RT_F32, INFIR2RT_F32}),
                          [](const ::testing::TestParamInfo<Types> &info) {
-                           auto name = [](int64_t t) {
-                             return t == INFIR2RT_BF16 ? "bf16" : "f32";
-                           };
-                           return std::string(name(info.param.in)) + "_to_" +
-                                  name(info.param.out);
+                           return std::string(nameOf(info.param.in)) + "_to_" +
+                                  nameOf(info.param.out);
                          });
 
 // No whole FP32 copies: swiglu_grad on a BF16 [1024, 2816] tensor (the
