@@ -21,6 +21,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace infir2 {
 #define GEN_PASS_DEF_TENSORPARALLELPASS
@@ -54,12 +55,15 @@ struct Plan {
   /// and loss.
   SmallVector<EmbeddingOp> embeddings;
   SmallVector<CrossEntropyOp> losses;
+  /// Vocabulary tables kept whole on every rank (the size does not divide
+  /// them).
+  llvm::SmallPtrSet<Value, 2> wholeTables;
 };
 
 class Sharder {
 public:
-  Sharder(func::FuncOp fn, int64_t size, int64_t block)
-      : fn(fn), size(size), block(block) {}
+  Sharder(func::FuncOp fn, int64_t size, int64_t block, bool sequenceParallel)
+      : fn(fn), size(size), block(block), sequenceParallel(sequenceParallel) {}
 
   LogicalResult plan() {
     WalkResult r = fn.walk([&](Operation *op) {
@@ -200,10 +204,26 @@ private:
 
   /// A vocabulary table: an embedding's, or the LM head's (tied or not),
   /// read by embeddings and LM-head GEMMs only, split by rows. Both stay in
-  /// high precision in the recipe, so no FP8 block rule applies.
-  LogicalResult vocabTable(BlockArgument table, Operation *at) {
-    if (p.params.count(table))
+  /// high precision in the recipe, so no FP8 block rule applies. A
+  /// vocabulary the size does not divide stays whole on every rank (set in
+  /// `whole`), as the layers saw it before they were split, unless the
+  /// sequence is split too (the residual stream would then need a scatter
+  /// after the embedding and a gather before the head).
+  LogicalResult vocabTable(BlockArgument table, Operation *at, bool &whole) {
+    whole = p.wholeTables.contains(table);
+    if (whole || p.params.count(table))
       return success();
+    int64_t rows = tensorOf(table).getDimSize(0);
+    if (rows % size != 0 && !sequenceParallel) {
+      at->emitRemark() << "the vocabulary of '" << nameOf(table) << "' ("
+                       << rows << ") does not divide over " << size
+                       << " ranks: it stays whole on every rank (each computes "
+                          "every logit; a vocabulary padded to a multiple of "
+                       << size << " would be split)";
+      p.wholeTables.insert(table);
+      whole = true;
+      return success();
+    }
     for (Operation *user : table.getUsers()) {
       auto head = dyn_cast<MatmulOp>(user);
       if (isa<EmbeddingOp>(user) ||
@@ -218,7 +238,11 @@ private:
              << "' reads it, where only embeddings and an LM head (a GEMM "
                 "whose logits feed the loss) may";
     }
-    return shardParam(table, 0, at, /*fp8=*/false);
+    if (succeeded(shardParam(table, 0, at, /*fp8=*/false)))
+      return success();
+    at->emitRemark() << "without sequence parallelism a vocabulary that does "
+                        "not divide stays whole on every rank";
+    return failure();
   }
 
   /// The embedding's table split by rows (ids outside a rank's rows give
@@ -229,9 +253,11 @@ private:
         !fn.getArgAttr(table.getArgNumber(), Infir2Dialect::getParamAttrName()))
       return e.emitOpError() << "cannot split its vocabulary: the table is "
                                 "not a parameter";
-    if (failed(vocabTable(table, e)))
+    bool whole;
+    if (failed(vocabTable(table, e, whole)))
       return failure();
-    p.embeddings.push_back(e);
+    if (!whole)
+      p.embeddings.push_back(e);
     return success();
   }
 
@@ -247,8 +273,11 @@ private:
              << "cannot split its vocabulary: the logits are not made by a "
                 "GEMM of a weight parameter (with transpose_rhs) read by the "
                 "loss alone";
-    if (failed(vocabTable(table, l)))
+    bool whole;
+    if (failed(vocabTable(table, l, whole)))
       return failure();
+    if (whole) // replicated: the head reads the replicated hidden states
+      return success();
     p.columnGemms.insert(head);
     p.shardedValues.insert(logits);
     p.losses.push_back(l);
@@ -274,6 +303,7 @@ private:
 
   func::FuncOp fn;
   int64_t size, block;
+  bool sequenceParallel;
   Plan p;
 };
 
@@ -360,7 +390,7 @@ struct TensorParallelPass
                             "before --infir2-autodiff derives the step";
       return signalPassFailure();
     }
-    Sharder sharder(fn, size, fp8Block);
+    Sharder sharder(fn, size, fp8Block, sequenceParallel);
     if (failed(sharder.plan()))
       return signalPassFailure();
     sharder.rewrite();

@@ -47,3 +47,19 @@ func.func @forward(%ids: tensor<2x4xi32>, %targets: tensor<2x4xi32>,
   %loss = infir2.cross_entropy %logits, %targets : tensor<2x4x64xf32>, tensor<2x4xi32> -> tensor<f32>
   return %loss, %h : tensor<f32>, tensor<2x4x128xbf16>
 }
+
+// -----
+
+// A vocabulary the size does not divide: without sequence parallelism it
+// would stay whole on every rank; with it, it is refused, saying so.
+func.func @forward(%ids: tensor<2x4xi32>, %targets: tensor<2x4xi32>,
+    %embed: tensor<63x128xbf16> {infir2.param = #infir2.param<"embed", normal(std = 0.02)>},
+    %lnf: tensor<128xbf16> {infir2.param = #infir2.param<"norm", ones>}) -> tensor<f32> {
+  // expected-error@+2 {{cannot split dimension 0 (63) of 'embed' over 2 ranks: it does not divide; sizes that work: 3, 7, 9, 21, 63}}
+  // expected-remark@+1 {{without sequence parallelism a vocabulary that does not divide stays whole on every rank}}
+  %h = infir2.embedding %embed[%ids] : tensor<63x128xbf16>[tensor<2x4xi32>] -> tensor<2x4x128xbf16>
+  %f = infir2.rms_norm %h, %lnf {epsilon = 1.0e-06 : f64} : tensor<2x4x128xbf16>, tensor<128xbf16>
+  %logits = infir2.matmul %f, %embed {transpose_rhs} : tensor<2x4x128xbf16>, tensor<63x128xbf16> -> tensor<2x4x63xf32>
+  %loss = infir2.cross_entropy %logits, %targets : tensor<2x4x63xf32>, tensor<2x4xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -40,7 +40,10 @@ def TensorParallelPass : Pass<"infir2-tensor-parallel", "mlir::ModuleOp"> {
     The vocabulary is split too: the embedding table and the LM head (tied
     or not) by rows, `{vocab_shards = size}` on the embedding (its result
     summed by `infir2.tp_reduce`) and on the loss, computed from each rank's
-    columns of the logits.
+    columns of the logits. A vocabulary `size` does not divide stays whole
+    on every rank instead, with a remark (each rank computes every logit;
+    Megatron-LM pads the vocabulary to a multiple instead, which this pass
+    does not), except with sequence parallelism, which refuses it.
 
     With `sequence-parallel=true` (Megatron-LM's sequence parallelism), the
     norms and residual adds between the regions run on each rank's slice of
