@@ -9,7 +9,8 @@
 // that make them column-parallel, the GEMMs that read them row-parallel,
 // with infir2.tp_copy where a layer's input enters and infir2.tp_reduce
 // where its output leaves; the vocabulary too: the embedding table and the
-// LM head by rows, the loss from each rank's columns of the logits. The
+// LM head by rows, the loss from each rank's columns of the logits (a
+// vocabulary the size does not divide stays whole on every rank). The
 // shapes in the result are one rank's.
 //
 //===----------------------------------------------------------------------===//
